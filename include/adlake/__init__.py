@@ -1,0 +1,1 @@
+"""Adlake platform code: configuration, registry, Spark session factory, local runtime."""

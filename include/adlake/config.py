@@ -1,0 +1,217 @@
+"""Adlake's one configuration: typed settings, two profiles, every path derived from them.
+
+One environment variable, ``ADLAKE_PROFILE``, picks the profile:
+
+* ``local`` (default): everything on this machine, no Docker. The broker listens on loopback,
+  Spark runs in local mode, and all state lives under ``<repo>/.runtime``.
+* ``compose``: the multi-machine shape of ``docker-compose.yaml``. Hosts are the compose service
+  names and data lives on the shared volume mounted at ``/opt/adlake/data``.
+
+Any single setting can be overridden with ``ADLAKE_<NAME>`` (for example
+``ADLAKE_KAFKA_BOOTSTRAP=127.0.0.1:29092``). A value that does not parse or is not allowed raises
+:class:`ConfigError` naming the variable, the value and what is allowed, at start-up, before any
+work is done.
+
+>>> s = load_settings({"ADLAKE_RUNTIME_DIR": "/tmp/x"})
+>>> str(s.checkpoints_dir)
+'/tmp/x/checkpoints'
+>>> load_settings({"ADLAKE_PROFILE": "prod"})
+Traceback (most recent call last):
+...
+adlake.config.ConfigError: ADLAKE_PROFILE='prod' is not valid: allowed values are local, compose
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ENV_PREFIX = "ADLAKE_"
+PROFILES = ("local", "compose")
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, malformed or not allowed."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved configuration. Build it with :func:`load_settings`, not directly."""
+
+    profile: str
+    runtime_dir: Path
+    kafka_bootstrap: str
+    # Local broker only (the ``local`` profile starts its own); the controller port is the
+    # KRaft quorum listener of the same single process.
+    kafka_controller_port: int
+    spark_master_lake: str
+    spark_master_ops: str
+    shuffle_partitions: int
+    driver_memory: str
+    spark_ui: bool
+    log_level: str
+    jars_dir: Path = field(default=REPO_ROOT / ".cache" / "jars")
+
+    # Every path below derives from runtime_dir, so one setting moves all state.
+    @property
+    def tables_dir(self) -> Path:
+        return self.runtime_dir / "tables"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.runtime_dir / "checkpoints"
+
+    @property
+    def status_dir(self) -> Path:
+        return self.runtime_dir / "status"
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.runtime_dir / "reports"
+
+    @property
+    def kafka_dir(self) -> Path:
+        return self.runtime_dir / "kafka"
+
+    @property
+    def warehouse_dir(self) -> Path:
+        return self.runtime_dir / "warehouse"
+
+    @property
+    def kafka_host(self) -> str:
+        return self.kafka_bootstrap.split(",")[0].rsplit(":", 1)[0]
+
+    @property
+    def kafka_port(self) -> int:
+        return int(self.kafka_bootstrap.split(",")[0].rsplit(":", 1)[1])
+
+    def spark_master(self, runtime: str) -> str:
+        return {"lake": self.spark_master_lake, "ops": self.spark_master_ops}[runtime]
+
+    def table_path(self, name: str) -> Path:
+        return self.tables_dir / name
+
+    def checkpoint_path(self, name: str) -> Path:
+        return self.checkpoints_dir / name
+
+    def with_overrides(self, **changes: object) -> Settings:
+        """A copy with some settings replaced (tests point runtime_dir at ``tmp_path``)."""
+        return dataclasses.replace(self, **changes)
+
+
+# Profile defaults. The ops master needs enough task slots for Real-Time Mode, which runs one
+# long-lived task per source partition plus one per shuffle partition, all at once: 4 Kafka
+# partitions + 4 shuffle partitions = 8 slots on a 2-core machine (tasks mostly wait on I/O).
+_DEFAULTS: dict[str, dict[str, str]] = {
+    "local": {
+        "runtime_dir": str(REPO_ROOT / ".runtime"),
+        "kafka_bootstrap": "127.0.0.1:9092",
+        "kafka_controller_port": "9093",
+        "spark_master_lake": "local[2]",
+        "spark_master_ops": "local[8]",
+        "shuffle_partitions": "4",
+        "driver_memory": "2g",
+        "spark_ui": "false",
+        "log_level": "WARN",
+    },
+    "compose": {
+        "runtime_dir": "/opt/adlake/data",
+        "kafka_bootstrap": "kafka:9092",
+        "kafka_controller_port": "9093",
+        "spark_master_lake": "spark://spark-lake-master:7077",
+        "spark_master_ops": "spark://spark-ops-master:7077",
+        "shuffle_partitions": "8",
+        "driver_memory": "2g",
+        "spark_ui": "true",
+        "log_level": "WARN",
+    },
+}
+
+_LOG_LEVELS = ("ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
+_MASTER = re.compile(r"^(local(\[(\d+|\*)\])?|spark://[\w.-]+:\d+(,[\w.-]+:\d+)*|yarn|k8s://.+)$")
+_BOOTSTRAP = re.compile(r"^[\w.-]+:\d{1,5}(,[\w.-]+:\d{1,5})*$")
+_MEMORY = re.compile(r"^\d+[kmgt]$", re.IGNORECASE)
+
+
+def _var(name: str) -> str:
+    return ENV_PREFIX + name.upper()
+
+
+def _bad(name: str, value: str, allowed: str) -> ConfigError:
+    return ConfigError(f"{_var(name)}={value!r} is not valid: {allowed}")
+
+
+def _int(name: str, value: str, lo: int, hi: int) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise _bad(name, value, f"expected an integer from {lo} to {hi}") from None
+    if not lo <= number <= hi:
+        raise _bad(name, value, f"expected an integer from {lo} to {hi}")
+    return number
+
+
+def _bool(name: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise _bad(name, value, "expected true or false")
+
+
+def _match(name: str, value: str, pattern: re.Pattern[str], allowed: str) -> str:
+    if not pattern.match(value):
+        raise _bad(name, value, allowed)
+    return value
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Resolve settings from the environment (``os.environ`` by default).
+
+    Unknown ``ADLAKE_*`` variables are rejected too, so a typo cannot silently fall back to a
+    default.
+    """
+    env = os.environ if environ is None else environ
+    profile = env.get(_var("profile"), "local")
+    if profile not in PROFILES:
+        raise _bad("profile", profile, f"allowed values are {', '.join(PROFILES)}")
+
+    known = {_var(k) for k in _DEFAULTS[profile]} | {_var("profile"), _var("jars_dir")}
+    # ADLAKE_HOME etc. may be set by tooling; only names that look like settings are checked.
+    unknown = sorted(k for k in env if k.startswith(ENV_PREFIX) and k not in known
+                     and k not in _NON_SETTINGS)
+    if unknown:
+        allowed = ", ".join(sorted(known))
+        raise ConfigError(f"unknown setting {unknown[0]}: allowed settings are {allowed}")
+
+    raw = {k: env.get(_var(k), default) for k, default in _DEFAULTS[profile].items()}
+    jars_dir = env.get(_var("jars_dir"))
+    return Settings(
+        profile=profile,
+        runtime_dir=Path(raw["runtime_dir"]).expanduser().resolve(),
+        kafka_bootstrap=_match("kafka_bootstrap", raw["kafka_bootstrap"], _BOOTSTRAP,
+                               "expected host:port[,host:port...]"),
+        kafka_controller_port=_int("kafka_controller_port", raw["kafka_controller_port"], 1, 65535),
+        spark_master_lake=_match("spark_master_lake", raw["spark_master_lake"], _MASTER,
+                                 "expected local, local[N], local[*], spark://host:port, yarn or k8s://..."),
+        spark_master_ops=_match("spark_master_ops", raw["spark_master_ops"], _MASTER,
+                                "expected local, local[N], local[*], spark://host:port, yarn or k8s://..."),
+        shuffle_partitions=_int("shuffle_partitions", raw["shuffle_partitions"], 1, 10_000),
+        driver_memory=_match("driver_memory", raw["driver_memory"], _MEMORY,
+                             "expected a size such as 512m or 2g"),
+        spark_ui=_bool("spark_ui", raw["spark_ui"]),
+        log_level=_match("log_level", raw["log_level"].upper(),
+                         re.compile("^(" + "|".join(_LOG_LEVELS) + ")$"),
+                         f"allowed values are {', '.join(_LOG_LEVELS)}"),
+        **({"jars_dir": Path(jars_dir).expanduser().resolve()} if jars_dir else {}),
+    )
+
+
+# Variables with the prefix that are not settings of this module (read by other tools).
+_NON_SETTINGS = frozenset()

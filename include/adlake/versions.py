@@ -1,0 +1,127 @@
+"""Every pinned version of Adlake, in one place.
+
+The two Python environments (``lake`` and ``ops``) and the three JVM jar sets (``lake``, ``ops``,
+``kafka``) are all derived from the constants below by :mod:`adlake.setup`; nothing else in the
+repository names a version. Changing a pin here and running ``make setup`` rebuilds exactly the
+environments and jar sets whose inputs changed.
+
+This module is standard-library only: ``make setup`` runs it with the system Python before any
+virtual environment exists.
+
+>>> requirements("ops")[0]
+'pyspark==4.3.0'
+>>> jvm_artifacts("lake")[0]
+'io.delta:delta-spark_4.2_2.13:4.4.0'
+"""
+
+from __future__ import annotations
+
+PYTHON = "3.11"
+SCALA = "2.13"
+
+# Open-source Spark splits the mission in two (DESIGN.md, "Two Spark runtimes"): Real-Time Mode
+# with stateful operators needs Spark 4.3, while delta-spark 4.4.x supports Spark <= 4.2.
+SPARK_LAKE = "4.2.0"
+SPARK_OPS = "4.3.0"
+# delta-spark 4.4.1 is on PyPI but its jars (delta-spark_4.2_2.13, delta-storage) are not in the
+# Maven repository this project reaches; 4.4.0 is, so both the Python package and the jars use it.
+DELTA = "4.4.0"
+# The Spark Kafka connector is published per Spark release, but the Maven repository this project
+# reaches holds spark-sql-kafka-0-10 only up to 4.2.0 and spark-token-provider-kafka-0-10 only at
+# 4.0.0. Both runtimes therefore load connector 4.2.0 with token provider 4.0.0 (its API, a
+# handful of classes, is unchanged since); the integration tests prove each runtime reads and
+# writes Kafka with them, Real-Time Mode included. Move to the matching release when published.
+KAFKA_CONNECTOR = "4.2.0"
+KAFKA_TOKEN_PROVIDER = "4.0.0"
+KAFKA_BROKER = "4.1.1"
+LOG4J = "2.24.3"
+
+AIRFLOW = "3.3.*"
+AIRFLOW_SPARK_PROVIDER = "6.3.4"
+GREAT_EXPECTATIONS = "1.24.*"
+CONFLUENT_KAFKA = "2.16.1"
+PYTEST = ">=8,<10"
+
+RUNTIMES = ("lake", "ops")
+JAR_SETS = ("lake", "ops", "kafka")
+
+# Shared by both environments: the Kafka client used by the generator, the broker tooling and the
+# tests, and the test runner itself.
+_COMMON = [
+    f"confluent-kafka=={CONFLUENT_KAFKA}",
+    f"pytest{PYTEST}",
+    "pyyaml>=6",
+    # The project itself is installed editable without build isolation (no network needed).
+    "setuptools>=70",
+    "wheel",
+    # PySpark's Arrow-based paths (transformWithState, toPandas) need these two.
+    "pyarrow>=18",
+]
+
+_REQUIREMENTS = {
+    # The lake environment is also Airflow's and runs most tests. pyspark-client is pulled in by
+    # the Spark provider and must match pyspark; pandas 3 triggers a warning on PySpark 4.2.
+    "lake": [
+        f"pyspark=={SPARK_LAKE}",
+        f"pyspark-client=={SPARK_LAKE}",
+        f"delta-spark=={DELTA}",
+        f"apache-airflow=={AIRFLOW}",
+        f"apache-airflow-providers-apache-spark=={AIRFLOW_SPARK_PROVIDER}",
+        # Without the [spark] extra: its pin excludes Spark 4.2.
+        f"great-expectations=={GREAT_EXPECTATIONS}",
+        "pandas<3",
+        *_COMMON,
+    ],
+    # The ops environment holds only what the operational streaming apps need.
+    "ops": [
+        f"pyspark=={SPARK_OPS}",
+        "pandas<3",
+        *_COMMON,
+    ],
+}
+
+_KAFKA_CONNECTOR = [
+    f"org.apache.spark:spark-sql-kafka-0-10_{SCALA}:{KAFKA_CONNECTOR}",
+    f"org.apache.spark:spark-token-provider-kafka-0-10_{SCALA}:{KAFKA_TOKEN_PROVIDER}",
+]
+# group:artifact of transitive dependencies left out of a jar set (replaced by a pin above).
+JVM_EXCLUSIONS = {
+    f"org.apache.spark:spark-sql-kafka-0-10_{SCALA}": [
+        f"org.apache.spark:spark-token-provider-kafka-0-10_{SCALA}",
+    ],
+}
+
+_JVM = {
+    "lake": [
+        f"io.delta:delta-spark_{SPARK_LAKE.rsplit('.', 1)[0]}_{SCALA}:{DELTA}",
+        *_KAFKA_CONNECTOR,
+    ],
+    "ops": [
+        *_KAFKA_CONNECTOR,
+    ],
+    "kafka": [
+        f"org.apache.kafka:kafka_{SCALA}:{KAFKA_BROKER}",
+        # The broker logs through SLF4J 1.x into log4j2; without this binding it logs nothing.
+        f"org.apache.logging.log4j:log4j-slf4j-impl:{LOG4J}",
+    ],
+}
+
+
+def requirements(env: str) -> list[str]:
+    """pip requirement lines for one Python environment (``lake`` or ``ops``)."""
+    if env not in _REQUIREMENTS:
+        raise ValueError(f"unknown environment {env!r}; allowed: {', '.join(_REQUIREMENTS)}")
+    return list(_REQUIREMENTS[env])
+
+
+def jvm_artifacts(jar_set: str) -> list[str]:
+    """Maven coordinates (``group:artifact:version``) of one jar set; transitive runtime
+    dependencies are resolved by Maven."""
+    if jar_set not in _JVM:
+        raise ValueError(f"unknown jar set {jar_set!r}; allowed: {', '.join(_JVM)}")
+    return list(_JVM[jar_set])
+
+
+def spark_version(runtime: str) -> str:
+    """The Spark version a runtime (``lake`` or ``ops``) is pinned to."""
+    return {"lake": SPARK_LAKE, "ops": SPARK_OPS}[runtime]

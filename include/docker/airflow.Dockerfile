@@ -1,0 +1,45 @@
+# syntax=docker/dockerfile:1
+# Airflow 3 for the compose shape. /opt/airflow is laid out like a checkout after `make setup`:
+# the project installed editable from /opt/airflow (docker-compose.yaml mounts the live source over
+# it), the ops environment in .venv/ops and the jar sets in .cache/jars. The lake environment is
+# Airflow's own, as it is locally. Versions come from include/adlake/versions.py, except the
+# base image tag, which docker-compose.yaml passes in (tests/test_docker_compose.py checks it).
+ARG AIRFLOW_VERSION
+ARG PYTHON_VERSION
+
+# The jar sets, resolved by adlake.setup itself (it needs Maven and a stdlib-only Python).
+FROM maven:3.9-eclipse-temurin-17 AS jars
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 \
+ && rm -rf /var/lib/apt/lists/*
+COPY include/adlake/versions.py include/adlake/setup.py /src/include/adlake/
+RUN python3 /src/include/adlake/setup.py --jars-only
+
+FROM apache/airflow:${AIRFLOW_VERSION}-python${PYTHON_VERSION}
+ARG AIRFLOW_VERSION
+
+# Spark drivers run in client mode inside the Airflow containers, so they need a JVM.
+USER root
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends default-jre-headless \
+ && apt-get clean \
+ && rm -rf /var/lib/apt/lists/*
+USER airflow
+
+WORKDIR /opt/airflow
+COPY --chown=airflow:0 pyproject.toml ./
+COPY --chown=airflow:0 include/adlake ./include/adlake
+COPY --chown=airflow:0 spark_apps ./spark_apps
+
+# Airflow is pinned to the base image's release so resolving the lake requirements never swaps it.
+RUN PYTHONPATH=include python -c "from adlake.versions import requirements; \
+print(*requirements('lake'), sep='\n')" > /tmp/lake-requirements.txt \
+ && pip install --no-cache-dir "apache-airflow==${AIRFLOW_VERSION}" -r /tmp/lake-requirements.txt \
+ && pip install --no-cache-dir --no-deps --editable . \
+ && rm /tmp/lake-requirements.txt
+
+# A virtual environment refuses user installs, which the Airflow image may turn on globally.
+RUN PIP_USER=false python include/adlake/setup.py --envs-only --env ops
+
+COPY --from=jars --chown=airflow:0 /src/.cache/jars/lake ./.cache/jars/lake
+COPY --from=jars --chown=airflow:0 /src/.cache/jars/ops ./.cache/jars/ops

@@ -1,0 +1,50 @@
+from pathlib import Path
+
+import pytest
+
+from adlake.config import ConfigError, load_settings
+
+
+def test_local_defaults_derive_every_path_from_runtime_dir():
+    s = load_settings({"ADLAKE_RUNTIME_DIR": "/data/x"})
+    assert s.profile == "local"
+    assert s.kafka_bootstrap == "127.0.0.1:9092"
+    assert s.spark_master("lake") == "local[2]"
+    for derived in (s.tables_dir, s.checkpoints_dir, s.status_dir, s.reports_dir, s.kafka_dir):
+        assert derived.parent == Path("/data/x")
+    assert s.table_path("bronze_page_clicks") == Path("/data/x/tables/bronze_page_clicks")
+
+
+def test_compose_profile_points_at_services():
+    s = load_settings({"ADLAKE_PROFILE": "compose"})
+    assert s.kafka_bootstrap == "kafka:9092"
+    assert s.spark_master("ops") == "spark://spark-ops-master:7077"
+    assert s.runtime_dir == Path("/opt/adlake/data")
+
+
+def test_override_one_setting():
+    s = load_settings({"ADLAKE_SHUFFLE_PARTITIONS": "16", "ADLAKE_SPARK_UI": "yes"})
+    assert (s.shuffle_partitions, s.spark_ui) == (16, True)
+
+
+@pytest.mark.parametrize("name, value, allowed", [
+    ("ADLAKE_PROFILE", "prod", "allowed values are local, compose"),
+    ("ADLAKE_SHUFFLE_PARTITIONS", "many", "expected an integer from 1 to 10000"),
+    ("ADLAKE_SHUFFLE_PARTITIONS", "0", "expected an integer from 1 to 10000"),
+    ("ADLAKE_KAFKA_BOOTSTRAP", "localhost", "expected host:port"),
+    ("ADLAKE_SPARK_MASTER_OPS", "mesos://x", "expected local"),
+    ("ADLAKE_SPARK_UI", "maybe", "expected true or false"),
+    ("ADLAKE_DRIVER_MEMORY", "lots", "expected a size"),
+    ("ADLAKE_LOG_LEVEL", "LOUD", "allowed values are ALL"),
+])
+def test_invalid_value_names_the_setting_and_what_is_allowed(name, value, allowed):
+    with pytest.raises(ConfigError) as err:
+        load_settings({name: value})
+    message = str(err.value)
+    assert message.startswith(f"{name}={value!r} is not valid")
+    assert allowed in message
+
+
+def test_unknown_setting_is_rejected_not_ignored():
+    with pytest.raises(ConfigError, match="unknown setting ADLAKE_SHUFLE_PARTITIONS"):
+        load_settings({"ADLAKE_SHUFLE_PARTITIONS": "4"})

@@ -1,0 +1,68 @@
+"""The local broker's lifecycle, against a real Apache Kafka process."""
+
+import socket
+
+import pytest
+
+from adlake import registry
+from adlake.kafka_local import KafkaError, LocalKafka, _alive
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def own_broker(settings, tmp_path):
+    # A broker of its own (own ports and directory), so stopping it leaves the session's alone.
+    from tests.conftest import free_port
+
+    broker = LocalKafka(settings.with_overrides(
+        runtime_dir=tmp_path, kafka_bootstrap=f"127.0.0.1:{free_port()}",
+        kafka_controller_port=free_port()))
+    yield broker
+    broker.stop()
+
+
+def port_open(bootstrap: str) -> bool:
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.socket() as sock:
+        return sock.connect_ex((host, int(port))) == 0
+
+
+def test_start_is_idempotent_and_stop_leaves_no_process(own_broker):
+    assert own_broker.start() is True
+    pid = own_broker.pid()
+    assert pid and port_open(own_broker.bootstrap)
+
+    assert own_broker.start() is False  # found running: reported and left alone
+    assert own_broker.pid() == pid
+
+    assert own_broker.stop() is True
+    assert not _alive(pid)
+    assert not port_open(own_broker.bootstrap)
+    assert own_broker.pid() is None and not own_broker.pid_file.exists()
+    assert own_broker.stop() is False
+
+
+def test_restart_keeps_data_and_topic_creation_is_idempotent(own_broker):
+    own_broker.start()
+    assert set(own_broker.create_topics()) == set(registry.TOPICS)
+    own_broker.stop()
+    own_broker.start()  # storage already formatted: reused, topics still there
+    assert own_broker.create_topics() == []
+
+
+def test_port_taken_by_someone_else_is_a_clear_error(own_broker):
+    host, port = own_broker.bootstrap.rsplit(":", 1)
+    with socket.socket() as squatter:
+        squatter.bind((host, int(port)))
+        squatter.listen()
+        with pytest.raises(KafkaError, match="already in use"):
+            own_broker.start()
+
+
+def test_session_broker_has_registry_topics_with_their_partitions(kafka):
+    from confluent_kafka.admin import AdminClient
+
+    metadata = AdminClient({"bootstrap.servers": kafka.bootstrap}).list_topics(timeout=10)
+    for topic in registry.TOPICS.values():
+        assert len(metadata.topics[topic.name].partitions) == topic.partitions

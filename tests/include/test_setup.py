@@ -1,0 +1,54 @@
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from adlake import setup, versions
+
+NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+
+
+def test_requirements_pin_each_runtime_to_its_spark():
+    assert f"pyspark=={versions.SPARK_LAKE}" in versions.requirements("lake")
+    assert f"pyspark-client=={versions.SPARK_LAKE}" in versions.requirements("lake")
+    assert f"delta-spark=={versions.DELTA}" in versions.requirements("lake")
+    ops = versions.requirements("ops")
+    assert f"pyspark=={versions.SPARK_OPS}" in ops
+    assert not any(r.startswith(("apache-airflow", "delta-spark")) for r in ops)
+
+
+def test_pom_lists_the_jar_set_with_its_exclusions():
+    pom = ET.fromstring(setup._pom("lake", versions.jvm_artifacts("lake")))
+    deps = {d.findtext("m:artifactId", namespaces=NS): d for d in pom.iterfind(".//m:dependency", NS)}
+    assert deps[f"delta-spark_4.2_{versions.SCALA}"].findtext("m:version", namespaces=NS) == versions.DELTA
+    kafka = deps[f"spark-sql-kafka-0-10_{versions.SCALA}"]
+    excluded = [e.findtext("m:artifactId", namespaces=NS) for e in kafka.iterfind(".//m:exclusion", NS)]
+    assert excluded == [f"spark-token-provider-kafka-0-10_{versions.SCALA}"]
+
+
+def test_unknown_environment_is_named():
+    with pytest.raises(ValueError, match="unknown environment 'dev'; allowed: lake, ops"):
+        versions.requirements("dev")
+
+
+def test_a_stamped_jar_set_is_not_resolved_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(setup, "JARS_ROOT", tmp_path)
+    calls = []
+    monkeypatch.setattr(setup.subprocess, "run", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(setup.shutil, "which", lambda _: "/usr/bin/mvn")
+    setup.setup_jars("ops")  # first time: Maven runs, stamp written last
+    assert len(calls) == 1 and (tmp_path / "ops" / setup.STAMP).is_file()
+    setup.setup_jars("ops")  # second time: nothing to do, no network
+    assert len(calls) == 1
+
+
+def test_an_interrupted_resolution_is_redone(tmp_path, monkeypatch):
+    monkeypatch.setattr(setup, "JARS_ROOT", tmp_path)
+    monkeypatch.setattr(setup.shutil, "which", lambda _: "/usr/bin/mvn")
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(setup.subprocess, "run", crash)
+    with pytest.raises(KeyboardInterrupt):
+        setup.setup_jars("kafka")
+    assert not (tmp_path / "kafka").exists()  # no half-resolved set that looks complete

@@ -1,0 +1,207 @@
+"""Static checks of docker-compose.yaml against the code it deploys.
+
+No Docker engine is needed: the file is parsed and compared with adlake.versions (image tags and
+build arguments), adlake.config's ``compose`` profile (hosts, data path, accepted variables) and
+adlake.registry (task slots for Real-Time Mode), so a change on either side that the other does not
+follow fails here instead of at ``docker compose up``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+
+import pytest
+import yaml
+
+from adlake import config, registry, versions
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+COMPOSE = yaml.safe_load((REPO_ROOT / "docker-compose.yaml").read_text())
+SERVICES: dict[str, dict] = COMPOSE["services"]
+
+# Services that run to completion once; the others depend on them finishing successfully.
+ONE_SHOT = {"airflow-init"}
+SPARK_SERVICES = sorted(s for s in SERVICES if s.startswith("spark-"))
+AIRFLOW_SERVICES = sorted(s for s in SERVICES if s.startswith("airflow-"))
+LONG_RUNNING = sorted(set(SERVICES) - ONE_SHOT)
+BUILT = sorted(s for s in SERVICES if "build" in SERVICES[s])
+CONDITIONS = {"service_healthy", "service_started", "service_completed_successfully"}
+DATA_VOLUME = "adlake-data"
+
+
+@pytest.fixture(scope="module")
+def settings() -> config.Settings:
+    return config.load_settings({"ADLAKE_PROFILE": "compose"})
+
+
+def env_of(service: str) -> dict[str, str]:
+    """A service's environment as a mapping, whichever of the two compose syntaxes it uses."""
+    env = SERVICES[service].get("environment") or {}
+    if isinstance(env, list):
+        env = dict(item.split("=", 1) if "=" in item else (item, "") for item in env)
+    return {str(k): "" if v is None else str(v) for k, v in env.items()}
+
+
+def mounts_of(service: str) -> list[tuple[str, str]]:
+    """(source, target) of each volume entry, short or long syntax."""
+    mounts = []
+    for entry in SERVICES[service].get("volumes", []):
+        if isinstance(entry, dict):
+            mounts.append((entry.get("source", ""), entry["target"]))
+        else:
+            source, target = entry.split(":")[:2]
+            mounts.append((source, target))
+    return mounts
+
+
+def test_the_platform_services_are_declared():
+    expected = {
+        "kafka", "postgres",
+        "spark-ops-master", "spark-ops-worker", "spark-lake-master", "spark-lake-worker",
+        "airflow-init", "airflow-apiserver", "airflow-scheduler", "airflow-dag-processor",
+        "airflow-triggerer",
+    }
+    assert expected <= set(SERVICES), f"missing services: {sorted(expected - set(SERVICES))}"
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_every_service_has_an_image_or_a_build(service):
+    spec = SERVICES[service]
+    assert spec.get("image") or spec.get("build"), f"{service} has neither image nor build"
+
+
+@pytest.mark.parametrize("service", BUILT)
+def test_builds_point_at_existing_dockerfiles(service):
+    build = SERVICES[service]["build"]
+    context = REPO_ROOT / build["context"]
+    assert (context / build.get("dockerfile", "Dockerfile")).is_file()
+
+
+@pytest.mark.parametrize("service", LONG_RUNNING)
+def test_long_running_services_have_a_healthcheck(service):
+    check = SERVICES[service].get("healthcheck") or {}
+    assert check.get("test"), f"{service} has no healthcheck test"
+    assert not check.get("disable"), f"{service} disables its healthcheck"
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_depends_on_uses_the_long_form_with_a_condition_that_can_be_met(service):
+    depends_on = SERVICES[service].get("depends_on", {})
+    assert isinstance(depends_on, dict), f"{service}: depends_on must map names to conditions"
+    for name, spec in depends_on.items():
+        assert name in SERVICES and name != service, f"{service} depends on unknown {name!r}"
+        condition = (spec or {}).get("condition")
+        assert condition in CONDITIONS, f"{service} -> {name}: condition {condition!r}"
+        # service_healthy waits forever on a service without a healthcheck; a one-shot service
+        # is never "healthy", only finished.
+        if condition == "service_healthy":
+            assert name not in ONE_SHOT and SERVICES[name].get("healthcheck"), (service, name)
+        if name in ONE_SHOT:
+            assert condition == "service_completed_successfully", (service, name)
+
+
+def test_kafka_is_the_pinned_broker_in_kraft_combined_mode(settings):
+    kafka = SERVICES["kafka"]
+    assert kafka["image"] == f"apache/kafka:{versions.KAFKA_BROKER}"
+    env = env_of("kafka")
+    assert set(env["KAFKA_PROCESS_ROLES"].split(",")) == {"broker", "controller"}
+    # One broker: an internal topic asking for more replicas than that never becomes available.
+    factors = {k: v for k, v in env.items() if k.endswith("REPLICATION_FACTOR")}
+    assert factors and set(factors.values()) == {"1"}, factors
+    assert any(target == "/var/lib/kafka/data" for _, target in mounts_of("kafka"))
+
+
+def test_kafka_bootstrap_of_the_compose_profile_is_the_kafka_service(settings):
+    assert settings.kafka_host == "kafka" and "kafka" in SERVICES
+    advertised = env_of("kafka")["KAFKA_ADVERTISED_LISTENERS"].split(",")
+    assert f"PLAINTEXT://{settings.kafka_bootstrap}" in advertised
+
+
+@pytest.mark.parametrize("service", ["spark-ops-master", "spark-ops-worker"])
+def test_spark_ops_runs_the_pinned_official_image(service):
+    assert SERVICES[service]["image"] == f"apache/spark:{versions.SPARK_OPS}"
+
+
+@pytest.mark.parametrize("service", ["spark-lake-master", "spark-lake-worker"])
+def test_spark_lake_is_built_with_the_pinned_spark_and_lake_jars(service):
+    args = SERVICES[service]["build"]["args"]
+    assert args["SPARK_VERSION"] == versions.SPARK_LAKE
+    packages = args["JVM_PACKAGES"].split(",")
+    assert packages == versions.jvm_artifacts("lake")
+    assert any(p.startswith("io.delta:delta-spark_") and p.endswith(f":{versions.DELTA}")
+               for p in packages)
+    excluded = {ga for gav in packages
+                for ga in versions.JVM_EXCLUSIONS.get(gav.rsplit(":", 1)[0], [])}
+    assert set(filter(None, args.get("JVM_EXCLUDES", "").split(","))) == excluded
+
+
+def test_spark_lake_master_and_worker_share_one_image():
+    master, worker = SERVICES["spark-lake-master"], SERVICES["spark-lake-worker"]
+    assert master["build"] == worker["build"] and master.get("image") == worker.get("image")
+
+
+@pytest.mark.parametrize("service", AIRFLOW_SERVICES)
+def test_airflow_is_built_on_the_pinned_release(service):
+    args = SERVICES[service]["build"]["args"]
+    assert fnmatch.fnmatch(args["AIRFLOW_VERSION"], versions.AIRFLOW), args["AIRFLOW_VERSION"]
+    assert args["PYTHON_VERSION"] == versions.PYTHON
+
+
+@pytest.mark.parametrize("runtime", versions.RUNTIMES)
+def test_spark_masters_of_the_compose_profile_are_services(settings, runtime):
+    url = settings.spark_master(runtime)
+    assert url.startswith("spark://"), url
+    host = url.removeprefix("spark://").rsplit(":", 1)[0]
+    assert host == f"spark-{runtime}-master" and host in SERVICES
+    # The worker registers with exactly the master URL the apps are submitted to.
+    assert url in SERVICES[f"spark-{runtime}-worker"]["command"]
+
+
+def test_ops_worker_has_task_slots_for_any_ops_app_in_real_time_mode(settings):
+    # An RTM query holds a slot per source partition plus one per shuffle partition at once.
+    cores = int(env_of("spark-ops-worker")["SPARK_WORKER_CORES"])
+    for app in registry.APPS.values():
+        if app.runtime != "ops":
+            continue
+        needed = sum(registry.topic(t).partitions for t in app.inputs) + settings.shuffle_partitions
+        assert cores >= needed, f"{app.name} in Real-Time Mode needs {needed} slots, has {cores}"
+
+
+@pytest.mark.parametrize("service", SPARK_SERVICES + AIRFLOW_SERVICES)
+def test_adlake_services_select_the_compose_profile(service):
+    assert env_of(service).get("ADLAKE_PROFILE") == "compose"
+
+
+@pytest.mark.parametrize("service", SPARK_SERVICES + AIRFLOW_SERVICES)
+def test_data_volume_is_mounted_at_the_compose_runtime_dir(settings, service):
+    assert DATA_VOLUME in (COMPOSE.get("volumes") or {})
+    sources = {source for source, target in mounts_of(service)
+               if target == str(settings.runtime_dir)}
+    assert sources == {DATA_VOLUME}, f"{service}: {settings.runtime_dir} <- {sources or 'nothing'}"
+
+
+def test_data_writers_share_one_uid_and_init_hands_the_volume_to_it(settings):
+    # Drivers (Airflow side) and executors (Spark workers) write into the same table and
+    # checkpoint directories; with two uids one side could not change the other's files.
+    writers = [s for s in SPARK_SERVICES + AIRFLOW_SERVICES if s not in ONE_SHOT]
+    users = {SERVICES[s].get("user") for s in writers}
+    assert len(users) == 1 and None not in users, users
+    (user,) = users
+    init_script = "\n".join(SERVICES["airflow-init"]["command"])
+    assert f"chown {user} {settings.runtime_dir}" in init_script
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_adlake_variables_are_accepted_by_the_config(service):
+    adlake_env = {k: v for k, v in env_of(service).items() if k.startswith(config.ENV_PREFIX)}
+    # load_settings raises on an unknown name or a malformed or disallowed value.
+    if adlake_env:
+        assert config.load_settings(adlake_env).profile == "compose"
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_bind_mounts_name_existing_repository_paths(service):
+    for source, _ in mounts_of(service):
+        if source.startswith("."):
+            assert (REPO_ROOT / source).exists(), f"{service} mounts missing {source}"
