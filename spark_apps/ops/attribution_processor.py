@@ -1,0 +1,352 @@
+"""The attribution rules, as a Python ``StatefulProcessor`` keyed by ``request_id``.
+
+Input rows (:data:`INPUT_SCHEMA`) are requests, impressions and callbacks of one key, in any
+order; times are epoch milliseconds. Output rows (:data:`OUTPUT_SCHEMA`) are:
+
+``attributed_impression``
+    as soon as an impression and its request are both present and
+    ``-skew <= impression.t - request.t <= window``.
+``attributed_callback``
+    as soon as a callback and its impression are both present (the impression need not be
+    attributed itself) and ``-skew <= callback.t - impression.t <= window``; it carries the
+    impression's campaign and creative.
+``request_closed``
+    when the watermark passes ``request.t + window`` (an event-time timer): counts of attributed
+    impressions and callbacks, ``filled`` when at least one impression was attributed.
+``orphan_impression`` / ``orphan_callback``
+    at close, for every item still waiting (no partner, or a partner outside the window).
+
+Rules that keep the output exact:
+
+* **Once.** Every impression_id and callback_id seen by a key is remembered until the key is
+  closed, so a duplicate is ignored, however often it arrives.
+* **Keys without a request** close on their own timer, at ``first item's t + window``; if the
+  request arrives before that, its own close time replaces it.
+* **Nothing lost after close.** Closing clears the key's state but keeps a tombstone (the ids
+  emitted) for one more window: an impression or callback arriving then is emitted at once as an
+  orphan (once), a late request as an unfilled ``request_closed``. After the tombstone is gone a
+  straggler starts a new key, whose close time is already behind the watermark, so it is emitted
+  as an orphan at once too. A close time behind the watermark never registers a timer (Spark
+  rejects those); the key closes in the same call instead.
+* **TTL** bounds every state variable (processing time) as a safety net: a key whose timer was
+  somehow lost still disappears.
+* Within one call, rows are handled in arrival order (Kafka timestamp, then request before
+  impression before callback), so a micro-batch holding a whole chain gives the same result as
+  the chain arriving one event per batch.
+
+The watermark this processor sees is the query's: the app puts it on the Kafka timestamp (see
+``attribution.py``), so the engine never drops an event before these rules decide about it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from pyspark.sql import Row
+from pyspark.sql.streaming.stateful_processor import (
+    ExpiredTimerInfo,
+    StatefulProcessor,
+    StatefulProcessorHandle,
+    TimerValues,
+)
+from pyspark.sql.types import (
+    BooleanType,
+    DoubleType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+REQUEST, IMPRESSION, CALLBACK = "request", "impression", "callback"
+_ARRIVAL_RANK = {REQUEST: 0, IMPRESSION: 1, CALLBACK: 2}
+
+ATTRIBUTED_IMPRESSION = "attributed_impression"
+ATTRIBUTED_CALLBACK = "attributed_callback"
+REQUEST_CLOSED = "request_closed"
+ORPHAN_IMPRESSION = "orphan_impression"
+ORPHAN_CALLBACK = "orphan_callback"
+RECORD_TYPES = (ATTRIBUTED_IMPRESSION, ATTRIBUTED_CALLBACK, REQUEST_CLOSED, ORPHAN_IMPRESSION,
+                ORPHAN_CALLBACK)
+
+
+def _struct(*fields: tuple[str, object]) -> StructType:
+    return StructType([StructField(name, dtype, True) for name, dtype in fields])
+
+
+INPUT_SCHEMA = _struct(
+    ("kind", StringType()), ("request_id", StringType()), ("impression_id", StringType()),
+    ("callback_id", StringType()), ("campaign_id", StringType()), ("creative_id", StringType()),
+    ("event_type", StringType()), ("value", DoubleType()), ("event_time_ms", LongType()),
+    ("kafka_ts_ms", LongType()),
+)
+
+OUTPUT_SCHEMA = _struct(
+    ("record_type", StringType()), ("request_id", StringType()), ("impression_id", StringType()),
+    ("callback_id", StringType()), ("campaign_id", StringType()), ("creative_id", StringType()),
+    ("event_type", StringType()), ("value", DoubleType()), ("request_time_ms", LongType()),
+    ("impression_time_ms", LongType()), ("callback_time_ms", LongType()),
+    ("impressions", LongType()), ("callbacks", LongType()), ("filled", BooleanType()),
+    ("source_kafka_ts_ms", LongType()),
+)
+
+# State variables, one schema each.
+REQUEST_STATE = _struct(("event_time_ms", LongType()), ("kafka_ts_ms", LongType()))
+ID_KEY = _struct(("id", StringType()))
+IMPRESSION_STATE = _struct(
+    ("campaign_id", StringType()), ("creative_id", StringType()), ("event_time_ms", LongType()),
+    ("kafka_ts_ms", LongType()), ("attributed", BooleanType()),
+)
+CALLBACK_STATE = _struct(
+    ("impression_id", StringType()), ("event_type", StringType()), ("value", DoubleType()),
+    ("event_time_ms", LongType()), ("kafka_ts_ms", LongType()), ("attributed", BooleanType()),
+)
+# close_at_ms: when the open key closes; tombstone_until_ms: when a closed key's tombstone goes.
+TIMER_STATE = _struct(("close_at_ms", LongType()), ("tombstone_until_ms", LongType()))
+CLOSED_ID_STATE = _struct(("kind", StringType()))
+
+STATE_NAMES = ("request", "impressions", "callbacks", "timers", "closed_ids")
+
+
+@dataclass(frozen=True)
+class AttributionConfig:
+    """Attribution tunables, all in milliseconds."""
+
+    window_ms: int = 5 * 60 * 1000
+    skew_ms: int = 10 * 1000
+    # The watermark delay (set on the query, not used here) and the state TTL safety net.
+    lateness_ms: int = 30 * 1000
+    ttl_ms: int = 60 * 60 * 1000
+
+    def __post_init__(self) -> None:
+        for name in ("window_ms", "skew_ms", "lateness_ms", "ttl_ms"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.ttl_ms <= 2 * self.window_ms + self.lateness_ms:
+            raise ValueError(
+                f"ttl_ms={self.ttl_ms} must exceed 2 * window_ms + lateness_ms "
+                f"({2 * self.window_ms + self.lateness_ms}): TTL is a safety net, not the close")
+
+    def in_window(self, partner_ms: int, item_ms: int) -> bool:
+        return -self.skew_ms <= item_ms - partner_ms <= self.window_ms
+
+
+def _out(record_type: str, request_id: str, **fields: object) -> Row:
+    values = {name: None for name in OUTPUT_SCHEMA.names}
+    values.update(record_type=record_type, request_id=request_id, **fields)
+    return Row(**{name: values[name] for name in OUTPUT_SCHEMA.names})
+
+
+class AttributionProcessor(StatefulProcessor):
+    """Row-based ``transformWithState`` processor; see the module docstring for the rules."""
+
+    def __init__(self, config: AttributionConfig | None = None) -> None:
+        self.config = config or AttributionConfig()
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        ttl = self.config.ttl_ms
+        self.handle = handle
+        self.request = handle.getValueState("request", REQUEST_STATE, ttl)
+        self.impressions = handle.getMapState("impressions", ID_KEY, IMPRESSION_STATE, ttl)
+        self.callbacks = handle.getMapState("callbacks", ID_KEY, CALLBACK_STATE, ttl)
+        self.timers = handle.getValueState("timers", TIMER_STATE, ttl)
+        self.closed_ids = handle.getMapState("closed_ids", ID_KEY, CLOSED_ID_STATE, ttl)
+
+    # -- input ---------------------------------------------------------------------------------
+
+    def handleInputRows(self, key: tuple, rows: Iterator[Row], timerValues: TimerValues
+                        ) -> Iterator[Row]:
+        request_id = key[0]
+        watermark = timerValues.getCurrentWatermarkInMs()
+        ordered = sorted(rows, key=lambda r: (r.kafka_ts_ms, _ARRIVAL_RANK[r.kind],
+                                              r.event_time_ms, r.impression_id or "",
+                                              r.callback_id or ""))
+        for row in ordered:
+            if self._is_closed():
+                yield from self._after_close(request_id, row)
+            elif row.kind == REQUEST:
+                yield from self._on_request(request_id, row)
+            elif row.kind == IMPRESSION:
+                yield from self._on_impression(request_id, row)
+            else:
+                yield from self._on_callback(request_id, row)
+        yield from self._schedule_close(request_id, watermark)
+
+    def _on_request(self, request_id: str, row: Row) -> Iterator[Row]:
+        if self.request.exists():
+            return  # a duplicate request: the first one stands
+        self.request.update((row.event_time_ms, row.kafka_ts_ms))
+        # Items that waited for this request can be attributed now, impressions first so that
+        # the callbacks below see them.
+        for (imp_id,), imp in list(self.impressions.iterator()):
+            yield from self._try_impression(request_id, imp_id, imp)
+
+    def _on_impression(self, request_id: str, row: Row) -> Iterator[Row]:
+        imp_id = row.impression_id
+        if self.impressions.containsKey((imp_id,)):
+            return  # duplicate
+        imp = (row.campaign_id, row.creative_id, row.event_time_ms, row.kafka_ts_ms, False)
+        self.impressions.updateValue((imp_id,), imp)
+        yield from self._try_impression(request_id, imp_id, imp)
+        # Callbacks that arrived before their impression.
+        for (cb_id,), cb in list(self.callbacks.iterator()):
+            if cb[0] == imp_id:
+                yield from self._try_callback(request_id, cb_id, cb)
+
+    def _on_callback(self, request_id: str, row: Row) -> Iterator[Row]:
+        cb_id = row.callback_id
+        if self.callbacks.containsKey((cb_id,)):
+            return  # duplicate
+        cb = (row.impression_id, row.event_type, row.value, row.event_time_ms, row.kafka_ts_ms,
+              False)
+        self.callbacks.updateValue((cb_id,), cb)
+        yield from self._try_callback(request_id, cb_id, cb)
+
+    def _try_impression(self, request_id: str, imp_id: str, imp: tuple) -> Iterator[Row]:
+        campaign, creative, imp_ms, imp_kafka, attributed = imp
+        if attributed or not self.request.exists():
+            return
+        req_ms, req_kafka = self.request.get()
+        if not self.config.in_window(req_ms, imp_ms):
+            return  # stays waiting; an orphan at close
+        self.impressions.updateValue((imp_id,), (campaign, creative, imp_ms, imp_kafka, True))
+        yield _out(ATTRIBUTED_IMPRESSION, request_id, impression_id=imp_id, campaign_id=campaign,
+                   creative_id=creative, request_time_ms=req_ms, impression_time_ms=imp_ms,
+                   source_kafka_ts_ms=max(req_kafka, imp_kafka))
+
+    def _try_callback(self, request_id: str, cb_id: str, cb: tuple) -> Iterator[Row]:
+        imp_id, event_type, value, cb_ms, cb_kafka, attributed = cb
+        if attributed:
+            return
+        imp = self.impressions.getValue((imp_id,))
+        if imp is None:
+            return  # waits for its impression
+        campaign, creative, imp_ms, imp_kafka, _ = imp
+        if not self.config.in_window(imp_ms, cb_ms):
+            return
+        self.callbacks.updateValue((cb_id,), (imp_id, event_type, value, cb_ms, cb_kafka, True))
+        req = self.request.get() if self.request.exists() else None
+        yield _out(ATTRIBUTED_CALLBACK, request_id, impression_id=imp_id, callback_id=cb_id,
+                   campaign_id=campaign, creative_id=creative, event_type=event_type, value=value,
+                   request_time_ms=req[0] if req else None, impression_time_ms=imp_ms,
+                   callback_time_ms=cb_ms, source_kafka_ts_ms=max(cb_kafka, imp_kafka))
+
+    # -- closing -------------------------------------------------------------------------------
+
+    def _is_closed(self) -> bool:
+        return self.timers.exists() and self.timers.get()[1] is not None
+
+    def _close_time(self) -> int | None:
+        """When this open key closes: its request's window end, or, without a request, the
+        first waiting item's."""
+        if self.request.exists():
+            return self.request.get()[0] + self.config.window_ms
+        times = [v[2] for _, v in self.impressions.iterator()]
+        times += [v[3] for _, v in self.callbacks.iterator()]
+        return min(times) + self.config.window_ms if times else None
+
+    def _schedule_close(self, request_id: str, watermark: int) -> Iterator[Row]:
+        if self._is_closed():
+            return
+        close_at = self._close_time()
+        current = self.timers.get()[0] if self.timers.exists() else None
+        if close_at == current:
+            return
+        if current is not None:
+            self.handle.deleteTimer(current)
+        if close_at <= watermark:
+            # Already behind the watermark (a late key): close now, a timer would never fire.
+            yield from self._close(request_id, watermark)
+            return
+        self.handle.registerTimer(close_at)
+        self.timers.update((close_at, None))
+
+    def handleExpiredTimer(self, key: tuple, timerValues: TimerValues,
+                           expiredTimerInfo: ExpiredTimerInfo) -> Iterator[Row]:
+        request_id = key[0]
+        expiry = expiredTimerInfo.getExpiryTimeInMs()
+        if not self.timers.exists():
+            return
+        close_at, tombstone_until = self.timers.get()
+        if tombstone_until is not None and expiry == tombstone_until:
+            self._clear_all()  # the tombstone's time is up: the key is forgotten
+        elif tombstone_until is None and expiry == close_at:
+            yield from self._close(request_id, timerValues.getCurrentWatermarkInMs())
+
+    def _close(self, request_id: str, watermark: int) -> Iterator[Row]:
+        closed: dict[str, str] = {}
+        if self.request.exists():
+            req_ms, req_kafka = self.request.get()
+            imps = [v for _, v in self.impressions.iterator() if v[4]]
+            cbs = [v for _, v in self.callbacks.iterator() if v[5]]
+            yield _out(REQUEST_CLOSED, request_id, request_time_ms=req_ms,
+                       impressions=len(imps), callbacks=len(cbs), filled=bool(imps),
+                       source_kafka_ts_ms=max([req_kafka] + [v[3] for v in imps]
+                                              + [v[4] for v in cbs]))
+            closed[request_id] = REQUEST
+        for (imp_id,), (campaign, creative, imp_ms, imp_kafka, attributed) in \
+                list(self.impressions.iterator()):
+            closed[imp_id] = IMPRESSION
+            if not attributed:
+                yield _out(ORPHAN_IMPRESSION, request_id, impression_id=imp_id,
+                           campaign_id=campaign, creative_id=creative, impression_time_ms=imp_ms,
+                           source_kafka_ts_ms=imp_kafka)
+        for (cb_id,), (imp_id, event_type, value, cb_ms, cb_kafka, attributed) in \
+                list(self.callbacks.iterator()):
+            closed[cb_id] = CALLBACK
+            if not attributed:
+                yield _out(ORPHAN_CALLBACK, request_id, impression_id=imp_id, callback_id=cb_id,
+                           event_type=event_type, value=value, callback_time_ms=cb_ms,
+                           source_kafka_ts_ms=cb_kafka)
+        close_at = self.timers.get()[0] if self.timers.exists() else None
+        self._clear_all()
+        for item_id, kind in closed.items():
+            self.closed_ids.updateValue((item_id,), (kind,))
+        # The tombstone lives one more window past whichever is later: the close time or now.
+        tombstone_until = max(close_at or watermark, watermark) + self.config.window_ms
+        self.handle.registerTimer(tombstone_until)
+        self.timers.update((close_at, tombstone_until))
+
+    def _after_close(self, request_id: str, row: Row) -> Iterator[Row]:
+        """An event for a key that was already closed: emitted at once (once), never dropped."""
+        item_id = {REQUEST: request_id, IMPRESSION: row.impression_id,
+                   CALLBACK: row.callback_id}[row.kind]
+        if self.closed_ids.containsKey((item_id,)):
+            return  # already accounted for when the key closed
+        self.closed_ids.updateValue((item_id,), (row.kind,))
+        if row.kind == REQUEST:
+            yield _out(REQUEST_CLOSED, request_id, request_time_ms=row.event_time_ms,
+                       impressions=0, callbacks=0, filled=False,
+                       source_kafka_ts_ms=row.kafka_ts_ms)
+        elif row.kind == IMPRESSION:
+            yield _out(ORPHAN_IMPRESSION, request_id, impression_id=row.impression_id,
+                       campaign_id=row.campaign_id, creative_id=row.creative_id,
+                       impression_time_ms=row.event_time_ms, source_kafka_ts_ms=row.kafka_ts_ms)
+        else:
+            yield _out(ORPHAN_CALLBACK, request_id, impression_id=row.impression_id,
+                       callback_id=row.callback_id, event_type=row.event_type, value=row.value,
+                       callback_time_ms=row.event_time_ms, source_kafka_ts_ms=row.kafka_ts_ms)
+
+    def _clear_all(self) -> None:
+        for state in (self.request, self.impressions, self.callbacks, self.timers,
+                      self.closed_ids):
+            state.clear()
+
+    def close(self) -> None:
+        pass
+
+
+def input_row(kind: str, request_id: str, event_time_ms: int, kafka_ts_ms: int | None = None,
+              **fields: object) -> Row:
+    """An input row (tests, the batch path): unspecified fields are null, the Kafka timestamp
+    defaults to the event time."""
+    values = {name: None for name in INPUT_SCHEMA.names}
+    values.update(kind=kind, request_id=request_id, event_time_ms=event_time_ms,
+                  kafka_ts_ms=event_time_ms if kafka_ts_ms is None else kafka_ts_ms, **fields)
+    return Row(**{name: values[name] for name in INPUT_SCHEMA.names})
+
+
+def record_ids(rows: Iterable[Row]) -> list[tuple]:
+    """The identity of each output record, the downstream deduplication key."""
+    return [(r.record_type, r.request_id, r.impression_id, r.callback_id) for r in rows]
