@@ -35,10 +35,11 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return in_ops_dir != (current_runtime() == "ops")
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Unmarked tests are unit tests: `-m unit` selects exactly the fast tier.
     for item in items:
-        if not any(item.iter_markers(name) for name in ("integration", "e2e")):
+        if not any(item.get_closest_marker(name) for name in ("integration", "e2e")):
             item.add_marker(pytest.mark.unit)
 
 

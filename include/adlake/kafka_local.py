@@ -264,7 +264,24 @@ def create_topics(bootstrap: str, topics: list[registry.Topic] | None = None,
     )
     for name, future in futures.items():
         future.result(timeout=timeout)
+    _wait_for_leaders(admin, wanted, timeout)
     return [t.name for t in wanted]
+
+
+def _wait_for_leaders(admin, topics: list[registry.Topic], timeout: float) -> None:
+    """Topic creation returns before every partition has a leader; producers cope, but an offset
+    lookup right after creation fails, so creation is only done when all leaders are elected."""
+    deadline = time.monotonic() + timeout
+    while True:
+        metadata = admin.list_topics(timeout=timeout).topics
+        missing = [t.name for t in topics
+                   if t.name not in metadata or len(metadata[t.name].partitions) < t.partitions
+                   or any(p.leader < 0 or p.error for p in metadata[t.name].partitions.values())]
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            raise KafkaError(f"no partition leaders for {', '.join(missing)} after {timeout:.0f}s")
+        time.sleep(0.1)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 # JSON type of each neutral field type, as the generator writes and the validators check it.
 # Timestamps travel as ISO-8601 UTC strings with milliseconds, e.g. "2026-11-21T23:40:44.123Z".
-FIELD_TYPES = ("string", "timestamp", "long", "int", "double")
+FIELD_TYPES = ("string", "timestamp", "long", "int", "double", "boolean")
 
 CALLBACK_EVENT_TYPES = (
     "click", "first_quartile", "midpoint", "third_quartile", "complete", "conversion",
@@ -71,7 +71,7 @@ class Schema:
 
         spark_types = {
             "string": T.StringType(), "timestamp": T.TimestampType(), "long": T.LongType(),
-            "int": T.IntegerType(), "double": T.DoubleType(),
+            "int": T.IntegerType(), "double": T.DoubleType(), "boolean": T.BooleanType(),
         }
         return T.StructType([T.StructField(f.name, spark_types[f.type], True) for f in self.fields])
 
@@ -142,9 +142,9 @@ _TOPIC_LIST = [
     Topic("attributed_events", _INPUT_PARTITIONS, "request_id", _schema(
         "record_type:string", "request_id:string", "impression_id:string?",
         "callback_id:string?", "campaign_id:string?", "creative_id:string?",
-        "event_type:string?", "request_time:timestamp?", "impression_time:timestamp?",
-        "callback_time:timestamp?", "impressions:long?", "callbacks:long?",
-        "source_kafka_ts:timestamp",
+        "event_type:string?", "value:double?", "request_time:timestamp?",
+        "impression_time:timestamp?", "callback_time:timestamp?", "impressions:long?",
+        "callbacks:long?", "filled:boolean?", "source_kafka_ts:timestamp",
     ), id_fields=("record_type", "request_id", "impression_id", "callback_id"), description="Output of the attribution app."),
     Topic("page_surges", _INPUT_PARTITIONS, "page_id", _schema(
         "page_id:string", "window_start:timestamp", "window_end:timestamp",
