@@ -17,7 +17,9 @@ Settings are added to a builder in one place, per runtime:
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -126,6 +128,10 @@ def get_session(runtime: str, app_name: str, settings: Settings | None = None,
 
     settings = settings or load_settings()
     settings.runtime_dir.mkdir(parents=True, exist_ok=True)
+    if settings.spark_master(runtime).startswith("local"):
+        # Python workers (UDFs, transformWithState) must run this interpreter, the one with the
+        # runtime's packages (pyarrow); Spark reads the variable when it starts a worker.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = configure_builder(SparkSession.builder.appName(app_name), runtime, settings)
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)

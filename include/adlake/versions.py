@@ -54,8 +54,9 @@ _COMMON = [
     # The project itself is installed editable without build isolation (no network needed).
     "setuptools>=70",
     "wheel",
-    # PySpark's Arrow-based paths (transformWithState, toPandas) need these two.
+    # PySpark's Arrow-based paths (Python transformWithState, toPandas) need these.
     "pyarrow>=18",
+    "protobuf>=5",
 ]
 
 _REQUIREMENTS = {

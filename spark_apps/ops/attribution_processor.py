@@ -28,8 +28,13 @@ Rules that keep the output exact:
   straggler starts a new key, whose close time is already behind the watermark, so it is emitted
   as an orphan at once too. A close time behind the watermark never registers a timer (Spark
   rejects those); the key closes in the same call instead.
-* **TTL** bounds every state variable (processing time) as a safety net: a key whose timer was
-  somehow lost still disappears.
+* **A lifetime bound** is the safety net that keeps any key from living forever: when a key
+  first gets state, a second event-time timer is set ``ttl`` after it; if the key is still there
+  when it fires (its close timer was lost, or its close time lies absurdly far in the future), it
+  is closed as usual and all its state, tombstone included, is cleared. Spark's own state TTL is
+  not available here: Spark 4.3 rejects TTL on state variables of an ``EventTime`` processor
+  (``STATEFUL_PROCESSOR_INCORRECT_TIME_MODE_TO_ASSIGN_TTL``), and this processor needs event-time
+  timers for its windows.
 * Within one call, rows are handled in arrival order (Kafka timestamp, then request before
   impression before callback), so a micro-batch holding a whole chain gives the same result as
   the chain arriving one event per batch.
@@ -105,8 +110,10 @@ CALLBACK_STATE = _struct(
 # close_at_ms: when the open key closes; tombstone_until_ms: when a closed key's tombstone goes.
 TIMER_STATE = _struct(("close_at_ms", LongType()), ("tombstone_until_ms", LongType()))
 CLOSED_ID_STATE = _struct(("kind", StringType()))
+# expire_at_ms: the key's lifetime bound (see "A lifetime bound" above).
+EXPIRY_STATE = _struct(("expire_at_ms", LongType()))
 
-STATE_NAMES = ("request", "impressions", "callbacks", "timers", "closed_ids")
+STATE_NAMES = ("request", "impressions", "callbacks", "timers", "closed_ids", "expiry")
 
 
 @dataclass(frozen=True)
@@ -115,18 +122,23 @@ class AttributionConfig:
 
     window_ms: int = 5 * 60 * 1000
     skew_ms: int = 10 * 1000
-    # The watermark delay (set on the query, not used here) and the state TTL safety net.
+    # The watermark delay (set on the query, not used here) and the key lifetime bound.
     lateness_ms: int = 30 * 1000
     ttl_ms: int = 60 * 60 * 1000
+    # Batch queries fire no event-time timers: there, each key is closed at the end of its input
+    # (all its rows come in one call), as if the watermark had passed everything.
+    close_at_end_of_input: bool = False
 
     def __post_init__(self) -> None:
         for name in ("window_ms", "skew_ms", "lateness_ms", "ttl_ms"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.window_ms == 0:
+            raise ValueError("window_ms must be > 0: a closed key's tombstone lasts one window")
         if self.ttl_ms <= 2 * self.window_ms + self.lateness_ms:
             raise ValueError(
                 f"ttl_ms={self.ttl_ms} must exceed 2 * window_ms + lateness_ms "
-                f"({2 * self.window_ms + self.lateness_ms}): TTL is a safety net, not the close")
+                f"({2 * self.window_ms + self.lateness_ms}): it is a safety net, not the close")
 
     def in_window(self, partner_ms: int, item_ms: int) -> bool:
         return -self.skew_ms <= item_ms - partner_ms <= self.window_ms
@@ -145,13 +157,13 @@ class AttributionProcessor(StatefulProcessor):
         self.config = config or AttributionConfig()
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        ttl = self.config.ttl_ms
         self.handle = handle
-        self.request = handle.getValueState("request", REQUEST_STATE, ttl)
-        self.impressions = handle.getMapState("impressions", ID_KEY, IMPRESSION_STATE, ttl)
-        self.callbacks = handle.getMapState("callbacks", ID_KEY, CALLBACK_STATE, ttl)
-        self.timers = handle.getValueState("timers", TIMER_STATE, ttl)
-        self.closed_ids = handle.getMapState("closed_ids", ID_KEY, CLOSED_ID_STATE, ttl)
+        self.request = handle.getValueState("request", REQUEST_STATE)
+        self.impressions = handle.getMapState("impressions", ID_KEY, IMPRESSION_STATE)
+        self.callbacks = handle.getMapState("callbacks", ID_KEY, CALLBACK_STATE)
+        self.timers = handle.getValueState("timers", TIMER_STATE)
+        self.closed_ids = handle.getMapState("closed_ids", ID_KEY, CLOSED_ID_STATE)
+        self.expiry = handle.getValueState("expiry", EXPIRY_STATE)
 
     # -- input ---------------------------------------------------------------------------------
 
@@ -162,16 +174,28 @@ class AttributionProcessor(StatefulProcessor):
         ordered = sorted(rows, key=lambda r: (r.kafka_ts_ms, _ARRIVAL_RANK[r.kind],
                                               r.event_time_ms, r.impression_id or "",
                                               r.callback_id or ""))
+        if self.config.close_at_end_of_input:
+            for row in ordered:
+                yield from self._on_row(request_id, row)
+            yield from self._close(request_id, watermark, tombstone=False)
+            return
+        if ordered and not self.expiry.exists():
+            expire_at = max(watermark, min(r.event_time_ms for r in ordered)) + self.config.ttl_ms
+            self.handle.registerTimer(expire_at)
+            self.expiry.update((expire_at,))
         for row in ordered:
-            if self._is_closed():
-                yield from self._after_close(request_id, row)
-            elif row.kind == REQUEST:
-                yield from self._on_request(request_id, row)
-            elif row.kind == IMPRESSION:
-                yield from self._on_impression(request_id, row)
-            else:
-                yield from self._on_callback(request_id, row)
+            yield from self._on_row(request_id, row)
         yield from self._schedule_close(request_id, watermark)
+
+    def _on_row(self, request_id: str, row: Row) -> Iterator[Row]:
+        if self._is_closed():
+            yield from self._after_close(request_id, row)
+        elif row.kind == REQUEST:
+            yield from self._on_request(request_id, row)
+        elif row.kind == IMPRESSION:
+            yield from self._on_impression(request_id, row)
+        else:
+            yield from self._on_callback(request_id, row)
 
     def _on_request(self, request_id: str, row: Row) -> Iterator[Row]:
         if self.request.exists():
@@ -257,6 +281,8 @@ class AttributionProcessor(StatefulProcessor):
             self.handle.deleteTimer(current)
         if close_at <= watermark:
             # Already behind the watermark (a late key): close now, a timer would never fire.
+            # Record this close time first: the replaced one must not set the tombstone's end.
+            self.timers.update((close_at, None))
             yield from self._close(request_id, watermark)
             return
         self.handle.registerTimer(close_at)
@@ -266,15 +292,22 @@ class AttributionProcessor(StatefulProcessor):
                            expiredTimerInfo: ExpiredTimerInfo) -> Iterator[Row]:
         request_id = key[0]
         expiry = expiredTimerInfo.getExpiryTimeInMs()
+        watermark = timerValues.getCurrentWatermarkInMs()
+        if self.expiry.exists() and expiry == self.expiry.get()[0]:
+            # The lifetime bound: close what is open, then forget the key entirely.
+            if not self._is_closed() and self._close_time() is not None:
+                yield from self._close(request_id, watermark)
+            self._forget(firing=expiry)
+            return
         if not self.timers.exists():
             return
         close_at, tombstone_until = self.timers.get()
         if tombstone_until is not None and expiry == tombstone_until:
-            self._clear_all()  # the tombstone's time is up: the key is forgotten
+            self._forget(firing=expiry)  # the tombstone's time is up: the key is forgotten
         elif tombstone_until is None and expiry == close_at:
-            yield from self._close(request_id, timerValues.getCurrentWatermarkInMs())
+            yield from self._close(request_id, watermark)
 
-    def _close(self, request_id: str, watermark: int) -> Iterator[Row]:
+    def _close(self, request_id: str, watermark: int, tombstone: bool = True) -> Iterator[Row]:
         closed: dict[str, str] = {}
         if self.request.exists():
             req_ms, req_kafka = self.request.get()
@@ -301,6 +334,8 @@ class AttributionProcessor(StatefulProcessor):
                            source_kafka_ts_ms=cb_kafka)
         close_at = self.timers.get()[0] if self.timers.exists() else None
         self._clear_all()
+        if not tombstone:
+            return
         for item_id, kind in closed.items():
             self.closed_ids.updateValue((item_id,), (kind,))
         # The tombstone lives one more window past whichever is later: the close time or now.
@@ -332,6 +367,16 @@ class AttributionProcessor(StatefulProcessor):
         for state in (self.request, self.impressions, self.callbacks, self.timers,
                       self.closed_ids):
             state.clear()
+
+    def _forget(self, firing: int) -> None:
+        """Clear every state variable and every pending timer of the key but the one firing."""
+        pending = set(self.timers.get()) if self.timers.exists() else set()
+        if self.expiry.exists():
+            pending.add(self.expiry.get()[0])
+        for timer in pending - {None, firing}:
+            self.handle.deleteTimer(timer)
+        self._clear_all()
+        self.expiry.clear()
 
     def close(self) -> None:
         pass

@@ -1,0 +1,108 @@
+"""Parse and validate JSON payloads against the registry's schemas; route failures with a reason.
+
+Shared by the operational apps (Kafka → DLQ topic) and the silver jobs (bronze → quarantine), on
+both runtimes. One rule set, derived from the registry's field declarations:
+
+==================  =====================================================================
+reason              when
+==================  =====================================================================
+``invalid_json``    the value is not a JSON object (unparseable, an array, a scalar, null)
+``missing_field:F`` required field ``F`` is absent or JSON null
+``wrong_type:F``    ``F`` has the wrong JSON type (e.g. a string for a double), or is not an
+                    ISO-8601 timestamp where one is declared
+``invalid_value:F`` ``F`` is outside its declared enumeration or range
+==================  =====================================================================
+
+The first failing rule, in field order, is the reason. A valid row has ``dlq_reason`` null.
+
+>>> parsed = parse_json(df, registry.topic("ad_callbacks"))          # doctest: +SKIP
+>>> valid, rejected = split_valid(parsed)                             # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from adlake import registry
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+REASON = "dlq_reason"
+RAW = "raw_value"
+
+# JSON types (as Spark's schema_of_variant names them) accepted for each declared field type.
+_JSON_TYPES = {
+    "string": ("STRING",),
+    "timestamp": ("STRING",),
+    "long": ("BIGINT",),
+    "int": ("BIGINT",),
+    "double": ("BIGINT", "DOUBLE", "DECIMAL"),
+    "boolean": ("BOOLEAN",),
+}
+
+# Value rules beyond type, per topic and field.
+ENUMERATIONS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("ad_callbacks", "event_type"): registry.CALLBACK_EVENT_TYPES,
+}
+NON_NEGATIVE: frozenset[tuple[str, str]] = frozenset({
+    ("ad_requests", "floor_price"), ("ad_requests", "bid_count"),
+    ("ad_impressions", "win_price"), ("ad_callbacks", "value"),
+})
+
+
+def _type_ok(json_type: Column, field: registry.Field) -> Column:
+    from pyspark.sql import functions as F
+
+    base = F.regexp_extract(json_type, r"^([A-Z]+)", 1)
+    return base.isin(*_JSON_TYPES[field.type])
+
+
+def reason_column(raw: Column, topic: registry.Topic, parsed: Column) -> Column:
+    """The reason a raw JSON value fails ``topic``'s rules, or null if it passes."""
+    from pyspark.sql import functions as F
+
+    variant = F.try_parse_json(raw)
+    checks: list[tuple[Column, Column]] = [
+        (variant.isNull() | ~F.schema_of_variant(variant).startswith("OBJECT"),
+         F.lit("invalid_json")),
+    ]
+    for field in topic.schema.fields:
+        json_type = F.schema_of_variant(F.variant_get(variant, f"$.{field.name}", "variant"))
+        present = F.variant_get(variant, f"$.{field.name}", "variant").isNotNull() & \
+            (json_type != "VOID")
+        value = parsed[field.name]
+        if field.required:
+            checks.append((~present, F.lit(f"missing_field:{field.name}")))
+        checks.append((present & (~_type_ok(json_type, field) | value.isNull()),
+                       F.lit(f"wrong_type:{field.name}")))
+        allowed = ENUMERATIONS.get((topic.name, field.name))
+        if allowed:
+            checks.append((present & ~value.isin(*allowed), F.lit(f"invalid_value:{field.name}")))
+        if (topic.name, field.name) in NON_NEGATIVE:
+            checks.append((present & (value < 0), F.lit(f"invalid_value:{field.name}")))
+    reason = F.lit(None).cast("string")
+    for condition, label in reversed(checks):
+        reason = F.when(condition, label).otherwise(reason)
+    return reason
+
+
+def parse_json(df: DataFrame, topic: registry.Topic, value_col: str = "value") -> DataFrame:
+    """Add the registry schema's fields (parsed from ``value_col``), ``raw_value`` and
+    ``dlq_reason`` to ``df``; the other columns (Kafka metadata) are kept."""
+    from pyspark.sql import functions as F
+
+    raw = F.col(value_col).cast("string")
+    parsed = F.from_json(raw, topic.schema.spark())
+    with_parsed = df.withColumn(RAW, raw).withColumn("_parsed", parsed)
+    reason = reason_column(F.col(RAW), topic, F.col("_parsed"))
+    return (with_parsed.withColumn(REASON, reason)
+            .select(*[c for c in df.columns if c not in topic.schema.names], RAW, REASON,
+                    *[F.col(f"_parsed.{name}").alias(name) for name in topic.schema.names]))
+
+
+def split_valid(parsed: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(rows that passed, rows that failed) of a :func:`parse_json` result."""
+    from pyspark.sql import functions as F
+
+    return parsed.where(F.col(REASON).isNull()), parsed.where(F.col(REASON).isNotNull())
