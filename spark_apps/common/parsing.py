@@ -58,11 +58,11 @@ def _type_ok(json_type: Column, field: registry.Field) -> Column:
     return base.isin(*_JSON_TYPES[field.type])
 
 
-def reason_column(raw: Column, topic: registry.Topic, parsed: Column) -> Column:
-    """The reason a raw JSON value fails ``topic``'s rules, or null if it passes."""
+def reason_column(variant: Column, topic: registry.Topic, parsed: Column) -> Column:
+    """The reason a raw JSON value (``variant``: ``try_parse_json`` of it) fails ``topic``'s
+    rules, or null if it passes."""
     from pyspark.sql import functions as F
 
-    variant = F.try_parse_json(raw)
     checks: list[tuple[Column, Column]] = [
         (variant.isNull() | ~F.schema_of_variant(variant).startswith("OBJECT"),
          F.lit("invalid_json")),
@@ -93,11 +93,15 @@ def parse_json(df: DataFrame, topic: registry.Topic, value_col: str = "value") -
     from pyspark.sql import functions as F
 
     raw = F.col(value_col).cast("string")
-    parsed = F.from_json(raw, topic.schema.spark())
-    with_parsed = df.withColumn(RAW, raw).withColumn("_parsed", parsed)
-    reason = reason_column(F.col(RAW), topic, F.col("_parsed"))
+    with_parsed = (df.withColumn(RAW, raw)
+                   .withColumn("_parsed", F.from_json(F.col(RAW), topic.schema.spark()))
+                   .withColumn("_variant", F.try_parse_json(F.col(RAW))))
+    reason = reason_column(F.col("_variant"), topic, F.col("_parsed"))
+    # The source value is replaced by raw_value; its other columns stay unless a payload field
+    # has the same name (the payload wins: ``value`` of a callback is the callback's value).
+    kept = [c for c in df.columns if c != value_col and c not in topic.schema.names]
     return (with_parsed.withColumn(REASON, reason)
-            .select(*[c for c in df.columns if c not in topic.schema.names], RAW, REASON,
+            .select(*kept, RAW, REASON,
                     *[F.col(f"_parsed.{name}").alias(name) for name in topic.schema.names]))
 
 

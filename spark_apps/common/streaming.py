@@ -97,7 +97,9 @@ def kafka_record(df: DataFrame, topic: registry.Topic, key: object) -> DataFrame
         F.lit(topic.name).alias("topic"),
         (key if not isinstance(key, str) else F.col(key)).cast("string").alias("key"),
         F.to_json(F.struct(*[F.col(n) for n in topic.schema.names]),
-                  {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"}).alias("value"),
+                  {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSXXX",
+                   # every declared field is in every record, null or not
+                   "ignoreNullFields": "false"}).alias("value"),
     )
 
 

@@ -70,13 +70,14 @@ def transform_parse(raw: DataFrame) -> tuple[DataFrame, DataFrame]:
     """Raw Kafka records of the three input topics → (processor input rows, rejected rows)."""
     from pyspark.sql import functions as F
 
-    from spark_apps.common.parsing import parse_json, split_valid
+    from spark_apps.common.parsing import RAW, REASON, parse_json, split_valid
 
     events, rejected = None, None
     for name in APP.inputs:
         parsed = parse_json(raw.where(F.col("topic") == name), registry.topic(name))
         valid, bad = split_valid(parsed)
         rows = _as_input(valid, _KIND_OF_TOPIC[name], "timestamp")
+        bad = bad.select("topic", "partition", "offset", "timestamp", RAW, REASON)
         events = rows if events is None else events.unionByName(rows)
         rejected = bad if rejected is None else rejected.unionByName(bad)
     return events, rejected
