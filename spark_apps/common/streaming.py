@@ -88,35 +88,53 @@ def read_kafka(spark: SparkSession, settings: Settings, topics: list[str],
     return reader.load()
 
 
+_JSON_OPTIONS = {
+    "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSXXX",
+    # every declared field is in every record, null or not
+    "ignoreNullFields": "false",
+}
+
+
+def json_value(topic: registry.Topic):
+    """A JSON value column holding exactly the registry's fields of ``topic``, in order."""
+    from pyspark.sql import functions as F
+
+    return F.to_json(F.struct(*[F.col(n) for n in topic.schema.names]), _JSON_OPTIONS)
+
+
 def kafka_record(df: DataFrame, topic: registry.Topic, key: object) -> DataFrame:
-    """``topic``, ``key`` and JSON ``value`` columns, the value holding exactly the registry's
-    fields of ``topic`` in declared order."""
+    """``topic``, ``key`` and JSON ``value`` columns for ``topic``'s Kafka records."""
     from pyspark.sql import functions as F
 
     return df.select(
         F.lit(topic.name).alias("topic"),
         (key if not isinstance(key, str) else F.col(key)).cast("string").alias("key"),
-        F.to_json(F.struct(*[F.col(n) for n in topic.schema.names]),
-                  {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSXXX",
-                   # every declared field is in every record, null or not
-                   "ignoreNullFields": "false"}).alias("value"),
+        json_value(topic).alias("value"),
     )
 
 
-def dlq_records(rejected: DataFrame, dlq_topic: str) -> DataFrame:
-    """DLQ records of rows that failed parsing/validation (see ``parsing``): the raw value, the
-    reason and the source coordinates, keyed by source topic."""
+def dlq_value(dlq_topic: registry.Topic):
+    """The DLQ record of a rejected row (see ``parsing``): the raw value, the reason and the
+    source coordinates, from the row's Kafka columns (topic, partition, offset, timestamp)."""
     from pyspark.sql import functions as F
 
     from spark_apps.common.parsing import RAW, REASON
 
+    fields = {"raw_value": F.col(RAW), "reason": F.col(REASON),
+              "source_topic": F.col("topic"), "source_partition": F.col("partition"),
+              "source_offset": F.col("offset"), "source_kafka_ts": F.col("timestamp")}
+    return F.to_json(F.struct(*[fields[n].alias(n) for n in dlq_topic.schema.names]),
+                     _JSON_OPTIONS)
+
+
+def dlq_records(rejected: DataFrame, dlq_topic: str) -> DataFrame:
+    """DLQ Kafka records of rejected rows, keyed by source topic."""
+    from pyspark.sql import functions as F
+
     topic = registry.topic(dlq_topic)
-    rows = rejected.select(
-        F.col(RAW).alias("raw_value"), F.col(REASON).alias("reason"),
-        F.col("topic").alias("source_topic"), F.col("partition").alias("source_partition"),
-        F.col("offset").alias("source_offset"), F.col("timestamp").alias("source_kafka_ts"),
-    )
-    return kafka_record(rows, topic, "source_topic")
+    return rejected.select(F.lit(topic.name).alias("topic"),
+                           F.col("topic").cast("string").alias("key"),
+                           dlq_value(topic).alias("value"))
 
 
 def write_kafka(df: DataFrame, settings: Settings, checkpoint: Path, trigger: TriggerConfig,

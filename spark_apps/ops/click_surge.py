@@ -1,0 +1,187 @@
+"""Click-surge detection: pages with more than N clicks in a 5-second event-time window.
+
+Reads ``page_clicks``, validates each click against the registry (failures go to
+``page_clicks_dlq`` with the reason), counts clicks per page in 5-second tumbling windows on
+``event_time`` and writes every window whose count passes the threshold to ``page_surges``,
+keyed ``page_id|window_start``. Surges and DLQ records leave through one Kafka sink.
+
+Watermark: 5 s behind the largest event time seen. It bounds how long a window stays open to
+late clicks: once the watermark passes a window's end, the window's state is dropped and a click
+for it is late; Spark counts those rows (``numRowsDroppedByWatermark``) and the status file
+reports them as ``late_rows``, so they are visible rather than silently gone.
+
+Trigger: Real-Time Mode by default (``trigger(realTime=...)``, update mode): each surging window
+is re-emitted as its count grows, and ``source_kafka_ts`` is the Kafka timestamp of the newest
+click counted, so ``output timestamp - source_kafka_ts`` is the latency of that update. The
+key (page and window) lets a consumer keep one alert per window (compact on the key and keep the
+highest count). ``--trigger processing_time`` runs the same code in micro-batches.
+
+Real-Time Mode runs all its tasks at once, for the whole checkpoint interval: one per source
+partition plus one per shuffle partition. :func:`check_task_slots` refuses to start when the
+local master has fewer slots than that, instead of letting the query stall.
+
+    .venv/ops/bin/python -m spark_apps.ops.click_surge --threshold 5000
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from adlake import registry
+from adlake.config import Settings, load_settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+APP = registry.app("click_surge")
+DEFAULT_THRESHOLD = 5000
+WINDOW = "5 seconds"
+WATERMARK = "5 seconds"
+DEFAULT_RTM_INTERVAL = "30 seconds"
+
+
+class TaskSlotsError(RuntimeError):
+    """The master cannot run every Real-Time Mode task at once."""
+
+
+def required_slots(settings: Settings) -> int:
+    return sum(registry.topic(t).partitions for t in APP.inputs) + settings.shuffle_partitions
+
+
+def check_task_slots(settings: Settings) -> None:
+    """Fail fast when a ``local[N]`` master has fewer than source + shuffle partitions slots."""
+    match = re.fullmatch(r"local(?:\[(\d+)\])?", settings.spark_master_ops)
+    if not match:
+        return  # a cluster: its size is the cluster's configuration
+    slots = int(match.group(1) or 1)
+    needed = required_slots(settings)
+    if slots < needed:
+        raise TaskSlotsError(
+            f"Real-Time Mode needs {needed} task slots ({needed - settings.shuffle_partitions} "
+            f"source partitions + {settings.shuffle_partitions} shuffle partitions) but "
+            f"ADLAKE_SPARK_MASTER_OPS={settings.spark_master_ops} has {slots}; raise N in "
+            "local[N] or lower ADLAKE_SHUFFLE_PARTITIONS")
+
+
+def transform_detect(raw: DataFrame, threshold: int) -> DataFrame:
+    """Raw Kafka records of ``page_clicks`` → one row per surging window and one per rejected
+    click, as Kafka records (``topic``, ``key``, ``value``) for ``page_surges`` and
+    ``page_clicks_dlq``.
+
+    Real-Time Mode allows no union after a stateful operator, so surges and rejects cannot be two
+    branches joined at the end. Instead every row goes through the one aggregation: a valid
+    click is grouped by (5-second window of its event time, page), a rejected one by
+    (window of its Kafka timestamp, its own Kafka coordinates) so it forms a group of one that
+    is emitted once and evicted with its window. Rejects have no trustworthy event time; their
+    Kafka timestamp is near the newest event times in normal operation, and a reject more than
+    the watermark delay behind them is counted as a late row, not lost unseen.
+
+    >>> transform_detect(raw_clicks, threshold=2)   # doctest: +SKIP
+    topic        | key                           | value
+    page_surges  | home|2026-11-21T10:00:00.000Z | {"page_id":"home","click_count":3,...}
+    """
+    from pyspark.sql import functions as F
+
+    from spark_apps.common.parsing import RAW, REASON, parse_json
+    from spark_apps.common.streaming import dlq_value, json_value
+
+    parsed = parse_json(raw, registry.topic(APP.inputs[0]))
+    valid = F.col(REASON).isNull()
+    rows = parsed.select(
+        "*",
+        F.when(valid, F.col("event_time")).otherwise(F.col("timestamp")).alias("_time"),
+        F.when(valid, F.col("page_id")).otherwise(F.concat_ws(
+            "|", F.col("topic"), F.col("partition"), F.col("offset"))).alias("_group"),
+    )
+    if rows.isStreaming:
+        # Windows close 5 s (event time) after their end; state and late clicks follow from it.
+        rows = rows.withWatermark("_time", WATERMARK)
+    groups = (rows.groupBy(F.window("_time", WINDOW).alias("window"), "_group",
+                           F.col(REASON).isNull().alias("_valid"))
+              .agg(F.count(F.lit(1)).alias("click_count"),
+                   F.max("event_time").alias("max_event_time"),
+                   F.max("timestamp").alias("source_kafka_ts"),
+                   F.first(RAW).alias(RAW), F.first(REASON).alias(REASON),
+                   F.first("topic").alias("topic"), F.first("partition").alias("partition"),
+                   F.first("offset").alias("offset"), F.first("timestamp").alias("timestamp")))
+    out = (groups.where(~F.col("_valid") | (F.col("click_count") > threshold))
+           .withColumn("page_id", F.col("_group"))
+           .withColumn("window_start", F.col("window.start"))
+           .withColumn("window_end", F.col("window.end")))
+    surges, dlq = registry.topic(APP.outputs[0]), registry.topic(APP.dlq)
+    return out.select(
+        F.when(F.col("_valid"), F.lit(surges.name)).otherwise(F.lit(dlq.name)).alias("topic"),
+        F.when(F.col("_valid"), surge_key()).otherwise(F.col("topic")).alias("key"),
+        F.when(F.col("_valid"), json_value(surges)).otherwise(dlq_value(dlq)).alias("value"),
+    )
+
+
+def surge_key():
+    from pyspark.sql import functions as F
+
+    return F.concat_ws("|", F.col("page_id"),
+                       F.date_format("window_start", "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"))
+
+
+def build_query_frame(raw: DataFrame, threshold: int) -> DataFrame:
+    """Everything the query writes (topic, key, value), with latency observed for the status."""
+    return transform_detect(raw, threshold)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from spark_apps.common.streaming import add_common_args
+
+    parser = argparse.ArgumentParser(prog="spark_apps.ops.click_surge", description=__doc__)
+    add_common_args(parser, default_trigger="realtime")
+    parser.add_argument("--threshold", type=int, default=DEFAULT_THRESHOLD,
+                        help="a window surges when its click count is greater than this")
+    args = parser.parse_args(argv)
+    if args.threshold < 0:
+        parser.error(f"--threshold must be >= 0, got {args.threshold}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    from adlake.spark_session import get_session
+    from spark_apps.common.streaming import (
+        GracefulStop,
+        StatusReporter,
+        TriggerConfig,
+        attach_listener,
+        read_kafka,
+        write_kafka,
+    )
+
+    args = parse_args(argv)
+    settings = load_settings()
+    trigger = TriggerConfig(args.trigger, args.trigger_interval or (
+        DEFAULT_RTM_INTERVAL if args.trigger == "realtime" else None))
+    if trigger.mode == "realtime":
+        check_task_slots(settings)
+    name = args.query_name or APP.name
+    checkpoint = Path(args.checkpoint) if args.checkpoint else settings.checkpoint_path(name)
+    stop = GracefulStop(marker=settings.status_dir / f"{name}.stop", deadline_s=args.stop_after_s)
+    stop.install()
+
+    spark = get_session("ops", name, settings)
+    reporter = StatusReporter(settings, name, trigger.mode)
+    reporter.extra["threshold"] = args.threshold
+    attach_listener(spark, reporter)
+    raw = read_kafka(spark, settings, list(APP.inputs), args.starting_offsets,
+                     args.max_offsets_per_trigger)
+    query = write_kafka(build_query_frame(raw, args.threshold), settings, checkpoint, trigger,
+                        "update", name)
+    print(f"[{name}] running: trigger={trigger.kwargs()} threshold={args.threshold} "
+          f"checkpoint={checkpoint}", flush=True)
+    stop.run(query)
+    print(f"[{name}] stopped ({stop.reason or 'query ended'})", flush=True)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
