@@ -10,7 +10,8 @@ SEED ?= 7
 # Tests that check the session factory itself run under both runtimes.
 BOTH_RUNTIMES_TESTS := tests/include/test_spark_session.py
 
-.PHONY: setup test test-unit test-lake test-ops kafka-up kafka-down kafka-status generate up clean
+.PHONY: setup test test-unit kafka-up kafka-down kafka-status generate up clean \
+	attribution click-surge status bench-click-surge bench-attribution
 
 setup:
 	$(PYTHON) include/adlake/setup.py
@@ -36,8 +37,37 @@ kafka-status:
 generate: kafka-up
 	$(LAKE_PY) -m adlake.generator --rate $(RATE) --duration $(DURATION) --seed $(SEED)
 
-# The platform on embedded defaults. For now: the broker plus live generated traffic.
-up: generate
+# The operational apps, in the foreground (Ctrl-C or SIGTERM stops them gracefully).
+THRESHOLD ?= 5000
+attribution: kafka-up
+	$(OPS_PY) -m spark_apps.ops.attribution
 
-clean: kafka-down
+click-surge: kafka-up
+	$(OPS_PY) -m spark_apps.ops.click_surge --threshold $(THRESHOLD)
+
+status:
+	$(LAKE_PY) -m adlake.status
+
+# Benchmarks (not tests): latency percentiles and throughput against a private local broker.
+BENCH_DURATION ?= 60
+bench-click-surge: setup
+	$(OPS_PY) -m spark_apps.ops.benchmark click_surge --rate 1000 --duration $(BENCH_DURATION)
+
+bench-attribution: setup
+	$(OPS_PY) -m spark_apps.ops.benchmark attribution --rates 500,1000,2000,4000 --duration $(BENCH_DURATION)
+
+# The platform on embedded defaults: the broker, both operational apps in the background (logs
+# and status under .runtime/), and live generated traffic in the foreground.
+up: kafka-up
+	mkdir -p .runtime/logs
+	$(OPS_PY) -m spark_apps.ops.attribution > .runtime/logs/attribution.log 2>&1 & echo $$! > .runtime/attribution.pid
+	$(OPS_PY) -m spark_apps.ops.click_surge --threshold $(THRESHOLD) > .runtime/logs/click_surge.log 2>&1 & echo $$! > .runtime/click_surge.pid
+	$(LAKE_PY) -m adlake.generator --rate $(RATE) --duration $(DURATION) --seed $(SEED)
+	@echo "apps still running; 'make status' shows them, 'make down' stops everything"
+
+down:
+	-for app in attribution click_surge; do [ -f .runtime/$$app.pid ] && kill -TERM $$(cat .runtime/$$app.pid) && rm -f .runtime/$$app.pid; done
+	$(LAKE_PY) -m adlake.kafka_local down
+
+clean: down
 	rm -rf .runtime
