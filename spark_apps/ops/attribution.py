@@ -171,8 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     attach_listener(spark, reporter)
     raw = read_kafka(spark, settings, list(APP.inputs), args.starting_offsets,
                      args.max_offsets_per_trigger)
+    # Real-Time Mode accepts only the update output mode; each attributed record is emitted once
+    # either way, so the two modes write the same records.
+    output_mode = "update" if trigger.mode == "realtime" else "append"
     query = write_kafka(build_query_frame(raw, config), settings, checkpoint, trigger,
-                        "append", name)
+                        output_mode, name)
     print(f"[{name}] running: trigger={trigger.kwargs()} checkpoint={checkpoint}", flush=True)
     stop.run(query)
     print(f"[{name}] stopped ({stop.reason or 'query ended'})", flush=True)
