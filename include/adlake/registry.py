@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 # JSON type of each neutral field type, as the generator writes and the validators check it.
 # Timestamps travel as ISO-8601 UTC strings with milliseconds, e.g. "2026-11-21T23:40:44.123Z".
-FIELD_TYPES = ("string", "timestamp", "long", "int", "double", "boolean")
+FIELD_TYPES = ("string", "timestamp", "long", "int", "double", "boolean", "date")
 
 CALLBACK_EVENT_TYPES = (
     "click", "first_quartile", "midpoint", "third_quartile", "complete", "conversion",
@@ -72,6 +72,7 @@ class Schema:
         spark_types = {
             "string": T.StringType(), "timestamp": T.TimestampType(), "long": T.LongType(),
             "int": T.IntegerType(), "double": T.DoubleType(), "boolean": T.BooleanType(),
+            "date": T.DateType(),
         }
         return T.StructType([T.StructField(f.name, spark_types[f.type], True) for f in self.fields])
 
@@ -111,9 +112,45 @@ class App:
 @dataclass(frozen=True)
 class Table:
     name: str
-    layer: str  # bronze, silver, gold, quarantine, view
+    layer: str  # bronze, silver, gold, quarantine
     source: str  # a topic or another table
     partition_by: tuple[str, ...] = field(default=())
+    description: str = ""
+    schema: Schema | None = None
+    # The columns that identify one row (silver: the event id; gold: the grouping keys).
+    keys: tuple[str, ...] = ()
+    # Silver and gold sources of views record their changes (Delta Change Data Feed).
+    change_feed: bool = False
+
+
+AGGREGATE_KINDS = ("count", "sum", "min", "max", "avg", "approx_distinct")
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One output column of a view: ``kind`` over source ``column`` (``count`` takes none)."""
+
+    name: str
+    kind: str
+    column: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in AGGREGATE_KINDS:
+            raise ValueError(f"aggregate {self.name!r}: kind {self.kind!r} not in {AGGREGATE_KINDS}")
+        if (self.kind == "count") != (self.column is None):
+            raise ValueError(f"aggregate {self.name!r}: count takes no column, the others one")
+
+
+@dataclass(frozen=True)
+class View:
+    """An incremental materialized view: ``source`` table grouped by ``keys``; ``key_exprs``
+    may derive a key from source columns (a Spark SQL expression per key name)."""
+
+    name: str
+    source: str
+    keys: tuple[str, ...]
+    aggregates: tuple[Aggregate, ...]
+    key_exprs: tuple[tuple[str, str], ...] = ()
     description: str = ""
 
 
@@ -178,13 +215,97 @@ APPS: dict[str, App] = {a.name: a for a in [
 ]}
 
 # Bronze keeps every topic raw, so any later job can be replayed from it.
-TABLES: dict[str, Table] = {t.name: t for t in [
-    Table(f"bronze_{name}", "bronze", name, partition_by=("ingest_date",),
-          description=f"Raw records of topic {name} with Kafka metadata.")
-    for name in TOPICS
+BRONZE_SCHEMA = _schema(
+    "key:string?", "value:string?", "headers_json:string?", "topic:string", "partition:int",
+    "offset:long", "kafka_timestamp:timestamp", "ingest_time:timestamp", "ingest_date:date",
+)
+# Where a silver or quarantine row came from in bronze: the Kafka coordinates, unique per record.
+BRONZE_COORDINATES = ("topic", "partition", "offset")
+_SILVER_EXTRA = ("topic:string", "partition:int", "offset:long", "kafka_timestamp:timestamp",
+                 "event_date:date")
+QUARANTINE_SCHEMA = _schema(
+    "source_table:string", "rule:string", "raw_value:string?", "topic:string", "partition:int",
+    "offset:long", "kafka_timestamp:timestamp", "ingest_date:date",
+)
+
+# The topics that get a silver table, and the time field their event_date derives from.
+SILVER_TOPICS = ("ad_requests", "ad_impressions", "ad_callbacks", "page_clicks",
+                 "attributed_events", "page_surges")
+_SILVER_TIME = {"attributed_events": "source_kafka_ts", "page_surges": "window_start"}
+
+
+def silver_time_field(topic_name: str) -> str:
+    return _SILVER_TIME.get(topic_name, "event_time")
+
+
+def _silver(topic_name: str) -> Table:
+    t = TOPICS[topic_name]
+    fields = t.schema.fields + _schema(*_SILVER_EXTRA).fields
+    return Table(f"silver_{topic_name}", "silver", f"bronze_{topic_name}",
+                 partition_by=("event_date",), schema=Schema(fields), keys=t.id_fields,
+                 change_feed=True,
+                 description=f"Typed, validated, deduplicated {topic_name} by event date.")
+
+
+_TABLE_LIST = [
+    *[Table(f"bronze_{name}", "bronze", name, partition_by=("ingest_date",),
+            schema=BRONZE_SCHEMA, keys=BRONZE_COORDINATES,
+            description=f"Raw records of topic {name} with Kafka metadata.")
+      for name in TOPICS],
+    *[_silver(name) for name in SILVER_TOPICS],
+    Table("quarantine", "quarantine", "bronze", partition_by=("ingest_date",),
+          schema=QUARANTINE_SCHEMA, keys=("source_table", *BRONZE_COORDINATES),
+          description="Bronze rows that failed a validation rule, with the rule."),
+    Table("campaign_delivery", "gold", "silver_ad_impressions", partition_by=("event_date",),
+          schema=_schema("campaign_id:string", "creative_id:string", "event_date:date",
+                         "hour:int", "impressions:long", "clicks:long", "first_quartiles:long",
+                         "midpoints:long", "third_quartiles:long", "completes:long",
+                         "conversions:long", "click_through_rate:double?",
+                         "completion_rate:double?"),
+          keys=("campaign_id", "creative_id", "event_date", "hour"), change_feed=True,
+          description="Delivery per campaign, creative and hour."),
+    Table("attribution_funnel", "gold", "silver_ad_requests", partition_by=("event_date",),
+          schema=_schema("campaign_id:string", "event_date:date", "requests:long",
+                         "filled_requests:long", "impressions:long", "clicks:long",
+                         "conversions:long", "fill_rate:double?"),
+          keys=("campaign_id", "event_date"),
+          description="Requests → fills → impressions → clicks → conversions per campaign and "
+                      "day; campaign_id '*' is the day's total (requests exist only there)."),
+    Table("page_traffic", "gold", "silver_page_clicks", partition_by=("event_date",),
+          schema=_schema("page_id:string", "event_date:date", "minute:timestamp",
+                         "clicks:long", "distinct_users:long"),
+          keys=("page_id", "minute"), description="Clicks and distinct users per page and minute."),
+    Table("surge_history", "gold", "silver_page_surges", partition_by=("event_date",),
+          schema=_schema("page_id:string", "event_date:date", "window_start:timestamp",
+                         "window_end:timestamp", "click_count:long"),
+          keys=("page_id", "window_start"),
+          description="One row per page and surging window, with the highest count reported."),
+    Table("attribution_reconciliation", "gold", "silver_attributed_events",
+          partition_by=("event_date",),
+          schema=_schema("event_date:date", "record_type:string", "matched:long",
+                         "missing_in_realtime:long", "extra_in_realtime:long"),
+          keys=("event_date", "record_type"),
+          description="Batch attribution over silver vs the real-time attributed_events."),
+]
+TABLES: dict[str, Table] = {t.name: t for t in _TABLE_LIST}
+
+VIEWS: dict[str, View] = {v.name: v for v in [
+    View("campaign_daily_totals", "silver_ad_impressions", ("campaign_id", "event_date"), (
+        Aggregate("impressions", "count"), Aggregate("spend", "sum", "win_price"),
+        Aggregate("min_price", "min", "win_price"), Aggregate("max_price", "max", "win_price"),
+        Aggregate("avg_price", "avg", "win_price"),
+        Aggregate("devices", "approx_distinct", "device_id"),
+    ), description="Impressions, spend and reach per campaign and day."),
+    View("page_clicks_hourly", "silver_page_clicks", ("page_id", "hour"), (
+        Aggregate("clicks", "count"), Aggregate("users", "approx_distinct", "user_id"),
+        Aggregate("first_click", "min", "event_time"), Aggregate("last_click", "max", "event_time"),
+    ), key_exprs=(("hour", "date_trunc('hour', event_time)"),),
+        description="Clicks and distinct users per page and hour."),
+    View("household_reach_by_geo", "silver_ad_requests", ("geo", "event_date"), (
+        Aggregate("requests", "count"), Aggregate("households", "approx_distinct", "household_id"),
+        Aggregate("floor_total", "sum", "floor_price"), Aggregate("avg_bids", "avg", "bid_count"),
+    ), description="Requests and household reach per geo and day."),
 ]}
-
-
 def _lookup(kind: str, mapping: dict, name: str):
     try:
         return mapping[name]
@@ -202,3 +323,7 @@ def app(name: str) -> App:
 
 def table(name: str) -> Table:
     return _lookup("table", TABLES, name)
+
+
+def view(name: str) -> View:
+    return _lookup("view", VIEWS, name)

@@ -38,3 +38,28 @@ def test_spark_schema_is_derived_from_the_declaration():
     assert schema["event_time"].dataType == T.TimestampType()
     assert schema["value"].dataType == T.DoubleType()
     assert schema.fieldNames() == registry.topic("ad_callbacks").schema.names
+
+
+def test_views_group_a_registered_source_by_its_columns():
+    for view in registry.VIEWS.values():
+        source = registry.table(view.source)
+        assert source.change_feed, f"{view.name}: source {source.name} needs the change feed"
+        derived = dict(view.key_exprs)
+        for key in view.keys:
+            assert key in derived or key in source.schema.names
+        for agg in view.aggregates:
+            assert agg.column is None or agg.column in source.schema.names
+
+
+def test_aggregate_declarations_are_checked():
+    with pytest.raises(ValueError, match="kind 'median'"):
+        registry.Aggregate("m", "median", "x")
+    with pytest.raises(ValueError, match="count takes no column"):
+        registry.Aggregate("n", "count", "x")
+
+
+def test_silver_tables_extend_their_topic_with_bronze_coordinates():
+    silver = registry.table("silver_ad_callbacks")
+    assert silver.schema.names[:6] == registry.topic("ad_callbacks").schema.names
+    assert set(registry.BRONZE_COORDINATES) <= set(silver.schema.names)
+    assert silver.keys == ("callback_id",) and silver.partition_by == ("event_date",)
