@@ -186,7 +186,8 @@ _TOPIC_LIST = [
     Topic("page_surges", _INPUT_PARTITIONS, "page_id", _schema(
         "page_id:string", "window_start:timestamp", "window_end:timestamp",
         "click_count:long", "max_event_time:timestamp", "source_kafka_ts:timestamp",
-    ), id_fields=("page_id", "window_start"),
+    # In update mode a window is re-emitted as its count grows: each count is its own record.
+    ), id_fields=("page_id", "window_start", "click_count"),
         description="Output of click-surge detection, key page_id|window_start."),
 ]
 

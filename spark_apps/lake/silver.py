@@ -1,0 +1,193 @@
+"""Silver: bronze rows parsed with the registry's schemas, validated, deduplicated, by event date.
+
+An ``AvailableNow`` stream per table reads its bronze table (Delta as a streaming source) and, for
+each micro-batch:
+
+1. parses and validates every row with the registry's rules (``spark_apps.common.parsing``, the
+   same rules the operational apps apply); a row that fails goes to the ``quarantine`` table with
+   the rule, the raw value and its bronze coordinates;
+2. deduplicates the valid rows by event id: within the batch the earliest Kafka record wins; across
+   batches a ``MERGE`` inserts a row only if its id is not already in silver **for the same
+   event date**. That date is the watermark's bound: a duplicate carries its original's payload,
+   hence its event time and date, so the lookup only touches the batch's own date partitions.
+
+Every bronze row ends up in exactly one of: silver (its coordinates are there), quarantine (its
+coordinates are there), or the duplicates (valid, but another record of its id is in silver);
+:func:`accounting` counts the three.
+
+Exactly once: both writes are insert-if-absent MERGEs keyed by id (silver) and by bronze
+coordinates (quarantine), so replaying a batch after a crash inserts nothing twice; the
+checkpoint then records the batch and the stream moves on.
+
+    .venv/lake/bin/python -m spark_apps.lake.silver --start 2026-11-21 --end 2026-11-22
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import TYPE_CHECKING
+
+from adlake import registry
+from adlake.config import Settings, load_settings
+from spark_apps.lake.tables import ensure_table, read_table, table_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+QUARANTINE = registry.table("quarantine")
+
+
+def silver_table(topic: str) -> registry.Table:
+    return registry.table(f"silver_{topic}")
+
+
+def transform_validate(bronze: DataFrame, topic: str) -> tuple[DataFrame, DataFrame]:
+    """Bronze rows of ``topic`` → (typed valid rows with silver columns, quarantine rows)."""
+    from pyspark.sql import functions as F
+
+    from spark_apps.common.parsing import RAW, REASON, parse_json, split_valid
+
+    table = silver_table(topic)
+    parsed = parse_json(bronze, registry.topic(topic), value_col="value")
+    valid, bad = split_valid(parsed)
+    valid = valid.withColumn("event_date",
+                             F.to_date(F.col(registry.silver_time_field(topic))))
+    quarantine = bad.select(
+        F.lit(table.name).alias("source_table"), F.col(REASON).alias("rule"),
+        F.col(RAW).alias("raw_value"), "topic", "partition", "offset", "kafka_timestamp",
+        "ingest_date")
+    return valid.select(*table.schema.names), quarantine.select(*QUARANTINE.schema.names)
+
+
+def transform_dedup_batch(valid: DataFrame, topic: str) -> DataFrame:
+    """Keep the earliest Kafka record (timestamp, partition, offset) of each event id."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    ids = list(silver_table(topic).keys)
+    first = Window.partitionBy(*ids).orderBy("kafka_timestamp", "partition", "offset")
+    return (valid.withColumn("_n", F.row_number().over(first)).where("_n = 1").drop("_n"))
+
+
+def _null_safe_match(columns: list[str]) -> str:
+    return " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in columns)
+
+
+def write_batch(spark: SparkSession, settings: Settings, topic: str, batch: DataFrame) -> None:
+    """One micro-batch of bronze rows → silver and quarantine, idempotently."""
+    batch = batch.persist()  # read once, written to two tables
+    try:
+        _write_batch(spark, settings, topic, batch)
+    finally:
+        batch.unpersist()
+
+
+def _write_batch(spark: SparkSession, settings: Settings, topic: str, batch: DataFrame) -> None:
+    from delta.tables import DeltaTable
+
+    valid, quarantine = transform_validate(batch, topic)
+    (DeltaTable.forPath(spark, table_path(settings, QUARANTINE)).alias("t")
+     .merge(quarantine.alias("s"),
+            _null_safe_match(["source_table", *registry.BRONZE_COORDINATES]))
+     .whenNotMatchedInsertAll().execute())
+    rows = transform_dedup_batch(valid, topic).persist()
+    try:
+        dates = [r.event_date for r in rows.select("event_date").distinct().collect()]
+        if not dates:
+            return
+        # The literal date list lets Delta prune the target to the batch's own partitions.
+        in_dates = ", ".join(f"DATE'{d.isoformat()}'" for d in dates)
+        condition = (f"t.event_date IN ({in_dates}) AND t.event_date = s.event_date AND "
+                     + _null_safe_match(list(silver_table(topic).keys)))
+        (DeltaTable.forPath(spark, table_path(settings, silver_table(topic))).alias("t")
+         .merge(rows.alias("s"), condition).whenNotMatchedInsertAll().execute())
+    finally:
+        rows.unpersist()
+
+
+def start_refine(spark: SparkSession, settings: Settings, topic: str,
+                 max_files: int | None = None) -> StreamingQuery:
+    """Start the AvailableNow query of one topic (bronze → silver + quarantine)."""
+    from spark_apps.lake.bronze import bronze_table
+
+    source = ensure_table(spark, settings, bronze_table(topic))
+    ensure_table(spark, settings, silver_table(topic))
+    ensure_table(spark, settings, QUARANTINE)
+    reader = spark.readStream.format("delta")
+    if max_files:
+        reader = reader.option("maxFilesPerTrigger", str(max_files))
+    return (reader.load(source).writeStream
+            .foreachBatch(lambda batch, _batch_id: write_batch(spark, settings, topic, batch))
+            .option("checkpointLocation", str(settings.checkpoint_path(silver_table(topic).name)))
+            .queryName(silver_table(topic).name)
+            .trigger(availableNow=True)
+            .start())
+
+
+def run(spark: SparkSession, settings: Settings, topics: list[str],
+        max_files: int | None = None) -> dict[str, int]:
+    """Refine every topic in ``topics``, one after the other (each MERGEs into the shared
+    quarantine table, and Delta would make concurrent MERGEs into it conflict)."""
+    read: dict[str, int] = {}
+    for topic in topics:
+        query = start_refine(spark, settings, topic, max_files)
+        query.awaitTermination()
+        read[topic] = sum(p["numInputRows"] for p in query.recentProgress)
+        print(f"[silver] {topic}: {read[topic]} bronze rows read in "
+              f"{len(query.recentProgress)} batches", flush=True)
+    return read
+
+
+def accounting(spark: SparkSession, settings: Settings, topic: str) -> dict[str, int]:
+    """Where each bronze row of ``topic`` went: silver, quarantine or duplicate (exactly one)."""
+    from pyspark.sql import functions as F
+
+    from spark_apps.lake.bronze import bronze_table
+
+    coords = list(registry.BRONZE_COORDINATES)
+    bronze = read_table(spark, settings, bronze_table(topic).name).select(*coords)
+    silver = read_table(spark, settings, silver_table(topic).name).select(*coords)
+    quarantined = (read_table(spark, settings, QUARANTINE.name)
+                   .where(F.col("source_table") == silver_table(topic).name).select(*coords))
+    n_bronze, n_silver, n_quarantine = bronze.count(), silver.count(), quarantined.count()
+    unaccounted = bronze.exceptAll(silver).exceptAll(quarantined)
+    return {"bronze": n_bronze, "silver": n_silver, "quarantine": n_quarantine,
+            "duplicates": unaccounted.count()}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="spark_apps.lake.silver", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--start", help="data interval start (logged: the stream reads what "
+                                        "bronze holds, its checkpoint decides what is new)")
+    parser.add_argument("--end")
+    parser.add_argument("--topics", default=",".join(registry.SILVER_TOPICS))
+    parser.add_argument("--max-files-per-trigger", type=int, default=None)
+    args = parser.parse_args(argv)
+    for name in args.topics.split(","):
+        if name not in registry.SILVER_TOPICS:
+            parser.error(f"no silver table for topic {name!r}; silver topics: "
+                         f"{', '.join(registry.SILVER_TOPICS)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    from adlake.spark_session import get_session
+
+    args = parse_args(argv)
+    settings = load_settings()
+    spark = get_session("lake", "silver", settings)
+    started = time.monotonic()
+    print(f"[silver] interval {args.start} .. {args.end}", flush=True)
+    run(spark, settings, args.topics.split(","), args.max_files_per_trigger)
+    for topic in args.topics.split(","):
+        print(f"[silver] {topic}: {accounting(spark, settings, topic)}", flush=True)
+    print(f"[silver] done in {time.monotonic() - started:.1f}s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
