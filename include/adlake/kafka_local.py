@@ -149,7 +149,9 @@ class LocalKafka:
     def _format_storage(self, properties: Path) -> None:
         if (self.data_dir / "meta.properties").exists():
             return
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = "-"
+        while cluster_id.startswith("-"):  # the format tool would read a leading "-" as a flag
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         result = subprocess.run(
             self._java("kafka.tools.StorageTool", "format", "-t", cluster_id,
                        "-c", str(properties)),

@@ -26,6 +26,7 @@ local master has fewer slots than that, instead of letting the query stall.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -54,10 +55,11 @@ def required_slots(settings: Settings) -> int:
 
 def check_task_slots(settings: Settings) -> None:
     """Fail fast when a ``local[N]`` master has fewer than source + shuffle partitions slots."""
-    match = re.fullmatch(r"local(?:\[(\d+)\])?", settings.spark_master_ops)
+    match = re.fullmatch(r"local(?:\[(\d+|\*)\])?", settings.spark_master_ops)
     if not match:
         return  # a cluster: its size is the cluster's configuration
-    slots = int(match.group(1) or 1)
+    # local[*] has as many slots as the machine has cores
+    slots = (os.cpu_count() or 1) if match.group(1) == "*" else int(match.group(1) or 1)
     needed = required_slots(settings)
     if slots < needed:
         raise TaskSlotsError(
