@@ -113,6 +113,11 @@ def attribute_batch(requests: DataFrame, impressions: DataFrame, callbacks: Data
     Each input has the registry fields of its topic plus ``kafka_ts_col``.
     """
     config = dataclasses.replace(config or AttributionConfig(), close_at_end_of_input=True)
+    # transformWithState keeps its state in RocksDB even in batch, and on Spark 4.2 the RocksDB
+    # store reports to the driver's StateStoreCoordinator, which only exists once the session's
+    # streaming manager does: without this touch a batch-only session fails to load state
+    # (RpcEndpointNotFoundException: StateStoreCoordinator).
+    _ = requests.sparkSession.streams.active
     events = (_as_input(requests, REQUEST, kafka_ts_col)
               .unionByName(_as_input(impressions, IMPRESSION, kafka_ts_col))
               .unionByName(_as_input(callbacks, CALLBACK, kafka_ts_col)))
