@@ -272,10 +272,13 @@ def attach_listener(spark: SparkSession, reporter: StatusReporter) -> object:
 class GracefulStop:
     """SIGTERM/SIGINT, a stop marker file, or a deadline ask the query to stop.
 
-    The stop waits until the running micro-batch has finished (the trigger is idle), so its output
-    and its offsets are committed together and a restart reprocesses nothing. In Real-Time Mode a
-    batch lasts a whole checkpoint interval, so the stop interrupts it: the restart resumes from
-    the last committed offsets and re-emits what that batch had written (at-least-once).
+    The stop waits until the running micro-batch has committed (the trigger is idle, or the
+    query reports the batch's progress), so that batch's output and offsets are committed
+    together. Under a backlog a 0-second trigger starts the next batch at once, so the trigger is
+    never seen idle: that next batch is interrupted as it begins, and a restart runs it again from
+    its planned offsets, re-emitting whatever it had already written (at-least-once). In Real-Time
+    Mode a batch lasts a whole checkpoint interval, so the stop interrupts it after at most
+    ``drain_timeout_s``, with the same consequence.
     """
 
     def __init__(self, marker: Path | None = None, deadline_s: float | None = None) -> None:
@@ -311,8 +314,16 @@ class GracefulStop:
             query.awaitTermination()  # re-raises the query's failure, if any
             return
         deadline = time.monotonic() + drain_timeout_s
-        while query.status.get("isTriggerActive") and time.monotonic() < deadline:
-            time.sleep(0.05)
+        running = _last_batch_id(query)
+        while (query.status.get("isTriggerActive") and _last_batch_id(query) == running
+               and time.monotonic() < deadline):
+            time.sleep(0.1)
         query.stop()
         if self.marker is not None:
             self.marker.unlink(missing_ok=True)
+
+
+def _last_batch_id(query: StreamingQuery) -> int | None:
+    """The id of the last batch the query completed (its progress is reported after its commit)."""
+    progress = query.lastProgress
+    return None if progress is None else progress.get("batchId")

@@ -243,9 +243,9 @@ class AttributionProcessor(StatefulProcessor):
         imp_id, event_type, value, cb_ms, cb_kafka, attributed = cb
         if attributed:
             return
-        imp = self.impressions.getValue((imp_id,))
-        if imp is None:
+        if not self.impressions.containsKey((imp_id,)):
             return  # waits for its impression
+        imp = self.impressions.getValue((imp_id,))
         campaign, creative, imp_ms, imp_kafka, _ = imp
         if not self.config.in_window(imp_ms, cb_ms):
             return

@@ -1,0 +1,201 @@
+"""Benchmark (not a test): incremental vs full refresh of a materialized view, in one run.
+
+1. builds a synthetic, seeded source shaped like ``silver_ad_impressions`` (the registry's schema,
+   partitioned by ``event_date``, Change Data Feed on) with ``--rows`` rows over ``--days`` days
+   and ``--campaigns`` campaigns;
+2. full-refreshes a view shaped like the registry's ``campaign_daily_totals`` over it (every
+   aggregate kind: count, sum, min, max, avg, approx_distinct; ``--aggregates decomposable``
+   keeps count, sum and avg only);
+3. changes ``--change-fraction`` of the rows in three commits: inserts (50%), updates of the
+   price (30%), deletes (20%); ``--spread recent`` (default) puts them in the last two days, the
+   usual shape of late data and corrections, ``--spread uniform`` anywhere (every group then
+   has a retraction and, with min/max/sketches, is recomputed: the worst case);
+4. times an incremental refresh, checks it against a recomputation (``--no-verify`` skips this),
+   then times a full refresh of the same source version, and prints both times and their ratio.
+
+The JSON report goes to ``<reports_dir>/views_benchmark-<rows>-<spread>-<aggregates>.json``.
+The tables are ``bench_*`` under the configured tables directory (point ``ADLAKE_RUNTIME_DIR``
+elsewhere to keep them apart) and are rebuilt on every run.
+
+    .venv/lake/bin/python -m spark_apps.lake.views_benchmark                  # 10M rows
+    .venv/lake/bin/python -m spark_apps.lake.views_benchmark --rows 1000000 --spread uniform
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+from adlake import registry
+from adlake.config import Settings, load_settings
+from spark_apps.lake import views
+from spark_apps.lake.tables import ensure_table, table_path
+
+SOURCE = dataclasses.replace(registry.table("silver_ad_impressions"), name="bench_ad_impressions")
+BASE_DATE = "2026-10-01"
+# Shares of the changed rows.
+INSERTS, UPDATES, DELETES = 0.5, 0.3, 0.2
+
+
+def bench_view(aggregates: str) -> registry.View:
+    view = dataclasses.replace(registry.view("campaign_daily_totals"),
+                               name=f"bench_campaign_daily_totals_{aggregates}",
+                               source=SOURCE.name)
+    if aggregates == "decomposable":
+        view = dataclasses.replace(view, aggregates=tuple(
+            a for a in view.aggregates if a.kind not in views.NON_DECOMPOSABLE))
+    return view
+
+
+def synthetic_rows(spark, first_id: int, n: int, *, seed: int, campaigns: int, days: int,
+                   day_offset: int = 0, partitions: int = 8):
+    """``n`` impressions with ids from ``first_id``, a pure function of (id, seed): campaign,
+    device, price and time derive from hashes of the id. Days are ``day_offset ..
+    day_offset + days - 1`` after ``BASE_DATE``."""
+    from pyspark.sql import functions as F
+
+    def h(salt: int, modulo: int):
+        return F.pmod(F.xxhash64(F.col("id"), F.lit(seed * 1000 + salt)), F.lit(modulo))
+
+    event_time = (F.to_timestamp(F.lit(BASE_DATE))
+                  + F.make_dt_interval(h(3, days) + day_offset, F.lit(0), F.lit(0), h(4, 86400)))
+    cols = {
+        "impression_id": F.concat(F.lit("i"), F.col("id").cast("string")),
+        "request_id": F.concat(F.lit("r"), F.col("id").cast("string")),
+        "campaign_id": F.concat(F.lit("c"), h(1, campaigns).cast("string")),
+        "creative_id": F.concat(F.lit("cr"), h(2, 5).cast("string")),
+        "event_time": event_time,
+        "device_id": F.concat(F.lit("d"), h(5, max(1, (first_id + n) // 10)).cast("string")),
+        "win_price": h(6, 10_000) / F.lit(1000.0),
+        "topic": F.lit("ad_impressions"), "partition": F.lit(0).cast("int"),
+        "offset": F.col("id"), "kafka_timestamp": event_time,
+        "event_date": F.to_date(event_time),
+    }
+    names = SOURCE.schema.names
+    return (spark.range(first_id, first_id + n, numPartitions=partitions)
+            .select(*(cols[c].cast(t).alias(c) for c, t in
+                      zip(names, [f.dataType for f in SOURCE.schema.spark().fields]))))
+
+
+def apply_changes(spark, path: str, *, rows: int, fraction: float, spread: str, seed: int,
+                  campaigns: int, days: int) -> dict[str, int]:
+    """Insert, update and delete about ``fraction`` of ``rows`` in three commits; returns the
+    numbers of rows each commit changed."""
+    changed = int(rows * fraction)
+    recent = spread == "recent"
+    first_day = days - 2 if recent else 0
+    inserts = synthetic_rows(spark, rows, int(changed * INSERTS), seed=seed + 1,
+                             campaigns=campaigns, days=days - first_day, day_offset=first_day)
+    inserts.write.format("delta").mode("append").save(path)
+    # Updates and deletes pick disjoint slices of a hash of the row id, within the days in scope.
+    in_scope = rows * (days - first_day) / days
+    p_update, p_delete = changed * UPDATES / in_scope, changed * DELETES / in_scope
+    scope = (f"event_date >= date_add(date'{BASE_DATE}', {first_day}) AND offset < {rows}"
+             if recent else f"offset < {rows}")
+    slice_ = f"pmod(xxhash64(offset, {seed}), 1000000)"
+    table = f"delta.`{path}`"
+    updated = spark.sql(f"UPDATE {table} SET win_price = win_price + 0.5 WHERE {scope} AND "
+                        f"{slice_} < {int(p_update * 1e6)}").first()[0]
+    deleted = spark.sql(f"DELETE FROM {table} WHERE {scope} AND {slice_} >= "
+                        f"{int(p_update * 1e6)} AND {slice_} < "
+                        f"{int((p_update + p_delete) * 1e6)}").first()[0]
+    return {"inserted": int(changed * INSERTS), "updated": updated, "deleted": deleted}
+
+
+def timed(fn, *args, **kwargs):
+    start = time.monotonic()
+    result = fn(*args, **kwargs)
+    return result, time.monotonic() - start
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="spark_apps.lake.views_benchmark",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--change-fraction", type=float, default=0.01)
+    parser.add_argument("--spread", choices=("recent", "uniform"), default="recent")
+    parser.add_argument("--aggregates", choices=("all", "decomposable"), default="all")
+    parser.add_argument("--campaigns", type=int, default=500)
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--no-verify", action="store_true",
+                        help="skip checking the incremental result against a recomputation")
+    return parser.parse_args(argv)
+
+
+def run(spark, settings: Settings, args: argparse.Namespace) -> dict:
+    view = bench_view(args.aggregates)
+    src = table_path(settings, SOURCE.name)
+    for path in (src, table_path(settings, view.name)):
+        shutil.rmtree(path, ignore_errors=True)
+    result = {"rows": args.rows, "change_fraction": args.change_fraction, "spread": args.spread,
+              "aggregates": [f"{a.kind}({a.column or ''})" for a in view.aggregates],
+              "campaigns": args.campaigns, "days": args.days, "seed": args.seed,
+              "master": spark.sparkContext.master, "cores": os.cpu_count(),
+              "shuffle_partitions": settings.shuffle_partitions,
+              "load_average_at_start": os.getloadavg()[0],
+              "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+
+    ensure_table(spark, settings, SOURCE)
+    _, result["build_source_s"] = timed(
+        lambda: synthetic_rows(spark, 0, args.rows, seed=args.seed, campaigns=args.campaigns,
+                               days=args.days).write.format("delta").mode("append").save(src))
+    say(f"source: {args.rows:,} rows in {result['build_source_s']:.1f} s")
+    first, result["initial_full_refresh_s"] = timed(views.full_refresh, spark, settings, view)
+    result["groups"] = spark.read.format("delta").load(table_path(settings, view.name)).count()
+    say(f"initial full refresh: {result['groups']:,} groups in "
+        f"{result['initial_full_refresh_s']:.1f} s")
+
+    result["changes"] = apply_changes(spark, src, rows=args.rows,
+                                      fraction=args.change_fraction, spread=args.spread,
+                                      seed=args.seed, campaigns=args.campaigns, days=args.days)
+    say(f"changes: {result['changes']}")
+
+    incremental, result["incremental_s"] = timed(views.refresh, spark, settings, view)
+    say(f"incremental refresh: {incremental.line()}")
+    result["incremental"] = {"change_rows": incremental.change_rows,
+                             "groups_touched": incremental.groups_touched,
+                             "groups_recomputed": incremental.groups_recomputed,
+                             "merge": incremental.merge}
+    if not args.no_verify:
+        differences, result["verify_s"] = timed(views.verify, spark, settings, view)
+        result["differences"] = len(differences)
+        say(f"verify: {len(differences)} differing groups ({result['verify_s']:.1f} s)")
+    full, result["full_s"] = timed(views.full_refresh, spark, settings, view)
+    say(f"full refresh: {full.line()}")
+    result["ratio_full_over_incremental"] = round(result["full_s"] / result["incremental_s"], 2)
+    result["load_average_at_end"] = os.getloadavg()[0]
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from adlake.spark_session import get_session
+
+    args = parse_args(argv)
+    settings = load_settings()
+    spark = get_session("lake", "views-benchmark", settings)
+    result = run(spark, settings, args)
+    print(f"\nincremental {result['incremental_s']:.1f} s vs full {result['full_s']:.1f} s: "
+          f"incremental is {result['ratio_full_over_incremental']}× faster "
+          f"({args.rows:,} rows, {args.change_fraction:.1%} changed, {args.spread}, "
+          f"{args.aggregates} aggregates)")
+    settings.reports_dir.mkdir(parents=True, exist_ok=True)
+    out = settings.reports_dir / (f"views_benchmark-{args.rows}-{args.spread}-"
+                                  f"{args.aggregates}.json")
+    out.write_text(json.dumps(result, indent=2, default=str) + "\n")
+    print(f"report: {out}")
+    return 1 if result.get("differences") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
