@@ -53,7 +53,12 @@ def free_port() -> int:
 def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     """Local-profile settings with all state under a temporary directory and a broker address on
     free loopback ports, so a test run never touches a developer's own broker or tables."""
-    runtime_dir = tmp_path_factory.mktemp("runtime")
+    return private_settings(tmp_path_factory.mktemp("runtime"))
+
+
+def private_settings(runtime_dir: Path) -> Settings:
+    """Local settings of a test's own: state under ``runtime_dir``, a broker address on free
+    loopback ports."""
     return load_settings({
         "ADLAKE_PROFILE": "local",
         "ADLAKE_RUNTIME_DIR": str(runtime_dir),

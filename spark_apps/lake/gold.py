@@ -178,10 +178,12 @@ def _reconciliation(spark: SparkSession, settings: Settings, start: date, end: d
     from spark_apps.ops.attribution import attribute_batch
 
     def silver(name: str) -> DataFrame:
+        ensure_table(spark, settings, registry.table(f"silver_{name}"))
         return _in_interval(read_table(spark, settings, f"silver_{name}"), start, end)
 
     batch = attribute_batch(silver("ad_requests"), silver("ad_impressions"),
                             silver("ad_callbacks"))
+    ensure_table(spark, settings, registry.table("silver_attributed_events"))
     realtime = read_table(spark, settings, "silver_attributed_events")
     out = transform_reconciliation(batch, realtime)
     return _in_interval(out, start, end)
@@ -190,6 +192,8 @@ def _reconciliation(spark: SparkSession, settings: Settings, start: date, end: d
 def _builders(spark: SparkSession, settings: Settings, start: date, end: date
               ) -> dict[str, Callable[[], DataFrame]]:
     def silver(name: str, interval: bool = True) -> DataFrame:
+        # A silver table no run has created yet reads as empty, not as an error.
+        ensure_table(spark, settings, registry.table(f"silver_{name}"))
         df = read_table(spark, settings, f"silver_{name}")
         return _in_interval(df, start, end) if interval else df
 

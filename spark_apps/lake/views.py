@@ -612,27 +612,31 @@ def full_refresh(spark: SparkSession, settings: Settings, view: registry.View) -
                          notes=tuple(notes))
 
 
-def _partition_filter(spark: SparkSession, src: str, view: registry.View, keys: DataFrame,
-                      limit: int = 1000) -> Column | None:
-    """A filter on the source's partition columns that keeps the partitions of ``keys`` (groups to
-    recompute), when a view key *is* a partition column (e.g. ``event_date``) and the groups span
-    at most ``limit`` of its values: the recompute then reads those partitions, not the table."""
-    from delta.tables import DeltaTable
+def _key_filter(view: registry.View, keys: DataFrame, limit: int = 1000) -> Column | None:
+    """A filter on the source keeping the rows whose plain key columns (not derived by an
+    expression) take the values of ``keys`` (the groups to recompute), for every such column with
+    at most ``limit`` distinct values there. It is implied by the semi join that follows; it is
+    there for Delta, which turns it into partition pruning (``event_date`` of a silver table) or
+    file skipping by column statistics, so the recompute reads the affected files, not the
+    table. Where keys are NULL, ``IS NULL`` is kept too."""
     from pyspark.sql import functions as F
 
-    partitions = DeltaTable.forPath(spark, src).detail().first().partitionColumns
     derived = dict(view.key_exprs)
-    cols = [k for k in view.keys if k in partitions and k not in derived]
-    if not cols:
+    plain = [k for k in view.keys if k not in derived]
+    if not plain:
         return None
+    counts = keys.agg(*(F.approx_count_distinct(f"`{k}`").alias(k) for k in plain)).first()
+    narrow = [k for k in plain if counts[k] <= limit]
+    if not narrow:
+        return None
+    sets = keys.agg(*(F.collect_set(f"`{k}`").alias(k) for k in narrow),
+                    *(F.max(F.col(f"`{k}`").isNull()).alias(f"{k}__null") for k in narrow)
+                    ).first()
     conds = []
-    for col in cols:
-        values = [r[0] for r in keys.select(col).distinct().limit(limit + 1).collect()]
-        if len(values) > limit:
-            continue
-        cond = F.col(f"`{col}`").isin([v for v in values if v is not None])
-        conds.append(cond | F.col(f"`{col}`").isNull() if None in values else cond)
-    return reduce(lambda a, b: a & b, conds) if conds else None
+    for k in narrow:
+        cond = F.col(f"`{k}`").isin(list(sets[k]))
+        conds.append(cond | F.col(f"`{k}`").isNull() if sets[f"{k}__null"] else cond)
+    return reduce(lambda a, b: a & b, conds)
 
 
 def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
@@ -655,25 +659,29 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
     start = time.monotonic()
     src, dst = _source_path(settings, view), table_path(settings, view.name)
     _require_source(spark, src, view)
-    recorded = recorded_version(spark, settings, view)
-    committed = committed_version(spark, settings, view)
-    if (recorded is None and committed is None) or not _is_delta(spark, dst):
+    if not _is_delta(spark, dst):
         return full_refresh(spark, settings, view)
-    notes = []
-    v0 = committed if committed is not None else recorded
-    if committed is not None and committed != recorded:
-        # The last run committed its MERGE (or overwrite) but crashed before its bookkeeping:
-        # the view already reflects `committed`; record it and go on from there.
-        record_progress(spark, settings, view, committed)
-        notes.append(f"progress repaired: the view's last commit reflects v{committed}, "
-                     f"the progress table said {recorded}")
+    # The version the view reflects: recorded in the view's own last commit, atomically with its
+    # content; the progress table only if that commit is out of sight (see committed_version).
+    v0 = committed_version(spark, settings, view)
+    if v0 is None:
+        v0 = recorded_version(spark, settings, view)
+        if v0 is None:
+            return full_refresh(spark, settings, view)
     v1 = latest_version(spark, src)
     if v1 < v0:
         raise SourceRewound(f"view {view.name!r} reflects {view.source} v{v0} but the source is "
                             f"at v{v1} (recreated?): run with --full-refresh")
     if v1 == v0:
+        notes = ()
+        recorded = recorded_version(spark, settings, view)
+        if recorded != v0:
+            # The last run committed its MERGE but crashed before its bookkeeping.
+            record_progress(spark, settings, view, v0)
+            notes = (f"progress repaired: the view's last commit reflects v{v0}, the progress "
+                     f"table said {recorded}",)
         return RefreshReport(view.name, "up_to_date", v0, v1,
-                             seconds=time.monotonic() - start, notes=tuple(notes))
+                             seconds=time.monotonic() - start, notes=notes)
 
     try:
         changes = transform_changes(read_changes(spark, src, v0 + 1, v1), view)
@@ -685,8 +693,7 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
     except AnalysisException as e:
         raise ChangeFeedUnavailable(
             f"view {view.name!r}: cannot read the change feed of {view.source} versions "
-            f"{v0 + 1}..{v1} ({e.getMessage() if hasattr(e, 'getMessage') else e}); "
-            "run with --full-refresh") from e
+            f"{v0 + 1}..{v1}: {e}; run with --full-refresh") from e
     new_state = None
     try:
         recomputed, n_recompute = None, 0
@@ -697,7 +704,7 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
             # source may have moved on since v1 was read).
             keys = delta.filter("__retract").select(*view.keys)
             source = read_version(spark, src, v1)
-            pruning = _partition_filter(spark, src, view, keys)
+            pruning = _key_filter(view, keys)
             if pruning is not None:
                 source = source.filter(pruning)
             rows = transform_project(source, view).alias("s").join(
@@ -705,24 +712,25 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
             recomputed, n_recompute = transform_aggregate(rows, view), stats.retracting
         existing = read_version(spark, dst, latest_version(spark, dst))
         new_state = transform_new_state(delta, existing, recomputed, view).persist()
-        negative = new_state.filter(F.col(COUNT) < 0).limit(3).collect()
+        negative = new_state.filter(F.col(COUNT) < 0).limit(1).collect()
         if negative:
             raise ViewInconsistent(
-                f"view {view.name!r}: applying {view.source} v{v0 + 1}..{v1} leaves negative "
-                f"counts, e.g. {[r.asDict() for r in negative][:1]}: the view does not reflect "
-                f"v{v0}; run with --full-refresh")
+                f"view {view.name!r}: applying {view.source} v{v0 + 1}..{v1} leaves a negative "
+                f"count, e.g. {negative[0].asDict()}: the view does not reflect v{v0}; run "
+                "with --full-refresh")
         if fail_at == "before_merge":
             raise InjectedFailure("before_merge")
         metrics = merge_into_view(spark, dst, view, new_state, v1) if stats.groups else None
         if stats.groups and metrics is None:
-            # Delta skipped the MERGE: some commit with txnVersion >= v1 is already in the view.
-            # Only a commit of this very change is fine, and that one would have been found
-            # above (committed == v1 and nothing to do). Anything else means the txn version
-            # belongs to another history of the source: refuse rather than lose the change.
+            # Delta skipped the MERGE: a commit with txnVersion >= v1 is already in the view.
+            # A commit of this very change would have been found above (v0 == v1, nothing to
+            # do); so the txn version belongs to another history of the source (recreated):
+            # refuse rather than drop the change silently.
             raise SourceRewound(
                 f"view {view.name!r}: Delta skipped the MERGE for v{v1} as already applied, "
                 f"but the view reflects v{v0}: delete {dst} and run with --full-refresh")
         if fail_at == "after_merge":
+            # The view now reflects v1 (its commit says so) but the progress table does not.
             raise InjectedFailure("after_merge")
     finally:
         delta.unpersist()
@@ -731,7 +739,7 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
     record_progress(spark, settings, view, v1)
     return RefreshReport(view.name, "incremental", v0, v1, change_rows=stats.rows,
                          groups_touched=stats.groups, groups_recomputed=n_recompute,
-                         merge=metrics, seconds=time.monotonic() - start, notes=tuple(notes))
+                         merge=metrics, seconds=time.monotonic() - start)
 
 
 def verify(spark: SparkSession, settings: Settings, view: registry.View, *,
@@ -754,9 +762,10 @@ def verify(spark: SparkSession, settings: Settings, view: registry.View, *,
                                    view)
     actual = read_version(spark, dst, latest_version(spark, dst))
     rows = transform_compare(actual, expected, view).limit(limit).collect()
-    return [Difference(keys={k: r[k] for k in view.keys}, columns=tuple(r.__differs),
-                       view=r.__view.asDict() if r.__view else None,
-                       expected=r.__expected.asDict() if r.__expected else None) for r in rows]
+    return [Difference(keys={k: r[k] for k in view.keys}, columns=tuple(r["__differs"]),
+                       view=r["__view"].asDict() if r["__view"] else None,
+                       expected=r["__expected"].asDict() if r["__expected"] else None)
+            for r in rows]
 
 
 # -- main ---------------------------------------------------------------------------------------

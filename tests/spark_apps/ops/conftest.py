@@ -27,8 +27,8 @@ from typing import TypeVar
 
 import pytest
 
-from adlake.config import Settings, load_settings
-from tests.conftest import free_port
+from adlake.config import Settings
+from tests.conftest import private_settings
 
 T = TypeVar("T")
 
@@ -42,15 +42,7 @@ def fresh_kafka(tmp_path: Path) -> Iterator["LocalKafka"]:  # noqa: F821
     """A broker of this test alone, with every registry topic created (and empty)."""
     from adlake.kafka_local import LocalKafka
 
-    settings = load_settings({
-        "ADLAKE_PROFILE": "local",
-        "ADLAKE_RUNTIME_DIR": str(tmp_path / "runtime"),
-        "ADLAKE_KAFKA_BOOTSTRAP": f"127.0.0.1:{free_port()}",
-        "ADLAKE_KAFKA_CONTROLLER_PORT": str(free_port()),
-        "ADLAKE_SHUFFLE_PARTITIONS": "2",
-        "ADLAKE_DRIVER_MEMORY": "2g",
-    })
-    broker = LocalKafka(settings)
+    broker = LocalKafka(private_settings(tmp_path / "runtime"))
     broker.start()
     try:
         broker.create_topics()
