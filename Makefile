@@ -11,7 +11,7 @@ SEED ?= 7
 BOTH_RUNTIMES_TESTS := tests/include/test_spark_session.py
 
 .PHONY: setup test test-unit kafka-up kafka-down kafka-status generate up clean \
-	attribution click-surge status bench-click-surge bench-attribution
+	attribution click-surge status bench-click-surge bench-attribution down
 
 setup:
 	$(PYTHON) include/adlake/setup.py
