@@ -37,10 +37,10 @@ def chain(tmp_path_factory, spark):
 
 
 def rows(spark, settings, name: str) -> list:
-    from spark_apps.lake.tables import read_table
+    """Every row of a table or view, sorted."""
+    from spark_apps.lake.tables import table_path
 
-    df = read_table(spark, settings, name)
-    return sorted(df.collect())
+    return sorted(spark.read.format("delta").load(table_path(settings, name)).collect())
 
 
 def test_bronze_then_silver_account_for_every_record(spark, chain):
