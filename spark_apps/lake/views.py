@@ -36,8 +36,8 @@ Exactly once, through a crash at any point:
 * the MERGE's commit carries ``v1`` in its ``userMetadata``, atomically with the new view content,
   so the version the view reflects is read from the view's own history first, and the
   progress table (written after the MERGE) second. A crash between the MERGE and the progress
-  write leaves ``v1`` in the view's commit; the rerun starts from it (and repairs the progress
-  table) — even if the source has moved on in the meantime;
+  write leaves ``v1`` in the view's commit; the rerun starts from it, even if the source has
+  moved on in the meantime, and the progress table catches up;
 * the MERGE runs with Delta's idempotent-write options ``txnAppId = "view:<name>"`` and
   ``txnVersion = v1``: Delta records the pair in the view's log in the same commit and skips any
   later write with the same app id and a version not above it. A second run that computed the
@@ -60,9 +60,8 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import reduce
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adlake import registry
@@ -123,8 +122,7 @@ class RefreshReport:
     change_rows: int = 0
     groups_touched: int = 0
     groups_recomputed: int = 0
-    # Delta's MERGE metrics row (num_inserted_rows, …); None when there was nothing to merge,
-    # {"skipped": 1} when Delta skipped it as already applied (same txnAppId/txnVersion).
+    # Delta's MERGE metrics row (num_inserted_rows, …); None when there was no MERGE.
     merge: dict[str, int] | None = None
     seconds: float = 0.0
     notes: tuple[str, ...] = ()
@@ -492,11 +490,17 @@ def committed_version(spark: SparkSession, settings: Settings, view: registry.Vi
     """The source version recorded in the view's newest commit by this engine (its
     ``userMetadata``), or None (no view table, or no such commit among the last
     ``HISTORY_LOOKBACK``, e.g. after many OPTIMIZE runs)."""
+    return _view_history(spark, settings, view)[0]
+
+
+def _view_history(spark: SparkSession, settings: Settings, view: registry.View
+                  ) -> tuple[int | None, int | None]:
+    """``(source version of the engine's newest commit, latest version of the view table)``."""
     from delta.tables import DeltaTable
 
     path = table_path(settings, view.name)
     if not _is_delta(spark, path):
-        return None
+        return None, None
     rows = (DeltaTable.forPath(spark, path).history(HISTORY_LOOKBACK)
             .select("version", "userMetadata").orderBy("version", ascending=False).collect())
     for row in rows:
@@ -505,8 +509,8 @@ def committed_version(spark: SparkSession, settings: Settings, view: registry.Vi
         except ValueError:
             continue
         if isinstance(meta, dict) and meta.get("adlake_view") == view.name:
-            return int(meta["source_version"])
-    return None
+            return int(meta["source_version"]), rows[0].version
+    return None, rows[0].version
 
 
 def record_progress(spark: SparkSession, settings: Settings, view: registry.View,
@@ -612,21 +616,22 @@ def full_refresh(spark: SparkSession, settings: Settings, view: registry.View) -
                          notes=tuple(notes))
 
 
-def _key_filter(view: registry.View, keys: DataFrame, limit: int = 1000) -> Column | None:
-    """A filter on the source keeping the rows whose plain key columns (not derived by an
-    expression) take the values of ``keys`` (the groups to recompute), for every such column with
-    at most ``limit`` distinct values there. It is implied by the semi join that follows; it is
+def _plain_keys(view: registry.View) -> list[str]:
+    """The keys that are source columns as they are (not derived by an expression)."""
+    return [k for k in view.keys if k not in dict(view.key_exprs)]
+
+
+def _key_filter(view: registry.View, keys: DataFrame, cardinality: dict[str, int],
+                limit: int = 1000) -> Column | None:
+    """A filter on the source keeping the rows whose plain key columns take the values of
+    ``keys`` (the groups to recompute), for every such column with at most ``limit`` distinct
+    values there (``cardinality``, estimated). It is implied by the semi join that follows; it is
     there for Delta, which turns it into partition pruning (``event_date`` of a silver table) or
     file skipping by column statistics, so the recompute reads the affected files, not the
     table. Where keys are NULL, ``IS NULL`` is kept too."""
     from pyspark.sql import functions as F
 
-    derived = dict(view.key_exprs)
-    plain = [k for k in view.keys if k not in derived]
-    if not plain:
-        return None
-    counts = keys.agg(*(F.approx_count_distinct(f"`{k}`").alias(k) for k in plain)).first()
-    narrow = [k for k in plain if counts[k] <= limit]
+    narrow = [k for k in _plain_keys(view) if cardinality[k] <= limit]
     if not narrow:
         return None
     sets = keys.agg(*(F.collect_set(f"`{k}`").alias(k) for k in narrow),
@@ -663,7 +668,7 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
         return full_refresh(spark, settings, view)
     # The version the view reflects: recorded in the view's own last commit, atomically with its
     # content; the progress table only if that commit is out of sight (see committed_version).
-    v0 = committed_version(spark, settings, view)
+    v0, _ = _view_history(spark, settings, view)
     if v0 is None:
         v0 = recorded_version(spark, settings, view)
         if v0 is None:
@@ -686,15 +691,16 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
     try:
         changes = transform_changes(read_changes(spark, src, v0 + 1, v1), view)
         delta = transform_change_groups(changes, view).persist()
+        retracting = F.col("__retract")
         stats = delta.agg(F.count(F.lit(1)).alias("groups"),
                           F.coalesce(F.sum("__rows"), F.lit(0)).alias("rows"),
-                          F.coalesce(F.sum(F.col("__retract").cast("int")), F.lit(0))
-                          .alias("retracting")).first()
+                          F.coalesce(F.sum(retracting.cast("int")), F.lit(0)).alias("retracting"),
+                          *(F.approx_count_distinct(F.when(retracting, F.col(f"`{k}`")))
+                            .alias(f"__distinct_{k}") for k in _plain_keys(view))).first()
     except AnalysisException as e:
         raise ChangeFeedUnavailable(
             f"view {view.name!r}: cannot read the change feed of {view.source} versions "
             f"{v0 + 1}..{v1}: {e}; run with --full-refresh") from e
-    new_state = None
     try:
         recomputed, n_recompute = None, 0
         if needs_recompute(view) and stats.retracting:
@@ -704,23 +710,32 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
             # source may have moved on since v1 was read).
             keys = delta.filter("__retract").select(*view.keys)
             source = read_version(spark, src, v1)
-            pruning = _key_filter(view, keys)
+            pruning = _key_filter(view, keys, {k: stats[f"__distinct_{k}"]
+                                               for k in _plain_keys(view)})
             if pruning is not None:
                 source = source.filter(pruning)
             rows = transform_project(source, view).alias("s").join(
                 F.broadcast(keys).alias("k"), _null_safe_join("s", "k", view.keys), "left_semi")
             recomputed, n_recompute = transform_aggregate(rows, view), stats.retracting
-        existing = read_version(spark, dst, latest_version(spark, dst))
-        new_state = transform_new_state(delta, existing, recomputed, view).persist()
-        negative = new_state.filter(F.col(COUNT) < 0).limit(1).collect()
-        if negative:
-            raise ViewInconsistent(
-                f"view {view.name!r}: applying {view.source} v{v0 + 1}..{v1} leaves a negative "
-                f"count, e.g. {negative[0].asDict()}: the view does not reflect v{v0}; run "
-                "with --full-refresh")
+        # The view as the MERGE will see it: its latest snapshot (the one writer is this run),
+        # shared with the MERGE instead of a time-travel snapshot rebuilt from the log.
+        existing = spark.read.format("delta").load(dst)
+        new_state = transform_new_state(delta, existing, recomputed, view)
+        # A negative count means the view did not reflect v0 (edited behind the engine's back):
+        # fail the MERGE itself rather than spend a pass over the new state checking first.
+        inconsistent = (f"view {view.name!r}: applying {view.source} v{v0 + 1}..{v1} leaves a "
+                        f"negative count: the view does not reflect v{v0}; run with "
+                        "--full-refresh")
+        new_state = new_state.withColumn(COUNT, F.when(F.col(COUNT) >= 0, F.col(COUNT))
+                                         .otherwise(F.raise_error(F.lit(inconsistent))))
         if fail_at == "before_merge":
             raise InjectedFailure("before_merge")
-        metrics = merge_into_view(spark, dst, view, new_state, v1) if stats.groups else None
+        try:
+            metrics = merge_into_view(spark, dst, view, new_state, v1) if stats.groups else None
+        except Exception as e:
+            if inconsistent in str(e):
+                raise ViewInconsistent(inconsistent) from None
+            raise
         if stats.groups and metrics is None:
             # Delta skipped the MERGE: a commit with txnVersion >= v1 is already in the view.
             # A commit of this very change would have been found above (v0 == v1, nothing to
@@ -734,8 +749,6 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
             raise InjectedFailure("after_merge")
     finally:
         delta.unpersist()
-        if new_state is not None:
-            new_state.unpersist()
     record_progress(spark, settings, view, v1)
     return RefreshReport(view.name, "incremental", v0, v1, change_rows=stats.rows,
                          groups_touched=stats.groups, groups_recomputed=n_recompute,
@@ -751,7 +764,7 @@ def verify(spark: SparkSession, settings: Settings, view: registry.View, *,
     []
     """
     dst = table_path(settings, view.name)
-    version = committed_version(spark, settings, view)
+    version, view_version = _view_history(spark, settings, view)
     if version is None:
         version = recorded_version(spark, settings, view)
     if version is None or not _is_delta(spark, dst):
@@ -760,7 +773,7 @@ def verify(spark: SparkSession, settings: Settings, view: registry.View, *,
     src = _source_path(settings, view)
     expected = transform_aggregate(transform_project(read_version(spark, src, version), view),
                                    view)
-    actual = read_version(spark, dst, latest_version(spark, dst))
+    actual = read_version(spark, dst, view_version)
     rows = transform_compare(actual, expected, view).limit(limit).collect()
     return [Difference(keys={k: r[k] for k in view.keys}, columns=tuple(r["__differs"]),
                        view=r["__view"].asDict() if r["__view"] else None,
@@ -770,8 +783,21 @@ def verify(spark: SparkSession, settings: Settings, view: registry.View, *,
 
 # -- main ---------------------------------------------------------------------------------------
 
+def spark_conf(settings: Settings) -> dict[str, str]:
+    """Per-app session tunables of the view engine (``get_session(extra_conf=...)``).
+
+    Delta rebuilds a table's state from its log with ``snapshotPartitions`` tasks (default 50)
+    whenever it needs a snapshot it does not have: a time-travel read, and after each commit (a
+    refresh makes several). View, progress and silver tables have hundreds of files, not
+    millions, so 50 tasks are pure scheduling overhead: on 2 cores they were most of an
+    incremental refresh's time. The profile's parallelism is plenty.
+    """
+    return {"spark.databricks.delta.snapshotPartitions": str(settings.shuffle_partitions)}
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="spark_apps.lake.views", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="spark_apps.lake.views",
+                                     description=__doc__.split("\n")[0])
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--view", action="append", choices=sorted(registry.VIEWS),
                        help="a registered view (repeatable)")
@@ -791,7 +817,7 @@ def main(argv: Sequence[str] | None = None, settings: Settings | None = None) ->
     args = parse_args(argv)
     settings = settings or load_settings()
     names = sorted(registry.VIEWS) if args.all else args.view
-    spark = get_session("lake", "views", settings)
+    spark = get_session("lake", "views", settings, extra_conf=spark_conf(settings))
     status = 0
     for name in names:
         view = registry.view(name)
