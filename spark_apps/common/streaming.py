@@ -23,7 +23,7 @@ from adlake.config import Settings
 from adlake.status import write_status
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
 TRIGGER_MODES = ("realtime", "processing_time", "available_now")
@@ -231,11 +231,12 @@ def _parse_ts_ms(text: str | None) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000
 
 
-def observe_latency(df: DataFrame, source_ts_ms_col: str) -> DataFrame:
-    """Observe percentiles of the output's source timestamps (see :class:`StatusReporter`)."""
+def observe_latency(df: DataFrame, source_ts_ms: str | Column) -> DataFrame:
+    """Observe percentiles of the output's source timestamps, in epoch milliseconds (a column
+    or its name; see :class:`StatusReporter`)."""
     from pyspark.sql import functions as F
 
-    col = F.col(source_ts_ms_col).cast("double")
+    col = (F.col(source_ts_ms) if isinstance(source_ts_ms, str) else source_ts_ms).cast("double")
     return df.observe(
         "latency",
         F.percentile_approx(col, 0.5).alias("src_p50"),

@@ -27,6 +27,9 @@ import dataclasses
 import sys
 from typing import TYPE_CHECKING
 
+from pyspark.sql import Row
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
 from adlake import registry
 from adlake.config import load_settings
 from spark_apps.ops.attribution_processor import (
@@ -40,21 +43,35 @@ from spark_apps.ops.attribution_processor import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 APP = registry.app("attribution")
 _KIND_OF_TOPIC = {"ad_requests": REQUEST, "ad_impressions": IMPRESSION, "ad_callbacks": CALLBACK}
 ARRIVAL = "arrival_time"
 
+# The streaming query routes rejected records through the processor too (see
+# :func:`build_query_frame`): a rejected input row has kind REJECT and is emitted as a REJECTED
+# record carrying its DLQ fields.
+REJECT, REJECTED = "reject", "rejected"
+_DLQ_FIELDS = (("raw_value", StringType()), ("dlq_reason", StringType()),
+               ("source_topic", StringType()), ("source_partition", IntegerType()),
+               ("source_offset", LongType()))
+QUERY_INPUT_SCHEMA = StructType(INPUT_SCHEMA.fields + [StructField(n, t) for n, t in _DLQ_FIELDS])
+QUERY_OUTPUT_SCHEMA = StructType(OUTPUT_SCHEMA.fields
+                                 + [StructField(n, t) for n, t in _DLQ_FIELDS])
+REJECT_KEY = "reject_key"
 
-def _as_input(df: DataFrame, kind: str, kafka_ts_col: str) -> DataFrame:
-    """Project one typed event DataFrame onto the processor's input schema."""
+
+def _as_input(df: DataFrame, kind: Column, kafka_ts_col: str, schema: StructType = INPUT_SCHEMA,
+              keep: tuple[str, ...] = ()) -> DataFrame:
+    """Project an event DataFrame onto the processor's input ``schema`` (plus the columns in
+    ``keep``); ``kind`` says which kind of event each row is."""
     from pyspark.sql import functions as F
 
     columns = []
-    for field in INPUT_SCHEMA.fields:
+    for field in schema.fields:
         if field.name == "kind":
-            columns.append(F.lit(kind).alias("kind"))
+            columns.append(kind.alias("kind"))
         elif field.name == "event_time_ms":
             columns.append(F.unix_millis("event_time").alias("event_time_ms"))
         elif field.name == "kafka_ts_ms":
@@ -63,44 +80,75 @@ def _as_input(df: DataFrame, kind: str, kafka_ts_col: str) -> DataFrame:
             columns.append(F.col(field.name).cast(field.dataType).alias(field.name))
         else:
             columns.append(F.lit(None).cast(field.dataType).alias(field.name))
-    return df.select(*columns, F.col(kafka_ts_col).alias(ARRIVAL))
+    return df.select(*columns, F.col(kafka_ts_col).alias(ARRIVAL), *keep)
 
 
-def transform_parse(raw: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Raw Kafka records of the three input topics → (processor input rows, rejected rows)."""
+def transform_parse(raw: DataFrame) -> DataFrame:
+    """Raw Kafka records of the three input topics → processor input rows
+    (:data:`QUERY_INPUT_SCHEMA`): valid events by kind, rejected records as kind REJECT with
+    their raw value, reason and coordinates. One pass over the source."""
     from pyspark.sql import functions as F
 
-    from spark_apps.common.parsing import RAW, REASON, parse_json, split_valid
+    from spark_apps.common.parsing import REASON, parse_json_by_topic
 
-    events, rejected = None, None
-    for name in APP.inputs:
-        parsed = parse_json(raw.where(F.col("topic") == name), registry.topic(name))
-        valid, bad = split_valid(parsed)
-        rows = _as_input(valid, _KIND_OF_TOPIC[name], "timestamp")
-        bad = bad.select("topic", "partition", "offset", "timestamp", RAW, REASON)
-        events = rows if events is None else events.unionByName(rows)
-        rejected = bad if rejected is None else rejected.unionByName(bad)
-    return events, rejected
+    parsed = parse_json_by_topic(raw, [registry.topic(name) for name in APP.inputs])
+    kind = F.lit(REJECT)
+    for name in reversed(APP.inputs):
+        kind = F.when(F.col("topic") == name, F.lit(_KIND_OF_TOPIC[name])).otherwise(kind)
+    kind = F.when(F.col(REASON).isNotNull(), F.lit(REJECT)).otherwise(kind)
+    parsed = parsed.select(
+        "*", F.col("topic").alias("source_topic"), F.col("partition").alias("source_partition"),
+        F.col("offset").alias("source_offset"),
+        # A reject's own key: it shares no state with anything (see _QueryProcessor).
+        F.when(F.col(REASON).isNotNull(), F.concat_ws("|", "topic", "partition", "offset"))
+        .alias(REJECT_KEY))
+    # A rejected record has no trustworthy event time; it travels on its Kafka timestamp.
+    parsed = parsed.withColumn("event_time", F.when(F.col(REASON).isNull(), F.col("event_time"))
+                               .otherwise(F.col("timestamp")))
+    return _as_input(parsed, kind, "timestamp", QUERY_INPUT_SCHEMA, keep=(REJECT_KEY,))
+
+
+class _QueryProcessor(AttributionProcessor):
+    """The attribution rules, plus the DLQ: keys are ``(request_id, reject_key)``. A rejected
+    record is alone under its own key (its Kafka coordinates) and is emitted at once without
+    touching state; every other key has a null ``reject_key`` and is the rules' request key."""
+
+    def handleInputRows(self, key, rows, timerValues):  # noqa: N802 - Spark's API
+        if key[1] is not None:
+            for row in rows:
+                values = {name: None for name in QUERY_OUTPUT_SCHEMA.names}
+                values.update(record_type=REJECTED, request_id=row.request_id,
+                              source_kafka_ts_ms=row.kafka_ts_ms,
+                              **{n: row[n] for n, _ in _DLQ_FIELDS})
+                yield Row(**values)
+            return
+        yield from map(_pad, super().handleInputRows(key, rows, timerValues))
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):  # noqa: N802
+        yield from map(_pad, super().handleExpiredTimer(key, timerValues, expiredTimerInfo))
+
+
+def _pad(row: Row) -> Row:
+    return Row(**row.asDict(), **{n: None for n, _ in _DLQ_FIELDS})
+
+
+def _registry_columns(out: DataFrame) -> list:
+    """The registry's ``attributed_events`` fields from processor output (times travel as epoch
+    ms through the processor)."""
+    from pyspark.sql import functions as F
+
+    return [F.col(name) if name in OUTPUT_SCHEMA.names
+            else F.timestamp_millis(F.col(f"{name}_ms")).alias(name)
+            for name in registry.topic("attributed_events").schema.names]
 
 
 def transform_attribute(events: DataFrame, config: AttributionConfig) -> DataFrame:
     """Processor input rows → attributed records with the registry's ``attributed_events``
-    fields. Works on a stream (needs :data:`ARRIVAL` for the watermark) and on a batch."""
-    from pyspark.sql import functions as F
-
-    if events.isStreaming:
-        events = events.withWatermark(ARRIVAL, f"{config.lateness_ms} milliseconds")
+    fields (batch; the stream is :func:`build_query_frame`)."""
     out = (events.groupBy("request_id")
            .transformWithState(AttributionProcessor(config), OUTPUT_SCHEMA, "Append",
                                "EventTime"))
-    names = registry.topic("attributed_events").schema.names
-    columns = []
-    for name in names:
-        if name in OUTPUT_SCHEMA.names:
-            columns.append(F.col(name))
-        else:  # request_time etc. travel as epoch ms through the processor
-            columns.append(F.timestamp_millis(F.col(f"{name}_ms")).alias(name))
-    return out.select(*columns, "source_kafka_ts_ms")
+    return out.select(*_registry_columns(out))
 
 
 def attribute_batch(requests: DataFrame, impressions: DataFrame, callbacks: DataFrame,
@@ -112,26 +160,52 @@ def attribute_batch(requests: DataFrame, impressions: DataFrame, callbacks: Data
 
     Each input has the registry fields of its topic plus ``kafka_ts_col``.
     """
+    from pyspark.sql import functions as F
+
     config = dataclasses.replace(config or AttributionConfig(), close_at_end_of_input=True)
     # transformWithState keeps its state in RocksDB even in batch, and on Spark 4.2 the RocksDB
     # store reports to the driver's StateStoreCoordinator, which only exists once the session's
     # streaming manager does: without this touch a batch-only session fails to load state
     # (RpcEndpointNotFoundException: StateStoreCoordinator).
     _ = requests.sparkSession.streams.active
-    events = (_as_input(requests, REQUEST, kafka_ts_col)
-              .unionByName(_as_input(impressions, IMPRESSION, kafka_ts_col))
-              .unionByName(_as_input(callbacks, CALLBACK, kafka_ts_col)))
-    return transform_attribute(events, config).drop("source_kafka_ts_ms")
+    events = (_as_input(requests, F.lit(REQUEST), kafka_ts_col)
+              .unionByName(_as_input(impressions, F.lit(IMPRESSION), kafka_ts_col))
+              .unionByName(_as_input(callbacks, F.lit(CALLBACK), kafka_ts_col)))
+    return transform_attribute(events, config)
 
 
 def build_query_frame(raw: DataFrame, config: AttributionConfig) -> DataFrame:
-    """Everything the query writes: attributed records and DLQ records (topic, key, value)."""
-    from spark_apps.common.streaming import dlq_records, kafka_record, observe_latency
+    """Everything the query writes, attributed records and DLQ records, as Kafka records
+    (topic, key, value), from raw Kafka records of the input topics.
 
-    events, rejected = transform_parse(raw)
-    attributed = observe_latency(transform_attribute(events, config), "source_kafka_ts_ms")
-    out = kafka_record(attributed, registry.topic("attributed_events"), "request_id")
-    return out.unionByName(dlq_records(rejected, APP.dlq))
+    Both leave through one stateful operator and one sink: a union of a DLQ branch with the
+    processor's output would plan the Kafka source twice (each branch its own scan, reading and
+    counting every record twice), and Real-Time Mode forbids a union after a stateful operator.
+    Watermark on the Kafka timestamp (arrival), delayed by the allowed lateness: see the module
+    docstring."""
+    from pyspark.sql import functions as F
+
+    from spark_apps.common.streaming import dlq_value, json_value, observe_latency
+
+    events = transform_parse(raw)
+    if events.isStreaming:
+        events = events.withWatermark(ARRIVAL, f"{config.lateness_ms} milliseconds")
+    out = (events.groupBy("request_id", REJECT_KEY)
+           .transformWithState(_QueryProcessor(config), QUERY_OUTPUT_SCHEMA, "Append",
+                               "EventTime"))
+    out = observe_latency(out, "source_kafka_ts_ms")
+    rejected = F.col("record_type") == REJECTED
+    attributed, dlq = registry.topic(APP.outputs[0]), registry.topic(APP.dlq)
+    out = out.select(*_registry_columns(out), "raw_value", "dlq_reason",
+                     F.col("source_topic").alias("topic"),
+                     F.col("source_partition").alias("partition"),
+                     F.col("source_offset").alias("offset"),
+                     F.timestamp_millis("source_kafka_ts_ms").alias("timestamp"))
+    return out.select(
+        F.when(rejected, F.lit(dlq.name)).otherwise(F.lit(attributed.name)).alias("topic"),
+        F.when(rejected, F.col("topic")).otherwise(F.col("request_id")).alias("key"),
+        F.when(rejected, dlq_value(dlq)).otherwise(json_value(attributed)).alias("value"),
+    )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

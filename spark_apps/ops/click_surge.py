@@ -86,10 +86,14 @@ def transform_detect(raw: DataFrame, threshold: int) -> DataFrame:
     topic        | key                           | value
     page_surges  | home|2026-11-21T10:00:00.000Z | {"page_id":"home","click_count":3,...}
     """
+    return _kafka_records(_detect(raw, threshold))
+
+
+def _detect(raw: DataFrame, threshold: int, observe: bool = False) -> DataFrame:
     from pyspark.sql import functions as F
 
     from spark_apps.common.parsing import RAW, REASON, parse_json
-    from spark_apps.common.streaming import dlq_value, json_value
+    from spark_apps.common.streaming import observe_latency
 
     parsed = parse_json(raw, registry.topic(APP.inputs[0]))
     valid = F.col(REASON).isNull()
@@ -114,6 +118,14 @@ def transform_detect(raw: DataFrame, threshold: int) -> DataFrame:
            .withColumn("page_id", F.col("_group"))
            .withColumn("window_start", F.col("window.start"))
            .withColumn("window_end", F.col("window.end")))
+    return out if not observe else observe_latency(out, F.unix_millis("source_kafka_ts"))
+
+
+def _kafka_records(out: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    from spark_apps.common.streaming import dlq_value, json_value
+
     surges, dlq = registry.topic(APP.outputs[0]), registry.topic(APP.dlq)
     return out.select(
         F.when(F.col("_valid"), F.lit(surges.name)).otherwise(F.lit(dlq.name)).alias("topic"),
@@ -130,8 +142,10 @@ def surge_key():
 
 
 def build_query_frame(raw: DataFrame, threshold: int) -> DataFrame:
-    """Everything the query writes (topic, key, value), with latency observed for the status."""
-    return transform_detect(raw, threshold)
+    """Everything the query writes (topic, key, value), with latency observed for the status:
+    percentiles of ``source_kafka_ts`` over each batch's output (in Real-Time Mode a batch is a
+    checkpoint interval, so the status's latency moves once per interval)."""
+    return _kafka_records(_detect(raw, threshold, observe=True))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
