@@ -7,13 +7,13 @@ except ``ops/`` test directories, the *ops* environment collects only those. Whi
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from adlake.config import Settings, load_settings
+from adlake.kafka_local import free_port
 
 TESTS_DIR = Path(__file__).parent
 
@@ -41,12 +41,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if not any(item.get_closest_marker(name) for name in ("integration", "e2e")):
             item.add_marker(pytest.mark.unit)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

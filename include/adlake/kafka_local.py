@@ -23,6 +23,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +37,30 @@ STOP_TIMEOUT_S = 30.0
 
 class KafkaError(RuntimeError):
     """The local broker could not be started, reached or stopped."""
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def scratch_broker(base: Settings, runtime_dir: Path) -> Iterator[Settings]:
+    """A broker of its own for a benchmark: ``base`` settings with the runtime under
+    ``runtime_dir`` and the broker on free loopback ports, started with the registry's topics;
+    stopped on exit. Yields those settings."""
+    settings = base.with_overrides(runtime_dir=runtime_dir,
+                                   kafka_bootstrap=f"127.0.0.1:{free_port()}",
+                                   kafka_controller_port=free_port())
+    broker = LocalKafka(settings)
+    broker.start()
+    try:
+        broker.create_topics()
+        yield settings
+    finally:
+        broker.stop()
 
 
 def _port_open(host: str, port: int, timeout: float = 0.5) -> bool:

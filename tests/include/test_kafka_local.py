@@ -13,7 +13,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def own_broker(settings, tmp_path):
     # A broker of its own (own ports and directory), so stopping it leaves the session's alone.
-    from tests.conftest import free_port
+    from adlake.kafka_local import free_port
 
     broker = LocalKafka(settings.with_overrides(
         runtime_dir=tmp_path, kafka_bootstrap=f"127.0.0.1:{free_port()}",
