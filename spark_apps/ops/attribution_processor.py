@@ -144,6 +144,76 @@ class AttributionConfig:
         return -self.skew_ms <= item_ms - partner_ms <= self.window_ms
 
 
+class _CachedValue:
+    """A ``ValueState`` read at most once per call. Every state operation of a Python processor
+    is a round trip to the JVM; the rules read the same few variables many times per call, so
+    reads come from this copy and writes go through to the state at once (the state is never
+    behind, whatever the caller does with the output). :meth:`reset` at the start of every call:
+    the state behind it belongs to the call's key."""
+
+    def __init__(self, state) -> None:
+        self.state = state
+        self.reset()
+
+    def reset(self) -> None:
+        self.loaded, self.value = False, None
+
+    def _load(self) -> None:
+        if not self.loaded:
+            value = self.state.get()
+            self.value, self.loaded = (None if value is None else tuple(value)), True
+
+    def exists(self) -> bool:
+        self._load()
+        return self.value is not None
+
+    def get(self) -> tuple | None:
+        self._load()
+        return self.value
+
+    def update(self, value: tuple) -> None:
+        self.state.update(value)
+        self.value, self.loaded = tuple(value), True
+
+    def clear(self) -> None:
+        self.state.clear()
+        self.value, self.loaded = None, True
+
+
+class _CachedMap:
+    """A ``MapState`` read at most once per call (one iteration), written through; see
+    :class:`_CachedValue`."""
+
+    def __init__(self, state) -> None:
+        self.state = state
+        self.reset()
+
+    def reset(self) -> None:
+        self.entries: dict[tuple, tuple] | None = None
+
+    def _load(self) -> dict[tuple, tuple]:
+        if self.entries is None:
+            self.entries = {tuple(k): tuple(v) for k, v in self.state.iterator()}
+        return self.entries
+
+    def containsKey(self, key: tuple) -> bool:  # noqa: N802 - MapState's API
+        return tuple(key) in self._load()
+
+    def getValue(self, key: tuple) -> tuple | None:  # noqa: N802
+        return self._load().get(tuple(key))
+
+    def iterator(self) -> Iterator[tuple[tuple, tuple]]:
+        return iter(list(self._load().items()))
+
+    def updateValue(self, key: tuple, value: tuple) -> None:  # noqa: N802
+        self.state.updateValue(key, value)
+        self._load()[tuple(key)] = tuple(value)
+
+    def clear(self) -> None:
+        self.state.clear()
+        self.entries = {}
+
+
 def _out(record_type: str, request_id: str, **fields: object) -> Row:
     values = {name: None for name in OUTPUT_SCHEMA.names}
     values.update(record_type=record_type, request_id=request_id, **fields)
@@ -158,17 +228,25 @@ class AttributionProcessor(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
-        self.request = handle.getValueState("request", REQUEST_STATE)
-        self.impressions = handle.getMapState("impressions", ID_KEY, IMPRESSION_STATE)
-        self.callbacks = handle.getMapState("callbacks", ID_KEY, CALLBACK_STATE)
-        self.timers = handle.getValueState("timers", TIMER_STATE)
-        self.closed_ids = handle.getMapState("closed_ids", ID_KEY, CLOSED_ID_STATE)
-        self.expiry = handle.getValueState("expiry", EXPIRY_STATE)
+        self.request = _CachedValue(handle.getValueState("request", REQUEST_STATE))
+        self.impressions = _CachedMap(handle.getMapState("impressions", ID_KEY, IMPRESSION_STATE))
+        self.callbacks = _CachedMap(handle.getMapState("callbacks", ID_KEY, CALLBACK_STATE))
+        self.timers = _CachedValue(handle.getValueState("timers", TIMER_STATE))
+        self.closed_ids = _CachedMap(handle.getMapState("closed_ids", ID_KEY, CLOSED_ID_STATE))
+        self.expiry = _CachedValue(handle.getValueState("expiry", EXPIRY_STATE))
+        self._states = (self.request, self.impressions, self.callbacks, self.timers,
+                        self.closed_ids, self.expiry)
+
+    def _begin(self) -> None:
+        """A call for a (possibly different) key begins: forget the cached copies."""
+        for state in self._states:
+            state.reset()
 
     # -- input ---------------------------------------------------------------------------------
 
     def handleInputRows(self, key: tuple, rows: Iterator[Row], timerValues: TimerValues
                         ) -> Iterator[Row]:
+        self._begin()
         request_id = key[0]
         watermark = timerValues.getCurrentWatermarkInMs()
         ordered = sorted(rows, key=lambda r: (r.kafka_ts_ms, _ARRIVAL_RANK[r.kind],
@@ -290,6 +368,7 @@ class AttributionProcessor(StatefulProcessor):
 
     def handleExpiredTimer(self, key: tuple, timerValues: TimerValues,
                            expiredTimerInfo: ExpiredTimerInfo) -> Iterator[Row]:
+        self._begin()
         request_id = key[0]
         expiry = expiredTimerInfo.getExpiryTimeInMs()
         watermark = timerValues.getCurrentWatermarkInMs()
