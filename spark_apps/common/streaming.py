@@ -200,6 +200,8 @@ class StatusReporter:
             "input_rows_per_s": _round(progress.get("inputRowsPerSecond")),
             "processed_rows_per_s": _round(progress.get("processedRowsPerSecond")),
             "batch_duration_ms": progress.get("batchDuration"),
+            # where the batch's time went: addBatch (the work), queryPlanning, walCommit, ...
+            "batch_phases_ms": progress.get("durationMs"),
             "state_rows": rows, "state_memory_mb": round(memory_mb, 2),
             "watermark": (progress.get("eventTime") or {}).get("watermark"),
             "late_rows": self.late_rows_total,
@@ -209,6 +211,10 @@ class StatusReporter:
             "batches": self.batches, **self.extra,
         }
         write_status(self.settings, self.app, status)
+        phases = status["batch_phases_ms"] or {}
+        print(f"[{self.app}] batch {status['batch_id']}: {status['input_rows']} rows in "
+              f"{status['batch_duration_ms']} ms (addBatch {phases.get('addBatch')} ms), "
+              f"state {rows} rows", flush=True)
         return status
 
     def final(self, state: str, error: str | None = None) -> None:

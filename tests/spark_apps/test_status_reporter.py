@@ -1,0 +1,69 @@
+"""The streaming apps' status: query progress (as Spark reports it, JSON) → the status file."""
+
+from __future__ import annotations
+
+from adlake.status import format_table, read_all, read_status
+from spark_apps.common.streaming import StatusReporter
+
+
+def progress(batch: int, *, late: int = 0, src_p50: float | None = None,
+             timestamp: str = "2026-11-22T10:00:00.000Z", duration_ms: int = 1000) -> dict:
+    observed = {} if src_p50 is None else {
+        "latency": {"src_p50": src_p50, "src_p05": src_p50 - 100, "src_p01": src_p50 - 200}}
+    return {
+        "batchId": batch, "timestamp": timestamp, "numInputRows": 500,
+        "inputRowsPerSecond": 499.96, "processedRowsPerSecond": 612.34,
+        "batchDuration": duration_ms,
+        "durationMs": {"addBatch": 800, "walCommit": 100, "triggerExecution": duration_ms},
+        "stateOperators": [
+            {"numRowsTotal": 10, "memoryUsedBytes": 2_000_000, "numRowsDroppedByWatermark": late},
+            {"numRowsTotal": 5, "memoryUsedBytes": 500_000, "numRowsDroppedByWatermark": 0}],
+        "eventTime": {"watermark": "2026-11-22T09:59:30.000Z"},
+        "observedMetrics": observed,
+    }
+
+
+def test_status_file_holds_the_batch_state_and_rates(settings):
+    reporter = StatusReporter(settings, "status-test-a", "processing_time")
+    reporter.update(progress(7))
+    status = read_status(settings, "status-test-a")
+    assert {k: status[k] for k in ("state", "mode", "batch_id", "input_rows", "input_rows_per_s",
+                                   "processed_rows_per_s", "batch_duration_ms", "state_rows",
+                                   "state_memory_mb", "watermark")} == {
+        "state": "running", "mode": "processing_time", "batch_id": 7, "input_rows": 500,
+        "input_rows_per_s": 500.0, "processed_rows_per_s": 612.3, "batch_duration_ms": 1000,
+        "state_rows": 15, "state_memory_mb": 2.5, "watermark": "2026-11-22T09:59:30.000Z"}
+    assert status["batch_phases_ms"]["addBatch"] == 800
+
+
+def test_late_rows_add_up_over_batches(settings):
+    reporter = StatusReporter(settings, "status-test-b", "realtime")
+    for batch, late in enumerate([3, 0, 4]):
+        reporter.update(progress(batch, late=late))
+    assert read_status(settings, "status-test-b")["late_rows"] == 7
+
+
+def test_latency_is_commit_time_minus_observed_source_timestamps(settings):
+    # Batch starts at 10:00:00.000 and lasts 1 s, so it commits at 10:00:01.000 = t_commit.
+    t_commit = 1795341601000.0  # 2026-11-22T10:00:01Z in epoch ms
+    reporter = StatusReporter(settings, "status-test-c", "processing_time")
+    reporter.update(progress(0, src_p50=t_commit - 300))
+    status = read_status(settings, "status-test-c")
+    # per batch: p50 300 ms, p05 source 400 ms, p01 source 500 ms behind the commit
+    assert (status["latency_p50_ms"], status["latency_p99_ms"]) == (400.0, 500.0)
+
+
+def test_no_observed_latency_leaves_the_percentiles_empty(settings):
+    reporter = StatusReporter(settings, "status-test-d", "realtime")
+    reporter.update(progress(0))
+    assert read_status(settings, "status-test-d")["latency_p99_ms"] is None
+
+
+def test_final_state_keeps_the_last_figures_and_the_table_lists_the_app(settings):
+    reporter = StatusReporter(settings, "status-test-e", "processing_time")
+    reporter.update(progress(3))
+    reporter.final("failed", "boom")
+    status = read_status(settings, "status-test-e")
+    assert (status["state"], status["error"], status["batch_id"]) == ("failed", "boom", 3)
+    table = format_table([s for s in read_all(settings) if s["app"] == "status-test-e"])
+    assert "status-test-e" in table and "failed" in table
