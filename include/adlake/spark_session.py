@@ -111,6 +111,12 @@ def configure_builder(builder: SparkSession.Builder, runtime: str, settings: Set
         conf.update({
             "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
             "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+            # Delta rebuilds a table's state from its log with this many tasks (default 50)
+            # whenever it needs a snapshot it does not have: a time-travel read, a read after
+            # another writer's commit, and after each of its own commits. Adlake's tables have
+            # hundreds of files, not millions: on 2 cores 50 tasks were most of the time of an
+            # incremental view refresh. The shuffle parallelism is plenty.
+            "spark.databricks.delta.snapshotPartitions": str(settings.shuffle_partitions),
         })
     for key, value in conf.items():
         if value:

@@ -783,18 +783,6 @@ def verify(spark: SparkSession, settings: Settings, view: registry.View, *,
 
 # -- main ---------------------------------------------------------------------------------------
 
-def spark_conf(settings: Settings) -> dict[str, str]:
-    """Per-app session tunables of the view engine (``get_session(extra_conf=...)``).
-
-    Delta rebuilds a table's state from its log with ``snapshotPartitions`` tasks (default 50)
-    whenever it needs a snapshot it does not have: a time-travel read, and after each commit (a
-    refresh makes several). View, progress and silver tables have hundreds of files, not
-    millions, so 50 tasks are pure scheduling overhead: on 2 cores they were most of an
-    incremental refresh's time. The profile's parallelism is plenty.
-    """
-    return {"spark.databricks.delta.snapshotPartitions": str(settings.shuffle_partitions)}
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="spark_apps.lake.views",
                                      description=__doc__.split("\n")[0])
@@ -817,7 +805,7 @@ def main(argv: Sequence[str] | None = None, settings: Settings | None = None) ->
     args = parse_args(argv)
     settings = settings or load_settings()
     names = sorted(registry.VIEWS) if args.all else args.view
-    spark = get_session("lake", "views", settings, extra_conf=spark_conf(settings))
+    spark = get_session("lake", "views", settings)
     status = 0
     for name in names:
         view = registry.view(name)

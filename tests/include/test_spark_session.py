@@ -30,6 +30,8 @@ def test_runtime_specific_settings():
     conf = options(load_settings({}))
     if RUNTIME == "lake":
         assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+        assert conf["spark.databricks.delta.snapshotPartitions"] == conf[
+            "spark.sql.shuffle.partitions"]
         assert "spark.sql.streaming.stateStore.checkpointFormatVersion" not in conf
     else:
         assert conf["spark.sql.streaming.stateStore.checkpointFormatVersion"] == "2"
