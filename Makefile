@@ -11,7 +11,7 @@ SEED ?= 7
 BOTH_RUNTIMES_TESTS := tests/include/test_spark_session.py
 
 .PHONY: setup test test-unit kafka-up kafka-down kafka-status generate up clean \
-	attribution click-surge status bench-click-surge bench-attribution down
+	attribution click-surge status bench-click-surge bench-attribution bench-lake down
 
 setup:
 	$(PYTHON) include/adlake/setup.py
@@ -19,8 +19,8 @@ setup:
 # Every tier that can run here: unit, integration (real broker, real Spark) and e2e, in the lake
 # environment, then the ops-runtime tests in the ops environment.
 test: setup
-	$(LAKE_PY) -m pytest tests
-	$(OPS_PY) -m pytest tests $(BOTH_RUNTIMES_TESTS)
+	$(LAKE_PY) -m pytest tests --durations=10
+	$(OPS_PY) -m pytest tests $(BOTH_RUNTIMES_TESTS) --durations=10
 
 test-unit: setup
 	$(LAKE_PY) -m pytest tests -m unit
@@ -55,6 +55,9 @@ bench-click-surge: setup
 
 bench-attribution: setup
 	$(OPS_PY) -m spark_apps.ops.benchmark attribution --rates 500,1000,2000,4000 --duration $(BENCH_DURATION)
+
+bench-lake: setup
+	$(LAKE_PY) -m spark_apps.lake.benchmark --bronze-records 1000000 --rows 10000000
 
 # The platform on embedded defaults: the broker, both operational apps in the background (logs
 # and status under .runtime/), and live generated traffic in the foreground.

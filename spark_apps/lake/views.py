@@ -126,6 +126,9 @@ class RefreshReport:
     merge: dict[str, int] | None = None
     seconds: float = 0.0
     notes: tuple[str, ...] = ()
+    # Seconds per step of an incremental refresh (bookkeeping, change, recompute_keys, merge,
+    # progress), in order: where a refresh's time goes.
+    phases: dict[str, float] | None = None
 
     def line(self) -> str:
         versions = (f"v{self.to_version}" if self.from_version is None
@@ -138,6 +141,8 @@ class RefreshReport:
             parts.append("merge " + " ".join(f"{k.removeprefix('num_').removesuffix('_rows')}="
                                              f"{v:,}" for k, v in self.merge.items()))
         parts.append(f"{self.seconds:.1f} s")
+        if self.phases:
+            parts.append("(" + " ".join(f"{k} {v:.1f}" for k, v in self.phases.items()) + ")")
         return ", ".join(parts) + "".join(f"\n  note: {n}" for n in self.notes)
 
 
@@ -688,6 +693,15 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
         return RefreshReport(view.name, "up_to_date", v0, v1,
                              seconds=time.monotonic() - start, notes=notes)
 
+    phases: dict[str, float] = {}
+    lap = [start]
+
+    def mark(phase: str) -> None:
+        now = time.monotonic()
+        phases[phase] = round(now - lap[0], 2)
+        lap[0] = now
+
+    mark("bookkeeping")
     try:
         changes = transform_changes(read_changes(spark, src, v0 + 1, v1), view)
         delta = transform_change_groups(changes, view).persist()
@@ -701,6 +715,7 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
         raise ChangeFeedUnavailable(
             f"view {view.name!r}: cannot read the change feed of {view.source} versions "
             f"{v0 + 1}..{v1}: {e}; run with --full-refresh") from e
+    mark("change")
     try:
         recomputed, n_recompute = None, 0
         if needs_recompute(view) and stats.retracting:
@@ -728,6 +743,7 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
                         "--full-refresh")
         new_state = new_state.withColumn(COUNT, F.when(F.col(COUNT) >= 0, F.col(COUNT))
                                          .otherwise(F.raise_error(F.lit(inconsistent))))
+        mark("recompute_keys")
         if fail_at == "before_merge":
             raise InjectedFailure("before_merge")
         try:
@@ -749,10 +765,12 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
             raise InjectedFailure("after_merge")
     finally:
         delta.unpersist()
+    mark("merge")
     record_progress(spark, settings, view, v1)
+    mark("progress")
     return RefreshReport(view.name, "incremental", v0, v1, change_rows=stats.rows,
                          groups_touched=stats.groups, groups_recomputed=n_recompute,
-                         merge=metrics, seconds=time.monotonic() - start)
+                         merge=metrics, seconds=time.monotonic() - start, phases=phases)
 
 
 def verify(spark: SparkSession, settings: Settings, view: registry.View, *,

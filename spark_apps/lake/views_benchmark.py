@@ -178,7 +178,7 @@ def run(spark, settings: Settings, args: argparse.Namespace) -> dict:
 
     incremental, result["incremental_s"] = timed(views.refresh, spark, settings, view)
     say(f"incremental refresh: {incremental.line()}")
-    result["incremental"] = {"change_rows": incremental.change_rows,
+    result["incremental"] = {"change_rows": incremental.change_rows, "phases": incremental.phases,
                              "groups_touched": incremental.groups_touched,
                              "groups_recomputed": incremental.groups_recomputed,
                              "merge": incremental.merge}
