@@ -412,7 +412,7 @@ def random_step(spark, path, rng, rows, next_id):
 
 
 # Each step is a refresh, a verify and a comparison (~10 s on 2 cores): 3 × 6 steps.
-RANDOM_SEEDS, RANDOM_STEPS = (11, 23), 6
+RANDOM_SEEDS, RANDOM_STEPS = (11,), 6
 
 
 @pytest.mark.parametrize("seed", RANDOM_SEEDS)
