@@ -803,7 +803,7 @@ def verify(spark: SparkSession, settings: Settings, view: registry.View, *,
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="spark_apps.lake.views",
-                                     description=__doc__.split("\n")[0])
+                                     description=" ".join(__doc__.split("\n\n")[0].split()))
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--view", action="append", choices=sorted(registry.VIEWS),
                        help="a registered view (repeatable)")
