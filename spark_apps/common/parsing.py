@@ -10,7 +10,8 @@ reason              when
 ``missing_field:F`` required field ``F`` is absent or JSON null
 ``wrong_type:F``    ``F`` has the wrong JSON type (e.g. a string for a double), or is not an
                     ISO-8601 timestamp where one is declared
-``invalid_value:F`` ``F`` is outside its declared enumeration or range
+``invalid_value:F`` ``F`` is outside its declared enumeration or range, or a number too large
+                    to be finite (``1e400``)
 ==================  =====================================================================
 
 The first failing rule, in field order, is the reason. A valid row has ``dlq_reason`` null.
@@ -79,6 +80,11 @@ def reason_column(variant: Column, topic: registry.Topic, parsed: Column) -> Col
         allowed = ENUMERATIONS.get((topic.name, field.name))
         if allowed:
             checks.append((present & ~value.isin(*allowed), F.lit(f"invalid_value:{field.name}")))
+        if field.type == "double":
+            # JSON has no Infinity or NaN, but a literal beyond the double range (1e400)
+            # parses as Infinity: no price or value is infinite.
+            checks.append((present & (F.isnan(value) | (F.abs(value) == F.lit(float("inf")))),
+                           F.lit(f"invalid_value:{field.name}")))
         if (topic.name, field.name) in NON_NEGATIVE:
             checks.append((present & (value < 0), F.lit(f"invalid_value:{field.name}")))
     reason = F.lit(None).cast("string")

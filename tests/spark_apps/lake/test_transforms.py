@@ -234,6 +234,9 @@ def test_the_first_failing_rule_in_field_order_is_the_reason(spark):
         6: (payload(REQUEST, bid_count=2.5), "wrong_type:bid_count"),
         7: (payload(REQUEST, bid_count=3_000_000_000), "wrong_type:bid_count"),  # > int
         8: (payload(REQUEST, floor_price=True), "wrong_type:floor_price"),
+        # beyond the double range: would parse as Infinity
+        9: (payload(REQUEST, floor_price=float("inf")).replace("Infinity", "1e400"),
+            "invalid_value:floor_price"),
     }
     bronze = bronze_rows(spark, "ad_requests", [
         (payload(REQUEST, floor_price=2), 0, 0, at("10:00:01"), d(21)),  # valid: 0 bids, 2.0
