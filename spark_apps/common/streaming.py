@@ -102,17 +102,6 @@ def json_value(topic: registry.Topic):
     return F.to_json(F.struct(*[F.col(n) for n in topic.schema.names]), _JSON_OPTIONS)
 
 
-def kafka_record(df: DataFrame, topic: registry.Topic, key: object) -> DataFrame:
-    """``topic``, ``key`` and JSON ``value`` columns for ``topic``'s Kafka records."""
-    from pyspark.sql import functions as F
-
-    return df.select(
-        F.lit(topic.name).alias("topic"),
-        (key if not isinstance(key, str) else F.col(key)).cast("string").alias("key"),
-        json_value(topic).alias("value"),
-    )
-
-
 def dlq_value(dlq_topic: registry.Topic):
     """The DLQ record of a rejected row (see ``parsing``): the raw value, the reason and the
     source coordinates, from the row's Kafka columns (topic, partition, offset, timestamp)."""
@@ -125,16 +114,6 @@ def dlq_value(dlq_topic: registry.Topic):
               "source_offset": F.col("offset"), "source_kafka_ts": F.col("timestamp")}
     return F.to_json(F.struct(*[fields[n].alias(n) for n in dlq_topic.schema.names]),
                      _JSON_OPTIONS)
-
-
-def dlq_records(rejected: DataFrame, dlq_topic: str) -> DataFrame:
-    """DLQ Kafka records of rejected rows, keyed by source topic."""
-    from pyspark.sql import functions as F
-
-    topic = registry.topic(dlq_topic)
-    return rejected.select(F.lit(topic.name).alias("topic"),
-                           F.col("topic").cast("string").alias("key"),
-                           dlq_value(topic).alias("value"))
 
 
 def write_kafka(df: DataFrame, settings: Settings, checkpoint: Path, trigger: TriggerConfig,
