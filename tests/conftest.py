@@ -35,6 +35,13 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return in_ops_dir != (current_runtime() == "ops")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Registered here, not in pyproject.toml: the environments' stamps hash that file.
+    config.addinivalue_line(
+        "markers", "python_only: an attribution processor test only the Python engine's "
+                   "TwsTester can run (it reads the tester's internals)")
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Unmarked tests are unit tests: `-m unit` selects exactly the fast tier.

@@ -1,4 +1,5 @@
-"""``make setup``: build the two Python environments and the three JVM jar sets, idempotently.
+"""``make setup``: build the two Python environments, the three JVM jar sets and the ops
+runtime's own jar (the JVM attribution processor), idempotently.
 
 Everything is derived from :mod:`adlake.versions`. Each environment and each jar set carries a
 stamp, the hash of its inputs; when the stamp matches, that part is skipped without touching the
@@ -138,6 +139,48 @@ def setup_jars(jar_set: str) -> None:
         f"{time.monotonic() - started:.0f}s")
 
 
+APP_JAR_SOURCES = REPO_ROOT / "spark_apps" / "ops" / "jvm"
+
+
+def app_jar_dir() -> Path:
+    """Where the ops runtime's own classes are built: next to the jar sets, never inside one
+    (a jar set directory is replaced whole when Maven re-resolves it)."""
+    return JARS_ROOT / "ops-app"
+
+
+def build_app_jar() -> None:
+    """Compile ``spark_apps/ops/jvm`` (Java, no build tool needed) against the ops environment's
+    own Spark jars into ``.cache/jars/ops-app/adlake-ops.jar``. Stamped by the sources and the
+    Spark version, so an unchanged tree is not recompiled."""
+    sources = sorted(APP_JAR_SOURCES.rglob("*.java"))
+    digest = _digest({"spark": versions.SPARK_OPS,
+                      "sources": {str(p.relative_to(APP_JAR_SOURCES)):
+                                  hashlib.sha256(p.read_bytes()).hexdigest() for p in sources}})
+    target = app_jar_dir()
+    if _stamp_matches(target, digest):
+        log(f"ops app jar is up to date ({target})")
+        return
+    for tool in ("javac", "jar"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"[setup] the JDK's {tool} is required to build the ops app jar")
+    spark_jars = sorted((VENV_ROOT / "ops").glob("lib/python*/site-packages/pyspark/jars"))
+    if not spark_jars:
+        raise SystemExit("[setup] the ops environment has no pyspark jars; build it first")
+    started = time.monotonic()
+    staging = target.with_name(target.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "classes").mkdir(parents=True)
+    subprocess.run(["javac", "-nowarn", "--release", "17", "-d", str(staging / "classes"),
+                    "-cp", f"{spark_jars[0]}/*", *map(str, sources)], check=True)
+    subprocess.run(["jar", "--create", "--file", str(staging / "adlake-ops.jar"),
+                    "-C", str(staging / "classes"), "."], check=True)
+    shutil.rmtree(staging / "classes")
+    (staging / STAMP).write_text(digest + "\n")
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    log(f"ops app jar ready: {len(sources)} sources in {time.monotonic() - started:.0f}s")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jars-only", action="store_true")
@@ -152,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.jars_only:
         for env in args.env or versions.RUNTIMES:
             setup_env(env)
+    if not args.jars_only and not args.envs_only and (args.env is None or "ops" in args.env):
+        build_app_jar()
     log(f"done in {time.monotonic() - started:.1f}s")
     return 0
 

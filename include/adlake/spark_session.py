@@ -79,7 +79,14 @@ def runtime_jars(runtime: str, settings: Settings) -> list[Path]:
     if not jars:
         raise MissingJarsError(f"no jars for runtime {runtime!r} in {jar_dir}; run `make setup`")
     shipped = {_artifact(p) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
-    return [jar for jar in jars if _artifact(jar) not in shipped]
+    jars = [jar for jar in jars if _artifact(jar) not in shipped]
+    if runtime == "ops":
+        # The ops runtime's own classes (the JVM attribution processor), built by `make setup`.
+        app_jar = settings.jars_dir / "ops-app" / "adlake-ops.jar"
+        if not app_jar.is_file():
+            raise MissingJarsError(f"no ops app jar at {app_jar}; run `make setup`")
+        jars.append(app_jar)
+    return jars
 
 
 def configure_builder(builder: SparkSession.Builder, runtime: str, settings: Settings

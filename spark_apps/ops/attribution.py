@@ -32,6 +32,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 
 from adlake import registry
 from adlake.config import load_settings
+from spark_apps.ops.attribution_jvm import ENGINES
 from spark_apps.ops.attribution_processor import (
     CALLBACK,
     IMPRESSION,
@@ -174,7 +175,8 @@ def attribute_batch(requests: DataFrame, impressions: DataFrame, callbacks: Data
     return transform_attribute(events, config)
 
 
-def build_query_frame(raw: DataFrame, config: AttributionConfig) -> DataFrame:
+def build_query_frame(raw: DataFrame, config: AttributionConfig, engine: str = "jvm",
+                      output_mode: str = "append") -> DataFrame:
     """Everything the query writes, attributed records and DLQ records, as Kafka records
     (topic, key, value), from raw Kafka records of the input topics.
 
@@ -182,17 +184,27 @@ def build_query_frame(raw: DataFrame, config: AttributionConfig) -> DataFrame:
     processor's output would plan the Kafka source twice (each branch its own scan, reading and
     counting every record twice), and Real-Time Mode forbids a union after a stateful operator.
     Watermark on the Kafka timestamp (arrival), delayed by the allowed lateness: see the module
-    docstring."""
+    docstring. ``engine`` picks the processor: ``jvm`` (the default, see ``attribution_jvm``)
+    or ``python``; both apply the same rules and write the same records."""
     from pyspark.sql import functions as F
 
     from spark_apps.common.streaming import dlq_value, json_value, observe_latency
+    from spark_apps.ops.attribution_jvm import transform_jvm
 
+    if engine not in ENGINES:
+        raise ValueError(f"engine {engine!r} is not valid: allowed values are "
+                         f"{', '.join(ENGINES)}")
     events = transform_parse(raw)
     if events.isStreaming:
         events = events.withWatermark(ARRIVAL, f"{config.lateness_ms} milliseconds")
-    out = (events.groupBy("request_id", REJECT_KEY)
-           .transformWithState(_QueryProcessor(config), QUERY_OUTPUT_SCHEMA, "Append",
-                               "EventTime"))
+    if engine == "jvm":
+        out = transform_jvm(events, config, input_schema=QUERY_INPUT_SCHEMA,
+                            output_schema=QUERY_OUTPUT_SCHEMA, with_reject_key=True,
+                            output_mode=output_mode)
+    else:
+        out = (events.groupBy("request_id", REJECT_KEY)
+               .transformWithState(_QueryProcessor(config), QUERY_OUTPUT_SCHEMA,
+                                   output_mode.capitalize(), "EventTime"))
     out = observe_latency(out, "source_kafka_ts_ms")
     rejected = F.col("record_type") == REJECTED
     attributed, dlq = registry.topic(APP.outputs[0]), registry.topic(APP.dlq)
@@ -218,6 +230,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--skew-s", type=float, default=defaults.skew_ms / 1000)
     parser.add_argument("--lateness-s", type=float, default=defaults.lateness_ms / 1000)
     parser.add_argument("--ttl-s", type=float, default=defaults.ttl_ms / 1000)
+    parser.add_argument("--engine", choices=ENGINES, default="jvm",
+                        help="jvm: the JVM port of the rules (default, low latency); python: "
+                             "the Python processor (its checkpoint is not interchangeable)")
     return parser.parse_args(argv)
 
 
@@ -253,9 +268,10 @@ def main(argv: list[str] | None = None) -> int:
     # Real-Time Mode accepts only the update output mode; each attributed record is emitted once
     # either way, so the two modes write the same records.
     output_mode = "update" if trigger.mode == "realtime" else "append"
-    query = write_kafka(build_query_frame(raw, config), settings, checkpoint, trigger,
-                        output_mode, name)
-    print(f"[{name}] running: trigger={trigger.kwargs()} checkpoint={checkpoint}", flush=True)
+    query = write_kafka(build_query_frame(raw, config, args.engine, output_mode), settings,
+                        checkpoint, trigger, output_mode, name)
+    print(f"[{name}] running: engine={args.engine} trigger={trigger.kwargs()} "
+          f"checkpoint={checkpoint}", flush=True)
     stop.run(query)
     print(f"[{name}] stopped ({stop.reason or 'query ended'})", flush=True)
     spark.stop()

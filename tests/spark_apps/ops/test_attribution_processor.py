@@ -1,6 +1,13 @@
-"""Unit tests of the attribution rules (``spark_apps/ops/attribution_processor.py``) with
-``TwsTester``: one test per rule, with hand-written expected rows, then a randomized comparison
-against a small reference implementation written here from the rules, not from the processor.
+"""Unit tests of the attribution rules with ``TwsTester``: one test per rule, with hand-written
+expected rows, then a randomized comparison against a small reference implementation written here
+from the rules, not from the processor.
+
+Every test runs against both engines (the ``engine`` parameter): the Python processor
+(``spark_apps/ops/attribution_processor.py``) under PySpark's ``TwsTester``, and its JVM port
+(``spark_apps/ops/jvm``) under Spark's Scala ``TwsTester`` through
+:class:`~spark_apps.ops.attribution_jvm.JvmTwsTester`. Both keep the same state variables, so the
+state assertions hold for both. The two tests marked ``python_only`` reach into the Python
+tester's timer list, which the Scala tester does not expose.
 
 Every test uses the same small config (window 1000 ms, skew 100 ms) and small explicit times. The
 tester's watermark starts at 0; it drops an input row whose ``kafka_ts_ms`` is <= the watermark (as
@@ -17,6 +24,7 @@ from dataclasses import dataclass, field
 import pytest
 from pyspark.sql.streaming.tws_tester import TwsTester
 
+from spark_apps.ops.attribution_jvm import ENGINES, JvmTwsTester
 from spark_apps.ops.attribution_processor import (
     OUTPUT_SCHEMA,
     STATE_NAMES,
@@ -30,9 +38,33 @@ WINDOW, SKEW = 1000, 100
 CONFIG = AttributionConfig(window_ms=WINDOW, skew_ms=SKEW, lateness_ms=0, ttl_ms=10_000)
 
 
-def make_tester(config: AttributionConfig = CONFIG) -> TwsTester:
-    return TwsTester(AttributionProcessor(config), timeMode="EventTime", outputMode="Append",
-                     eventTimeExtractor=lambda r: r.kafka_ts_ms)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "engine" in metafunc.fixturenames:
+        python_only = metafunc.definition.get_closest_marker("python_only") is not None
+        metafunc.parametrize("engine", ["python"] if python_only else list(ENGINES),
+                             indirect=True)
+
+
+_make: list = []  # the current test's tester factory, set by the ``engine`` fixture
+
+
+@pytest.fixture(autouse=True)
+def engine(request: pytest.FixtureRequest):
+    """Which processor ``make_tester`` builds for this test."""
+    if request.param == "python":
+        factory = lambda config: TwsTester(  # noqa: E731
+            AttributionProcessor(config), timeMode="EventTime", outputMode="Append",
+            eventTimeExtractor=lambda r: r.kafka_ts_ms)
+    else:
+        spark = request.getfixturevalue("spark")
+        factory = lambda config: JvmTwsTester(spark, config)  # noqa: E731
+    _make.append(factory)
+    yield request.param
+    _make.pop()
+
+
+def make_tester(config: AttributionConfig = CONFIG):
+    return _make[-1](config)
 
 
 def req(t: int, kts: int | None = None, rid: str = "r1"):
@@ -449,9 +481,11 @@ def test_late_request_alone_after_tombstone_is_unfilled_request_closed():
 
 
 def pending_timers(tester: TwsTester, key: str = "r1") -> list[int]:
+    """The Python tester's pending timers of ``key`` (the Scala tester does not expose them)."""
     return list(tester.handle._timers.listTimers(key))
 
 
+@pytest.mark.python_only
 def test_every_key_gets_a_lifetime_bound_that_goes_with_it():
     tester = make_tester()
     tester.test("r1", [req(1000, 1010)])
@@ -463,6 +497,24 @@ def test_every_key_gets_a_lifetime_bound_that_goes_with_it():
     assert pending_timers(tester) == []
 
 
+def test_lifetime_bound_closes_a_key_whose_close_time_lies_beyond_it():
+    # An impression first (lifetime bound 1000 + ttl = 11000), then a request whose window ends
+    # far later: the bound fires first, closes the key as usual and forgets it.
+    tester = make_tester()
+    tester.test("r1", [imp("i1", 1000, 1010)])
+    assert tester.peekValueState("expiry", "r1") == (11_000,)
+    tester.test("r1", [req(50_000, 1020)])
+    assert state(tester)["timers"] == (51_000, None)
+    assert_rows(tester.setWatermark(11_000), [
+        rec("request_closed", request_time_ms=50_000, impressions=0, callbacks=0, filled=False,
+            source_kafka_ts_ms=1020),
+        rec("orphan_impression", impression_id="i1", campaign_id="camp1", creative_id="cr1",
+            impression_time_ms=1000, source_kafka_ts_ms=1010)])
+    assert state(tester) == EMPTY and tester.peekValueState("expiry", "r1") is None
+    assert tester.setWatermark(60_000) == []  # the close timer went with the key
+
+
+@pytest.mark.python_only
 def test_lifetime_bound_closes_and_forgets_a_key_whose_close_timer_was_lost():
     tester = make_tester()
     tester.test("r1", [req(1000, 1010), imp("i1", 1200, 1210)])

@@ -1,9 +1,11 @@
-"""Unit tests of the attribution query's wiring (``build_query_frame``) on batch DataFrames.
+"""Tests of the attribution query's wiring (``build_query_frame``), with both processor engines.
 
 The rules themselves are pinned by ``test_attribution_processor.py``; here: raw Kafka records of
 the three input topics become attributed records and DLQ records in one pass, each record
-validated against its own topic's schema. On a batch DataFrame no timer fires, so only the
-records emitted on input (attributions, rejects) appear.
+validated against its own topic's schema. The records are fed as a stream (a file source read
+once, ``AvailableNow``, into a memory sink): the JVM ``transformWithState`` refuses event-time
+timers in a batch query. The watermark stays minutes behind the windows, so no timer fires and
+only the records emitted on input (attributions, rejects) appear.
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+import pytest
 from pyspark.sql import functions as F
 
 from adlake import registry
 from spark_apps.common.parsing import REASON, parse_json_by_topic
 from spark_apps.ops.attribution import APP, build_query_frame
+from spark_apps.ops.attribution_jvm import ENGINES
 from spark_apps.ops.attribution_processor import AttributionConfig
 from tests.spark_apps.ops.test_click_surge import KAFKA_SCHEMA, ts
 
@@ -40,12 +44,21 @@ def impression(iid: str, rid: str, event_time: str) -> bytes:
                        "win_price": 2.0}).encode()
 
 
-def frame(spark, records: list[tuple]):
-    raw = spark.createDataFrame(records, KAFKA_SCHEMA)
-    return build_query_frame(raw, AttributionConfig())
+def frame(spark, records: list[tuple], engine: str, tmp_path) -> list:
+    """Everything the query writes for ``records``, run as a stream to the end of its input."""
+    spark.createDataFrame(records, KAFKA_SCHEMA).write.parquet(str(tmp_path / "raw"))
+    raw = spark.readStream.schema(KAFKA_SCHEMA).parquet(str(tmp_path / "raw"))
+    name = f"attribution_wiring_{engine}_{tmp_path.name}".replace("-", "_")
+    query = (build_query_frame(raw, AttributionConfig(), engine).writeStream.format("memory")
+             .queryName(name).outputMode("append").trigger(availableNow=True)
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
+    query.awaitTermination()
+    return spark.table(name).collect()
 
 
-def test_valid_events_are_attributed_and_rejects_go_to_the_dlq_in_one_output(spark):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_valid_events_are_attributed_and_rejects_go_to_the_dlq_in_one_output(spark, engine,
+                                                                             tmp_path):
     not_json = b'{"request_id": "r9"'
     negative_price = json.loads(impression("i2", "r1", "10:00:01.000"))
     negative_price["win_price"] = -1
@@ -56,7 +69,7 @@ def test_valid_events_are_attributed_and_rejects_go_to_the_dlq_in_one_output(spa
                partition=2),
         record("ad_requests", not_json, 1, "10:00:02.000"),
         record("ad_impressions", negative_price, 5, "10:00:02.500", partition=2),
-    ]).collect()
+    ], engine, tmp_path)
 
     attributed = [json.loads(r.value) | {"_key": r.key} for r in out if r.topic == OUTPUT]
     assert [(a["_key"], a["record_type"], a["request_id"], a["impression_id"], a["campaign_id"],
@@ -77,7 +90,8 @@ def test_valid_events_are_attributed_and_rejects_go_to_the_dlq_in_one_output(spa
     assert {r.topic for r in out} == {OUTPUT, DLQ}
 
 
-def test_a_reject_shares_no_state_with_its_request(spark):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_reject_shares_no_state_with_its_request(spark, engine, tmp_path):
     # A callback rejected for a missing field names request r1; r1's attribution is unaffected
     # and the reject is not counted as r1's callback.
     bad_callback = json.dumps({"callback_id": "c1", "impression_id": "i1", "request_id": "r1",
@@ -86,22 +100,23 @@ def test_a_reject_shares_no_state_with_its_request(spark):
         record("ad_requests", request("r1", "10:00:00.000"), 0, "10:00:00.010"),
         record("ad_callbacks", bad_callback, 0, "10:00:02.010"),
         record("ad_impressions", impression("i1", "r1", "10:00:01.000"), 0, "10:00:01.020"),
-    ]).collect()
+    ], engine, tmp_path)
     assert sorted((r.topic, json.loads(r.value).get("record_type") or
                    json.loads(r.value)["reason"]) for r in out) == [
         (DLQ, "missing_field:event_type"), (OUTPUT, "attributed_impression")]
 
 
-def test_the_query_plans_its_kafka_source_once(spark):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_query_plans_its_kafka_source_once(spark, engine):
     # Filtering the source per topic (or splitting valid from rejected rows and joining them
     # back) would plan one scan per branch: a streaming query would read and count each record
     # several times.
     raw = spark.createDataFrame([], KAFKA_SCHEMA)
-    leaves = build_query_frame(raw, AttributionConfig())._jdf.queryExecution().analyzed() \
+    leaves = build_query_frame(raw, AttributionConfig(), engine)._jdf.queryExecution().analyzed() \
         .collectLeaves()
     kinds = [leaves.apply(i).getClass().getSimpleName() for i in range(leaves.size())]
-    # the other leaf is transformWithState's (empty) initial state
-    assert sorted(kinds) == ["LocalRelation", "LogicalRDD"]
+    # transformWithState's (empty) initial state is a second leaf
+    assert kinds.count("LogicalRDD") == 1 and set(kinds) <= {"LocalRelation", "LogicalRDD"}
 
 
 def test_each_record_is_validated_against_its_own_topics_schema(spark):
@@ -123,3 +138,8 @@ def test_each_record_is_validated_against_its_own_topics_schema(spark):
         ("ad_requests", 1, "missing_field:household_id", "r1", None),
         ("page_clicks", 0, "unknown_topic", None, None),
     ]
+
+
+def test_an_unknown_engine_is_rejected(spark):
+    with pytest.raises(ValueError, match="engine 'scala' is not valid"):
+        build_query_frame(spark.createDataFrame([], KAFKA_SCHEMA), AttributionConfig(), "scala")

@@ -1,0 +1,119 @@
+"""The attribution rules on the JVM engine: how Python hands the JVM processor its schemas and
+calls it.
+
+``spark_apps/ops/jvm/io/adlake/ops/AttributionProcessor.java`` is a port of the Python
+:class:`~spark_apps.ops.attribution_processor.AttributionProcessor` (same rules, same state
+variables and schemas), compiled by ``make setup`` into the ops runtime's jar. The streaming app
+runs it by default (``--engine jvm``) because a Python processor pays a socket round trip to the
+JVM for every state read, write and timer: on 2 cores the Python engine tops out at about 740
+rows/s with multi-second latency (README, "Benchmarks"). Both processors are pinned by the same
+unit tests, run through each engine's ``TwsTester`` (:class:`JvmTwsTester` here), and by the same
+randomized comparison with a reference implementation.
+
+Every schema is declared once, in Python, and sent to the JVM as JSON (:func:`schemas_json`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Row
+from pyspark.sql.types import StringType, StructField, StructType
+
+from spark_apps.ops.attribution_processor import (
+    CALLBACK_STATE,
+    CLOSED_ID_STATE,
+    EXPIRY_STATE,
+    ID_KEY,
+    IMPRESSION_STATE,
+    INPUT_SCHEMA,
+    OUTPUT_SCHEMA,
+    REQUEST_STATE,
+    TIMER_STATE,
+    AttributionConfig,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+ENGINES = ("jvm", "python")
+# The JVM processor's grouping key: the request, or a rejected record's own Kafka coordinates.
+KEY_SCHEMA = StructType([StructField("request_id", StringType()),
+                         StructField("reject_key", StringType())])
+_STATE_SCHEMAS = {"request": REQUEST_STATE, "id_key": ID_KEY, "impression": IMPRESSION_STATE,
+                  "callback": CALLBACK_STATE, "timers": TIMER_STATE,
+                  "closed_id": CLOSED_ID_STATE, "expiry": EXPIRY_STATE}
+
+
+class MissingJvmProcessor(RuntimeError):
+    """The session has no ops app jar (``make setup`` builds it)."""
+
+
+def schemas_json(input_schema: StructType = INPUT_SCHEMA,
+                 output_schema: StructType = OUTPUT_SCHEMA) -> str:
+    schemas = {"input": input_schema, "output": output_schema, "key": KEY_SCHEMA,
+               **_STATE_SCHEMAS}
+    return json.dumps({name: schema.jsonValue() for name, schema in schemas.items()})
+
+
+def _entry_point(spark: SparkSession):
+    from py4j.java_gateway import JavaClass
+
+    entry = spark._jvm.io.adlake.ops.Attribution
+    if not isinstance(entry, JavaClass):  # py4j resolves an unknown class to a JavaPackage
+        raise MissingJvmProcessor(
+            "io.adlake.ops.Attribution is not on this session's classpath; run `make setup` "
+            "(it builds .cache/jars/ops-app/adlake-ops.jar) and use the ops runtime's session")
+    return entry
+
+
+def transform_jvm(events: DataFrame, config: AttributionConfig, *,
+                  input_schema: StructType = INPUT_SCHEMA,
+                  output_schema: StructType = OUTPUT_SCHEMA, with_reject_key: bool = False,
+                  output_mode: str = "append") -> DataFrame:
+    """``events`` (columns of ``input_schema``, plus ``reject_key`` when ``with_reject_key``)
+    grouped by ``(request_id, reject_key)`` through the JVM processor; rows of
+    ``output_schema``. Event-time timers fire on ``events``' watermark."""
+    from pyspark.sql import DataFrame
+
+    spark = events.sparkSession
+    jdf = _entry_point(spark).transform(
+        events._jdf, schemas_json(input_schema, output_schema), config.window_ms,
+        config.skew_ms, config.ttl_ms, config.close_at_end_of_input, with_reject_key,
+        output_mode)
+    return DataFrame(jdf, spark)
+
+
+def _py(value):
+    """A JVM value as the Python TwsTester would hold it (py4j returns JVM rows as objects)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return tuple(_py(value.get(i)) for i in range(value.length()))
+
+
+class JvmTwsTester:
+    """Spark's Scala ``TwsTester`` over the JVM processor, with the Python ``TwsTester``'s
+    surface (``test``, ``setWatermark``, ``peekValueState``, ``peekMapState``), so one test
+    suite pins both engines. Rows dropped behind the watermark are those whose Kafka
+    timestamp is <= it, as in the Python tests."""
+
+    def __init__(self, spark: SparkSession, config: AttributionConfig) -> None:
+        self._tester = _entry_point(spark).tester(schemas_json(), config.window_ms,
+                                                  config.skew_ms, config.ttl_ms)
+
+    @staticmethod
+    def _rows(java_rows) -> list[Row]:
+        return [Row(**dict(zip(OUTPUT_SCHEMA.names, _py(r)))) for r in java_rows]
+
+    def test(self, key: str, rows: list[Row]) -> list[Row]:
+        return self._rows(self._tester.test(key, [list(r) for r in rows]))
+
+    def setWatermark(self, ms: int) -> list[Row]:  # noqa: N802 - TwsTester's API
+        return self._rows(self._tester.setWatermark(ms))
+
+    def peekValueState(self, name: str, key: str) -> tuple | None:  # noqa: N802
+        return _py(self._tester.peekValueState(name, key))
+
+    def peekMapState(self, name: str, key: str) -> dict:  # noqa: N802
+        return {_py(k): _py(v) for k, v in self._tester.peekMapState(name, key)}
