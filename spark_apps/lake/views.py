@@ -33,15 +33,17 @@ alone: ``count 2 + 1 = 3, max = greatest(5, 7) = 7``, no source read.
 
 Exactly once, through a crash at any point:
 
-* the MERGE's commit carries ``v1`` in its ``userMetadata``, atomically with the new view content,
-  so the version the view reflects is read from the view's own history first, and the
-  progress table (written after the MERGE) second. A crash between the MERGE and the progress
-  write leaves ``v1`` in the view's commit; the rerun starts from it, even if the source has
-  moved on in the meantime, and the progress table catches up;
 * the MERGE runs with Delta's idempotent-write options ``txnAppId = "view:<name>"`` and
-  ``txnVersion = v1``: Delta records the pair in the view's log in the same commit and skips any
-  later write with the same app id and a version not above it. A second run that computed the
-  same ``(v0, v1]`` (a retry, or a concurrent duplicate) cannot apply it twice;
+  ``txnVersion = v1``: Delta records the pair in the view's log (a ``SetTransaction``) in the
+  same commit as the new view content, and skips any later write with the same app id and a
+  version not above it. A second run that computed the same ``(v0, v1]`` (a retry, or a
+  concurrent duplicate) cannot apply it twice;
+* that pair is also the record of the version the view reflects: it is read from the view's
+  latest snapshot (no job, no history read), before anything else. A full refresh records its
+  version the same way. A crash between the MERGE and the progress write leaves ``v1`` in the
+  view's log; the rerun starts from it, even if the source has moved on in the meantime, and the
+  progress table catches up. Only a view table without the pair (written before full refreshes
+  recorded it) falls back to the ``userMetadata`` of its commits, then to the progress table;
 * a crash before the MERGE changes nothing: the rerun recomputes the same change.
 
 One writer per view is assumed (one Airflow task per view, ``max_active_runs=1``).
@@ -80,6 +82,8 @@ NON_DECOMPOSABLE = ("min", "max", "approx_distinct")
 # The change feed's row kinds and what each does to its group.
 SIGNS = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
 FAIL_POINTS = ("before_merge", "after_merge")
+# The recompute filters the source on a key column's values only up to this many of them.
+KEY_FILTER_LIMIT = 1000
 # How far back in the view's history to look for the last commit of this engine.
 HISTORY_LOOKBACK = 50
 
@@ -449,11 +453,19 @@ def transform_compare(actual: DataFrame, expected: DataFrame, view: registry.Vie
 
 # -- reading and bookkeeping --------------------------------------------------------------------
 
+def _snapshot(spark: SparkSession, path: str) -> Any:
+    """The latest snapshot (JVM ``Snapshot``) of the Delta table at ``path``: Delta lists the log
+    and reuses the state it already holds for the table, so this runs no Spark job, where reading
+    ``history()`` costs a DataFrame and half a second."""
+    jvm = spark._jvm
+    none = jvm.scala.Option.empty()
+    return (jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+            .update(False, none, none))
+
+
 def latest_version(spark: SparkSession, path: str) -> int:
     """The latest committed version of the Delta table at ``path``."""
-    from delta.tables import DeltaTable
-
-    return DeltaTable.forPath(spark, path).history(1).select("version").first()[0]
+    return int(_snapshot(spark, path).version())
 
 
 def read_version(spark: SparkSession, path: str, version: int) -> DataFrame:
@@ -492,20 +504,36 @@ def recorded_version(spark: SparkSession, settings: Settings, view: registry.Vie
 
 def committed_version(spark: SparkSession, settings: Settings, view: registry.View
                       ) -> int | None:
-    """The source version recorded in the view's newest commit by this engine (its
-    ``userMetadata``), or None (no view table, or no such commit among the last
-    ``HISTORY_LOOKBACK``, e.g. after many OPTIMIZE runs)."""
-    return _view_history(spark, settings, view)[0]
+    """The source version the view table itself records (see :func:`_view_state`), or None."""
+    return _view_state(spark, settings, view)[0]
 
 
-def _view_history(spark: SparkSession, settings: Settings, view: registry.View
-                  ) -> tuple[int | None, int | None]:
-    """``(source version of the engine's newest commit, latest version of the view table)``."""
-    from delta.tables import DeltaTable
+def _txn_app_id(view: registry.View) -> str:
+    return f"view:{view.name}"
 
+
+def _view_state(spark: SparkSession, settings: Settings, view: registry.View
+                ) -> tuple[int | None, int | None]:
+    """``(source version the view reflects, latest version of the view table)``, both from one
+    snapshot of the view table: the ``txnVersion`` its last MERGE or full refresh recorded under
+    ``view:<name>``. A table without it (last written before full refreshes recorded it) falls
+    back to the ``userMetadata`` of its commits."""
     path = table_path(settings, view.name)
     if not _is_delta(spark, path):
         return None, None
+    snapshot = _snapshot(spark, path)
+    txn = snapshot.transactions().get(_txn_app_id(view))
+    if txn.isDefined():
+        return int(txn.get()), int(snapshot.version())
+    return _view_history(spark, path, view)
+
+
+def _view_history(spark: SparkSession, path: str, view: registry.View
+                  ) -> tuple[int | None, int | None]:
+    """``(source version in the userMetadata of the engine's newest commit among the last
+    ``HISTORY_LOOKBACK``, latest version of the view table)``."""
+    from delta.tables import DeltaTable
+
     rows = (DeltaTable.forPath(spark, path).history(HISTORY_LOOKBACK)
             .select("version", "userMetadata").orderBy("version", ascending=False).collect())
     for row in rows:
@@ -568,7 +596,7 @@ def merge_into_view(spark: SparkSession, path: str, view: registry.View, new_sta
              .whenMatchedDelete(condition=f"s.{COUNT} = 0")
              .whenMatchedUpdate(set=values)
              .whenNotMatchedInsert(condition=f"s.{COUNT} > 0", values=values))
-    with _commit_options(spark, {_TXN_APP_ID: f"view:{view.name}",
+    with _commit_options(spark, {_TXN_APP_ID: _txn_app_id(view),
                                  _TXN_VERSION: str(source_version),
                                  _USER_METADATA: _metadata(view, source_version, "incremental")}):
         rows = merge.execute().collect()
@@ -593,8 +621,10 @@ def full_refresh(spark: SparkSession, settings: Settings, view: registry.View) -
     """Recompute ``view`` from its source at the latest version, overwrite the view table and
     record the version.
 
-    The overwrite is one atomic commit carrying the source version in its metadata, so a crash
-    before the progress write is repaired by the next run like a crash after a MERGE. If the
+    The overwrite is one atomic commit recording the source version as the ``txnVersion`` of
+    ``view:<name>``, so a crash before the progress write is repaired by the next run like a
+    crash after a MERGE. When the view already records this very version the overwrite goes
+    without it (Delta would skip the write as already applied; the record stays right). If the
     source is older than what the view reflected (it was recreated), the view table is dropped
     and recreated instead: Delta keeps the ``txnVersion`` of ``view:<name>`` across overwrites
     and would otherwise skip every later MERGE as already applied.
@@ -612,8 +642,12 @@ def full_refresh(spark: SparkSession, settings: Settings, view: registry.View) -
         shutil.rmtree(dst)
         notes.append(f"source at v{version} is older than the v{previous} the view reflected "
                      "(recreated): view table recreated")
+        previous = None
     state = transform_aggregate(transform_project(read_version(spark, src, version), view), view)
-    with _commit_options(spark, {_USER_METADATA: _metadata(view, version, "full")}):
+    options = {_USER_METADATA: _metadata(view, version, "full")}
+    if previous is None or version > previous:
+        options |= {_TXN_APP_ID: _txn_app_id(view), _TXN_VERSION: str(version)}
+    with _commit_options(spark, options):
         (state.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
          .save(dst))
     record_progress(spark, settings, view, version)
@@ -626,27 +660,38 @@ def _plain_keys(view: registry.View) -> list[str]:
     return [k for k in view.keys if k not in dict(view.key_exprs)]
 
 
-def _key_filter(view: registry.View, keys: DataFrame, cardinality: dict[str, int],
-                limit: int = 1000) -> Column | None:
-    """A filter on the source keeping the rows whose plain key columns take the values of
-    ``keys`` (the groups to recompute), for every such column with at most ``limit`` distinct
-    values there (``cardinality``, estimated). It is implied by the semi join that follows; it is
-    there for Delta, which turns it into partition pruning (``event_date`` of a silver table) or
-    file skipping by column statistics, so the recompute reads the affected files, not the
-    table. Where keys are NULL, ``IS NULL`` is kept too."""
+def _retracted_key_values(view: registry.View, retracting: Column) -> list[Column]:
+    """Aggregates over the change groups giving, for each plain key column, the set of its values
+    among the groups with a retraction (``__values_<key>``) and whether one of them is NULL
+    (``__null_<key>``): what :func:`_key_filter` needs, computed by the same job as the change's
+    statistics."""
     from pyspark.sql import functions as F
 
-    narrow = [k for k in _plain_keys(view) if cardinality[k] <= limit]
-    if not narrow:
-        return None
-    sets = keys.agg(*(F.collect_set(f"`{k}`").alias(k) for k in narrow),
-                    *(F.max(F.col(f"`{k}`").isNull()).alias(f"{k}__null") for k in narrow)
-                    ).first()
+    # One value more than the filter takes says "too many" without shipping them all.
+    return [agg for k in _plain_keys(view) for agg in (
+        F.slice(F.collect_set(F.when(retracting, F.col(f"`{k}`"))), 1, KEY_FILTER_LIMIT + 1)
+        .alias(f"__values_{k}"),
+        F.coalesce(F.max(F.when(retracting, F.col(f"`{k}`").isNull())), F.lit(False))
+        .alias(f"__null_{k}"))]
+
+
+def _key_filter(view: registry.View, stats: Any) -> Column | None:
+    """A filter on the source keeping the rows whose plain key columns take the values of the
+    groups to recompute (``stats``: a row with the columns of :func:`_retracted_key_values`), for
+    every such column with at most ``KEY_FILTER_LIMIT`` distinct values there. It is implied by the semi
+    join that follows; it is there for Delta, which turns it into partition pruning
+    (``event_date`` of a silver table) or file skipping by column statistics, so the recompute
+    reads the affected files, not the table. Where keys are NULL, ``IS NULL`` is kept too."""
+    from pyspark.sql import functions as F
+
     conds = []
-    for k in narrow:
-        cond = F.col(f"`{k}`").isin(list(sets[k]))
-        conds.append(cond | F.col(f"`{k}`").isNull() if sets[f"{k}__null"] else cond)
-    return reduce(lambda a, b: a & b, conds)
+    for k in _plain_keys(view):
+        values = stats[f"__values_{k}"]
+        if len(values) > KEY_FILTER_LIMIT:
+            continue
+        cond = F.col(f"`{k}`").isin(list(values))
+        conds.append(cond | F.col(f"`{k}`").isNull() if stats[f"__null_{k}"] else cond)
+    return reduce(lambda a, b: a & b, conds) if conds else None
 
 
 def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
@@ -671,9 +716,9 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
     _require_source(spark, src, view)
     if not _is_delta(spark, dst):
         return full_refresh(spark, settings, view)
-    # The version the view reflects: recorded in the view's own last commit, atomically with its
-    # content; the progress table only if that commit is out of sight (see committed_version).
-    v0, _ = _view_history(spark, settings, view)
+    # The version the view reflects: recorded in the view's own log, atomically with its
+    # content; the progress table only if the view has no such record (see _view_state).
+    v0 = committed_version(spark, settings, view)
     if v0 is None:
         v0 = recorded_version(spark, settings, view)
         if v0 is None:
@@ -709,8 +754,7 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
         stats = delta.agg(F.count(F.lit(1)).alias("groups"),
                           F.coalesce(F.sum("__rows"), F.lit(0)).alias("rows"),
                           F.coalesce(F.sum(retracting.cast("int")), F.lit(0)).alias("retracting"),
-                          *(F.approx_count_distinct(F.when(retracting, F.col(f"`{k}`")))
-                            .alias(f"__distinct_{k}") for k in _plain_keys(view))).first()
+                          *_retracted_key_values(view, retracting)).first()
     except AnalysisException as e:
         raise ChangeFeedUnavailable(
             f"view {view.name!r}: cannot read the change feed of {view.source} versions "
@@ -725,8 +769,7 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
             # source may have moved on since v1 was read).
             keys = delta.filter("__retract").select(*view.keys)
             source = read_version(spark, src, v1)
-            pruning = _key_filter(view, keys, {k: stats[f"__distinct_{k}"]
-                                               for k in _plain_keys(view)})
+            pruning = _key_filter(view, stats)
             if pruning is not None:
                 source = source.filter(pruning)
             rows = transform_project(source, view).alias("s").join(
@@ -782,7 +825,7 @@ def verify(spark: SparkSession, settings: Settings, view: registry.View, *,
     []
     """
     dst = table_path(settings, view.name)
-    version, view_version = _view_history(spark, settings, view)
+    version, view_version = _view_state(spark, settings, view)
     if version is None:
         version = recorded_version(spark, settings, view)
     if version is None or not _is_delta(spark, dst):

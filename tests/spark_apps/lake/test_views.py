@@ -545,3 +545,23 @@ def test_registry_views_refresh_and_verify_through_main(spark, lake, capsys):
     out = capsys.readouterr().out
     assert "household_reach_by_geo: 1 group(s) differ" in out
     assert "group (geo='FR', event_date=datetime.date(2026, 11, 21)): requests differ" in out
+
+
+def test_full_refresh_at_the_version_the_view_records_rewrites_it(spark, lake):
+    path = started(spark, lake)
+    insert(spark, path, [row(5, "c1", 1.0, "u1")])
+    assert views.refresh(spark, lake, VIEW).mode == "incremental"  # the view records v2
+    sql(spark, "UPDATE SRC SET n = 9, __count = 9 WHERE campaign = 'c1'",
+        table_path(lake, VIEW.name))
+
+    # Delta would skip an overwrite carrying the txnVersion the view already has: the full
+    # refresh must go through all the same, and leave the record at v2.
+    views.full_refresh(spark, lake, VIEW)
+
+    assert views.committed_version(spark, lake, VIEW) == 2
+    assert views.verify(spark, lake, VIEW) == []
+    insert(spark, path, [row(6, "c2", 6.0, "u6")])
+    report = views.refresh(spark, lake, VIEW)
+    assert (report.mode, report.from_version, report.change_rows) == ("incremental", 2, 1)
+    assertDataFrameEqual(shown(spark, lake), expect(spark, [
+        ("c1", 3, 8.0, 1.0, 5.0, 8.0 / 3, 2, 3), ("c2", 3, 10.0, 4.0, 6.0, 5.0, 3, 3)]))
