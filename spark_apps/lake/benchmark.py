@@ -7,8 +7,9 @@ full view refresh, from one run, printed and written as JSON.
    ``AvailableNow`` ingest of that topic on a fresh checkpoint and reports records/s over its
    whole wall time: query start, every batch and its Delta commits. It checks that the bronze
    table holds exactly the records sent.
-2. **Views.** :mod:`spark_apps.lake.views_benchmark` over ``--rows`` source rows with
-   ``--change-fraction`` of them changed: one incremental refresh against one full refresh.
+2. **Views.** :mod:`spark_apps.lake.views_benchmark` over ``--rows`` source rows (one or more
+   sizes) with ``--change-fraction`` of them changed: one incremental refresh against one full
+   refresh per size.
 
     .venv/lake/bin/python -m spark_apps.lake.benchmark                       # 1M records, 10M rows
     .venv/lake/bin/python -m spark_apps.lake.benchmark --rows 1000000 --bronze-records 200000
@@ -98,18 +99,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     report: dict = {"cores": os.cpu_count(), "master": spark.sparkContext.master,
                     "bronze": bench_bronze(spark, settings, args.bronze_records)}
     if not args.skip_views:
-        report["views"] = views_benchmark.run(spark, settings, args.views)
-        v = report["views"]
-        print(f"[bench] views: incremental {v['incremental_s']:.1f} s vs full {v['full_s']:.1f} s"
-              f" = {v['ratio_full_over_incremental']}x ({v['rows']:,} rows, "
-              f"{v['change_fraction']:.1%} changed)", flush=True)
+        report["views"] = [views_benchmark.run(spark, settings, args.views, rows)
+                           for rows in args.views.rows]
+        for v in report["views"]:
+            print(f"[bench] views: incremental {v['incremental_s']:.1f} s vs full "
+                  f"{v['full_s']:.1f} s = {v['ratio_full_over_incremental']}x ({v['rows']:,} "
+                  f"rows, {v['change_fraction']:.1%} changed)", flush=True)
+        print(views_benchmark.summary(report["views"]), flush=True)
     out = Path(args.out) if args.out else settings.reports_dir / \
         f"bench-lake-{time.strftime('%Y%m%dT%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, default=str) + "\n")
     print(json.dumps({k: v for k, v in report.items() if k != "views"}, indent=2))
     print(f"[bench] written to {out}")
-    return 1 if report.get("views", {}).get("differences") else 0
+    return 1 if any(v.get("differences") for v in report.get("views", [])) else 0
 
 
 if __name__ == "__main__":

@@ -15,11 +15,16 @@
 5. times an incremental refresh, checks it against a recomputation (``--no-verify`` skips this),
    then times a full refresh of the same source version, and prints both times and their ratio.
 
-The JSON report goes to ``<reports_dir>/views_benchmark-<rows>-<spread>-<aggregates>.json``.
-The tables are ``bench_*`` under the configured tables directory (point ``ADLAKE_RUNTIME_DIR``
-elsewhere to keep them apart) and are rebuilt on every run.
+``--rows`` takes several sizes: each is a run of its own (steps 1 to 5, in the same session), and
+a table of the ratios closes the output, to show from which source size the incremental refresh
+is 10× faster than the full one.
+
+The JSON report goes to ``<reports_dir>/views_benchmark-<rows>-<spread>-<aggregates>.json`` (one
+per size). The tables are ``bench_*`` under the configured tables directory (point
+``ADLAKE_RUNTIME_DIR`` elsewhere to keep them apart) and are rebuilt on every run.
 
     .venv/lake/bin/python -m spark_apps.lake.views_benchmark                  # 10M rows
+    .venv/lake/bin/python -m spark_apps.lake.views_benchmark --rows 10000000 30000000
     .venv/lake/bin/python -m spark_apps.lake.views_benchmark --rows 1000000 --spread uniform
 """
 
@@ -121,7 +126,8 @@ def timed(fn, *args, **kwargs):
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="spark_apps.lake.views_benchmark",
                                      description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--rows", type=int, nargs="+", default=[10_000_000],
+                        help="source rows; several sizes are run one after the other")
     parser.add_argument("--change-fraction", type=float, default=0.01)
     parser.add_argument("--spread", choices=("recent", "uniform"), default="recent")
     parser.add_argument("--aggregates", choices=("all", "decomposable"), default="all")
@@ -136,7 +142,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def run(spark, settings: Settings, args: argparse.Namespace) -> dict:
+def run(spark, settings: Settings, args: argparse.Namespace, rows: int) -> dict:
+    """One benchmark (steps 1 to 5) over a source of ``rows`` rows."""
+    args = argparse.Namespace(**{**vars(args), "rows": rows})
     view = bench_view(args.aggregates)
     src = table_path(settings, SOURCE.name)
     for path in (src, table_path(settings, view.name)):
@@ -200,17 +208,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = load_settings()
     spark = get_session("lake", "views-benchmark", settings,
                         extra_conf=dict(item.split("=", 1) for item in args.conf))
-    result = run(spark, settings, args)
-    print(f"\nincremental {result['incremental_s']:.1f} s vs full {result['full_s']:.1f} s: "
-          f"incremental is {result['ratio_full_over_incremental']}× faster "
-          f"({args.rows:,} rows, {args.change_fraction:.1%} changed, {args.spread}, "
-          f"{args.aggregates} aggregates)")
     settings.reports_dir.mkdir(parents=True, exist_ok=True)
-    out = settings.reports_dir / (f"views_benchmark-{args.rows}-{args.spread}-"
-                                  f"{args.aggregates}.json")
-    out.write_text(json.dumps(result, indent=2, default=str) + "\n")
-    print(f"report: {out}")
-    return 1 if result.get("differences") else 0
+    results = []
+    for rows in args.rows:
+        result = run(spark, settings, args, rows)
+        results.append(result)
+        print(f"\nincremental {result['incremental_s']:.1f} s vs full {result['full_s']:.1f} s: "
+              f"incremental is {result['ratio_full_over_incremental']}× faster "
+              f"({rows:,} rows, {args.change_fraction:.1%} changed, {args.spread}, "
+              f"{args.aggregates} aggregates)")
+        out = settings.reports_dir / f"views_benchmark-{rows}-{args.spread}-{args.aggregates}.json"
+        out.write_text(json.dumps(result, indent=2, default=str) + "\n")
+        print(f"report: {out}\n", flush=True)
+    print(summary(results))
+    return 1 if any(r.get("differences") for r in results) else 0
+
+
+def summary(results: Sequence[dict]) -> str:
+    """One line per source size: both refresh times, their ratio, whether it reaches 10×, and the
+    load average around the measurement (the machine may be shared)."""
+    lines = [f"{'rows':>13} {'incremental s':>13} {'full s':>7} {'ratio':>6}  10x  load"]
+    for r in results:
+        ratio = r["ratio_full_over_incremental"]
+        lines.append(f"{r['rows']:>13,} {r['incremental_s']:>13.1f} {r['full_s']:>7.1f} "
+                     f"{ratio:>5.1f}x  {'yes' if ratio >= 10 else 'no ':3}  "
+                     f"{r['load_average_at_start']:.1f}→{r['load_average_at_end']:.1f}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
