@@ -10,6 +10,8 @@ therefore carries its ids (see ``registry.Topic.id_fields``) so consumers dedupl
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import signal
 import threading
 import time
@@ -68,6 +70,34 @@ def add_common_args(parser: argparse.ArgumentParser, default_trigger: str) -> No
     parser.add_argument("--stop-after-s", type=float, default=None,
                         help="stop gracefully after this many seconds (tests, benchmarks)")
     parser.add_argument("--query-name", default=None)
+
+
+class TaskSlotsError(RuntimeError):
+    """The master cannot run every Real-Time Mode task at once."""
+
+
+def required_slots(settings: Settings, app: registry.App) -> int:
+    """Real-Time Mode runs one long-lived task per source partition plus one per shuffle
+    partition, all at once, for the whole checkpoint interval."""
+    return sum(registry.topic(t).partitions for t in app.inputs) + settings.shuffle_partitions
+
+
+def check_task_slots(settings: Settings, app: registry.App) -> None:
+    """Fail fast when a ``local[N]`` master has fewer than source + shuffle partitions slots
+    (Spark would reject the query or stall)."""
+    match = re.fullmatch(r"local(?:\[(\d+|\*)\])?", settings.spark_master_ops)
+    if not match:
+        return  # a cluster: its size is the cluster's configuration
+    # local[*] has as many slots as the machine has cores
+    slots = (os.cpu_count() or 1) if match.group(1) == "*" else int(match.group(1) or 1)
+    needed = required_slots(settings, app)
+    if slots < needed:
+        raise TaskSlotsError(
+            f"Real-Time Mode needs {needed} task slots for {app.name} "
+            f"({needed - settings.shuffle_partitions} source partitions + "
+            f"{settings.shuffle_partitions} shuffle partitions) but "
+            f"ADLAKE_SPARK_MASTER_OPS={settings.spark_master_ops} has {slots}; raise N in "
+            "local[N] or lower ADLAKE_SHUFFLE_PARTITIONS")
 
 
 def read_kafka(spark: SparkSession, settings: Settings, topics: list[str],

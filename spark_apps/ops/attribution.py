@@ -61,6 +61,9 @@ QUERY_INPUT_SCHEMA = StructType(INPUT_SCHEMA.fields + [StructField(n, t) for n, 
 QUERY_OUTPUT_SCHEMA = StructType(OUTPUT_SCHEMA.fields
                                  + [StructField(n, t) for n, t in _DLQ_FIELDS])
 REJECT_KEY = "reject_key"
+# Real-Time Mode's checkpoint interval: event-time timers (closes, orphans, tombstones) fire when
+# the watermark advances, which in RTM happens at these boundaries only.
+DEFAULT_RTM_INTERVAL = "30 seconds"
 
 
 def _as_input(df: DataFrame, kind: Column, kafka_ts_col: str, schema: StructType = INPUT_SCHEMA,
@@ -243,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         StatusReporter,
         TriggerConfig,
         attach_listener,
+        check_task_slots,
         read_kafka,
         write_kafka,
     )
@@ -253,7 +257,10 @@ def main(argv: list[str] | None = None) -> int:
                                skew_ms=int(args.skew_s * 1000),
                                lateness_ms=int(args.lateness_s * 1000),
                                ttl_ms=int(args.ttl_s * 1000))
-    trigger = TriggerConfig(args.trigger, args.trigger_interval)
+    trigger = TriggerConfig(args.trigger, args.trigger_interval or (
+        DEFAULT_RTM_INTERVAL if args.trigger == "realtime" else None))
+    if trigger.mode == "realtime":
+        check_task_slots(settings, APP)
     name = args.query_name or APP.name
     checkpoint = settings.checkpoint_path(args.checkpoint or name) if not args.checkpoint or \
         "/" not in args.checkpoint else __import__("pathlib").Path(args.checkpoint)

@@ -26,8 +26,6 @@ local master has fewer slots than that, instead of letting the query stall.
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,30 +41,6 @@ DEFAULT_THRESHOLD = 5000
 WINDOW = "5 seconds"
 WATERMARK = "5 seconds"
 DEFAULT_RTM_INTERVAL = "30 seconds"
-
-
-class TaskSlotsError(RuntimeError):
-    """The master cannot run every Real-Time Mode task at once."""
-
-
-def required_slots(settings: Settings) -> int:
-    return sum(registry.topic(t).partitions for t in APP.inputs) + settings.shuffle_partitions
-
-
-def check_task_slots(settings: Settings) -> None:
-    """Fail fast when a ``local[N]`` master has fewer than source + shuffle partitions slots."""
-    match = re.fullmatch(r"local(?:\[(\d+|\*)\])?", settings.spark_master_ops)
-    if not match:
-        return  # a cluster: its size is the cluster's configuration
-    # local[*] has as many slots as the machine has cores
-    slots = (os.cpu_count() or 1) if match.group(1) == "*" else int(match.group(1) or 1)
-    needed = required_slots(settings)
-    if slots < needed:
-        raise TaskSlotsError(
-            f"Real-Time Mode needs {needed} task slots ({needed - settings.shuffle_partitions} "
-            f"source partitions + {settings.shuffle_partitions} shuffle partitions) but "
-            f"ADLAKE_SPARK_MASTER_OPS={settings.spark_master_ops} has {slots}; raise N in "
-            "local[N] or lower ADLAKE_SHUFFLE_PARTITIONS")
 
 
 def transform_detect(raw: DataFrame, threshold: int) -> DataFrame:
@@ -168,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         StatusReporter,
         TriggerConfig,
         attach_listener,
+        check_task_slots,
         read_kafka,
         write_kafka,
     )
@@ -177,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     trigger = TriggerConfig(args.trigger, args.trigger_interval or (
         DEFAULT_RTM_INTERVAL if args.trigger == "realtime" else None))
     if trigger.mode == "realtime":
-        check_task_slots(settings)
+        check_task_slots(settings, APP)
     name = args.query_name or APP.name
     checkpoint = Path(args.checkpoint) if args.checkpoint else settings.checkpoint_path(name)
     stop = GracefulStop(marker=settings.status_dir / f"{name}.stop", deadline_s=args.stop_after_s)

@@ -21,10 +21,9 @@ from pyspark.sql import types as T
 from pyspark.testing import assertDataFrameEqual
 
 from adlake import registry
+from spark_apps.common.streaming import TaskSlotsError, check_task_slots
 from spark_apps.ops.click_surge import (
     DEFAULT_THRESHOLD,
-    TaskSlotsError,
-    check_task_slots,
     main,
     parse_args,
     transform_detect,
@@ -238,7 +237,8 @@ def test_rejects_are_emitted_whatever_the_threshold(spark):
     ("local[8]", 4), ("local[6]", 2), ("local[9]", 4), ("spark://spark-ops-master:7077", 64),
 ])
 def test_check_task_slots_passes_when_every_task_fits(settings, master, shuffle):
-    check_task_slots(settings.with_overrides(spark_master_ops=master, shuffle_partitions=shuffle))
+    check_task_slots(settings.with_overrides(spark_master_ops=master, shuffle_partitions=shuffle),
+                     APP)
 
 
 @pytest.mark.parametrize("master, shuffle, slots, needed", [
@@ -248,7 +248,7 @@ def test_check_task_slots_names_the_setting_when_local_master_is_too_small(
         settings, master, shuffle, slots, needed):
     with pytest.raises(TaskSlotsError) as err:
         check_task_slots(settings.with_overrides(spark_master_ops=master,
-                                                 shuffle_partitions=shuffle))
+                                                 shuffle_partitions=shuffle), APP)
     message = str(err.value)
     assert f"ADLAKE_SPARK_MASTER_OPS={master} has {slots}" in message
     assert f"needs {needed} task slots" in message
@@ -261,10 +261,20 @@ def test_check_task_slots_counts_local_star_as_the_machines_cores(settings, monk
     monkeypatch.setattr(os, "cpu_count", lambda: cores)
     local_star = settings.with_overrides(spark_master_ops="local[*]", shuffle_partitions=4)
     if fits:
-        check_task_slots(local_star)
+        check_task_slots(local_star, APP)
     else:
         with pytest.raises(TaskSlotsError, match=r"ADLAKE_SPARK_MASTER_OPS=local\[\*\] has 2"):
-            check_task_slots(local_star)
+            check_task_slots(local_star, APP)
+
+
+def test_check_task_slots_counts_every_input_topic_of_the_app(settings):
+    # attribution reads three topics of 4 partitions each: 12 source tasks + 4 shuffle tasks
+    attribution = registry.app("attribution")
+    fits = settings.with_overrides(spark_master_ops="local[16]", shuffle_partitions=4)
+    check_task_slots(fits, attribution)
+    with pytest.raises(TaskSlotsError, match=r"needs 16 task slots for attribution \(12 source"):
+        check_task_slots(settings.with_overrides(spark_master_ops="local[15]",
+                                                 shuffle_partitions=4), attribution)
 
 
 def test_arguments_default_to_real_time_mode_and_the_default_threshold():
