@@ -309,14 +309,24 @@ def assert_dlq_matches_report(report: dict, expected: Expected) -> None:
 
 # -- the tests -----------------------------------------------------------------------------------
 
-def test_generator_to_app_to_output(fresh_kafka, tmp_path):
+# Real-Time Mode (JVM engine only): one long-lived task per source partition and per shuffle
+# partition, so the local master needs 12 + 2 slots; event-time timers fire at checkpoint-interval
+# boundaries, so the sentinel's closes come at the next one (10 s here).
+TRIGGERS = {"processing_time": (), "realtime": ("--trigger", "realtime",
+                                                "--trigger-interval", "10 seconds")}
+
+
+@pytest.mark.parametrize("trigger", TRIGGERS)
+def test_generator_to_app_to_output(fresh_kafka, tmp_path, trigger):
     bootstrap, settings = fresh_kafka.bootstrap, fresh_kafka.settings
+    if trigger == "realtime":
+        settings = settings.with_overrides(spark_master_ops="local[14]")
     report, expected = generate(bootstrap, tmp_path, seed=31)
     assert_dlq_matches_report(report, expected)
     expected = with_sentinel(bootstrap, expected)
 
     started = time.monotonic()
-    app = start_app(MODULE, settings, *APP_ARGS)
+    app = start_app(MODULE, settings, *APP_ARGS, *TRIGGERS[trigger])
     wait_for_output(app, bootstrap, expected)
     complete_s = time.monotonic() - started
     stop_app(app)
