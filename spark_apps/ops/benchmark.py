@@ -13,11 +13,15 @@ free loopback ports under a temporary directory, then for every scenario:
    output rows/s, plus whether the app kept up (the newest source timestamp seen at the end).
 
     .venv/ops/bin/python -m spark_apps.ops.benchmark click_surge --rate 1000 --duration 60
-    .venv/ops/bin/python -m spark_apps.ops.benchmark attribution --rates 500,1000,2000,4000
+    ADLAKE_SPARK_MASTER_OPS='local[16]' .venv/ops/bin/python -m spark_apps.ops.benchmark \
+        attribution --modes realtime,processing_time --rates 1000,2000,4000 --warmup 120
 
 Click-surge runs Real-Time Mode and micro-batch in one invocation so their ratio is measured on
-the same machine state; attribution runs micro-batch (the only mode Spark allows it) at each rate
-and reports the highest rate whose p99 stays within ``--p99-budget-ms``.
+the same machine state; attribution runs each engine (``--engines``, default the JVM one) in each
+mode at each rate and reports, per engine and mode, the highest rate whose p99 stays within
+``--p99-budget-ms``. In Real-Time Mode, latency is measured within a checkpoint interval unless
+``--rtm-interval`` is shorter than the run: attribution's event-time timers fire at the interval's
+boundary, where the query pauses (see README, "Benchmarks").
 """
 
 from __future__ import annotations

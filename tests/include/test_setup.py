@@ -52,3 +52,26 @@ def test_an_interrupted_resolution_is_redone(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         setup.setup_jars("kafka")
     assert not (tmp_path / "kafka").exists()  # no half-resolved set that looks complete
+
+
+@pytest.mark.integration
+def test_the_ops_app_jar_is_compiled_once_and_again_when_a_source_changes(tmp_path, monkeypatch):
+    import shutil
+    import zipfile
+
+    sources = tmp_path / "jvm"
+    shutil.copytree(setup.APP_JAR_SOURCES, sources)
+    monkeypatch.setattr(setup, "APP_JAR_SOURCES", sources)
+    monkeypatch.setattr(setup, "JARS_ROOT", tmp_path / "jars")
+    setup.build_app_jar()  # the real javac, against the ops environment's Spark jars
+    with zipfile.ZipFile(tmp_path / "jars" / "ops-app" / "adlake-ops.jar") as jar:
+        assert "io/adlake/ops/AttributionProcessor.class" in jar.namelist()
+
+    calls: list = []
+    monkeypatch.setattr(setup.subprocess, "run", lambda *a, **k: calls.append(a))
+    setup.build_app_jar()
+    assert calls == []  # stamped: nothing to compile
+    source = next(sources.rglob("Attribution.java"))
+    source.write_text(source.read_text() + "\n// changed\n")
+    setup.build_app_jar()
+    assert [c[0][0] for c in calls] == ["javac", "jar"]
