@@ -85,35 +85,32 @@ def transform_jvm(events: DataFrame, config: AttributionConfig, *,
     return DataFrame(jdf, spark)
 
 
-def _py(value):
-    """A JVM value as the Python TwsTester would hold it (py4j returns JVM rows as objects)."""
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return tuple(_py(value.get(i)) for i in range(value.length()))
+def _tuple(values: list | None) -> tuple | None:
+    return None if values is None else tuple(values)
 
 
 class JvmTwsTester:
     """Spark's Scala ``TwsTester`` over the JVM processor, with the Python ``TwsTester``'s
     surface (``test``, ``setWatermark``, ``peekValueState``, ``peekMapState``), so one test
     suite pins both engines. Rows dropped behind the watermark are those whose Kafka
-    timestamp is <= it, as in the Python tests."""
+    timestamp is <= it, as in the Python tests. Rows cross py4j as one JSON string per call."""
 
     def __init__(self, spark: SparkSession, config: AttributionConfig) -> None:
         self._tester = _entry_point(spark).tester(schemas_json(), config.window_ms,
                                                   config.skew_ms, config.ttl_ms)
 
     @staticmethod
-    def _rows(java_rows) -> list[Row]:
-        return [Row(**dict(zip(OUTPUT_SCHEMA.names, _py(r)))) for r in java_rows]
+    def _rows(text: str) -> list[Row]:
+        return [Row(**dict(zip(OUTPUT_SCHEMA.names, values))) for values in json.loads(text)]
 
     def test(self, key: str, rows: list[Row]) -> list[Row]:
-        return self._rows(self._tester.test(key, [list(r) for r in rows]))
+        return self._rows(self._tester.test(key, json.dumps([list(r) for r in rows])))
 
     def setWatermark(self, ms: int) -> list[Row]:  # noqa: N802 - TwsTester's API
         return self._rows(self._tester.setWatermark(ms))
 
     def peekValueState(self, name: str, key: str) -> tuple | None:  # noqa: N802
-        return _py(self._tester.peekValueState(name, key))
+        return _tuple(json.loads(self._tester.peekValueState(name, key)))
 
     def peekMapState(self, name: str, key: str) -> dict:  # noqa: N802
-        return {_py(k): _py(v) for k, v in self._tester.peekMapState(name, key)}
+        return {_tuple(k): _tuple(v) for k, v in json.loads(self._tester.peekMapState(name, key))}

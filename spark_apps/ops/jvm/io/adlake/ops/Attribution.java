@@ -1,7 +1,11 @@
 package io.adlake.ops;
 
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 
 import org.apache.spark.api.java.function.MapFunction;
 import org.apache.spark.sql.Dataset;
@@ -11,6 +15,10 @@ import org.apache.spark.sql.catalyst.expressions.GenericRowWithSchema;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.TimeMode;
 import org.apache.spark.sql.streaming.TwsTester;
+import org.apache.spark.sql.types.BooleanType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DoubleType;
+import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.StructType;
 
 import scala.Option;
@@ -54,8 +62,12 @@ public final class Attribution {
     return new Tester(new AttributionProcessor(schemasJson, windowMs, skewMs, ttlMs, false));
   }
 
-  /** Drives a {@link TwsTester} with plain Java values, which py4j passes without fuss. */
+  /**
+   * Drives a {@link TwsTester} for Python tests. Rows cross py4j as JSON, one string per call:
+   * py4j converts a Python list element by element, one socket round trip each.
+   */
   public static final class Tester {
+    private static final ObjectMapper JSON = new ObjectMapper();
     private final AttributionProcessor processor;
     private final TwsTester<Row, Row, Row> tester;
 
@@ -76,40 +88,67 @@ public final class Attribution {
       return new GenericRowWithSchema(new Object[] {requestId, null}, processor.schemas().key());
     }
 
-    /** {@code rows}: each a list of values in the input schema's order. */
-    public List<Row> test(String requestId, List<List<Object>> rows) {
+    /** {@code rowsJson}: a JSON array of rows, each an array of values in the input schema's
+     * order; returns the output rows as a JSON array of arrays. */
+    public String test(String requestId, String rowsJson) throws IOException {
       StructType input = processor.schemas().input;
       List<Row> typed = new ArrayList<>();
-      for (List<Object> values : rows) {
-        Object[] v = values.toArray();
-        for (int i = 0; i < v.length; i++) {  // py4j sends small ints as Integer
-          if (v[i] instanceof Integer && input.fields()[i].dataType()
-              instanceof org.apache.spark.sql.types.LongType) {
-            v[i] = ((Integer) v[i]).longValue();
-          }
+      for (JsonNode values : JSON.readTree(rowsJson)) {
+        Object[] v = new Object[input.length()];
+        for (int i = 0; i < v.length; i++) {
+          v[i] = value(values.get(i), input.fields()[i].dataType());
         }
         typed.add(new GenericRowWithSchema(v, input));
       }
-      return CollectionConverters.asJava(
-          tester.test(key(requestId), CollectionConverters.asScala(typed).toList()));
+      return toJson(CollectionConverters.asJava(
+          tester.test(key(requestId), CollectionConverters.asScala(typed).toList())));
     }
 
-    public List<Row> setWatermark(long ms) {
-      return CollectionConverters.asJava(tester.setWatermark(ms));
+    public String setWatermark(long ms) throws IOException {
+      return toJson(CollectionConverters.asJava(tester.setWatermark(ms)));
     }
 
-    /** The value state's row, or null. */
-    public Row peekValueState(String name, String requestId) {
+    /** The value state's row as a JSON array, or {@code null}. */
+    public String peekValueState(String name, String requestId) throws IOException {
       Option<Row> v = tester.peekValueState(name, key(requestId));
-      return v.isDefined() ? v.get() : null;
+      return JSON.writeValueAsString(v.isDefined() ? values(v.get()) : null);
     }
 
-    /** The map state as a list of (key row, value row) pairs. */
-    public List<List<Row>> peekMapState(String name, String requestId) {
-      List<List<Row>> out = new ArrayList<>();
+    /** The map state as a JSON array of [key row, value row] pairs. */
+    public String peekMapState(String name, String requestId) throws IOException {
+      List<List<List<Object>>> out = new ArrayList<>();
       scala.collection.immutable.Map<Row, Row> m = tester.peekMapState(name, key(requestId));
-      CollectionConverters.asJava(m).forEach((k, v) -> out.add(List.of(k, v)));
+      CollectionConverters.asJava(m).forEach((k, v) -> out.add(List.of(values(k), values(v))));
+      return JSON.writeValueAsString(out);
+    }
+
+    private static Object value(JsonNode node, DataType type) {
+      if (node == null || node.isNull()) {
+        return null;
+      } else if (type instanceof LongType) {
+        return node.asLong();
+      } else if (type instanceof DoubleType) {
+        return node.asDouble();
+      } else if (type instanceof BooleanType) {
+        return node.asBoolean();
+      }
+      return node.asText();
+    }
+
+    private static List<Object> values(Row row) {
+      List<Object> out = new ArrayList<>();
+      for (int i = 0; i < row.length(); i++) {
+        out.add(row.get(i));
+      }
       return out;
+    }
+
+    private static String toJson(List<Row> rows) throws IOException {
+      List<List<Object>> out = new ArrayList<>();
+      for (Row row : rows) {
+        out.add(values(row));
+      }
+      return JSON.writeValueAsString(out);
     }
   }
 }
