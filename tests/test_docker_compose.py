@@ -148,6 +148,16 @@ def test_airflow_is_built_on_the_pinned_release(service):
     assert args["PYTHON_VERSION"] == versions.PYTHON
 
 
+def test_the_airflow_image_compiles_the_ops_app_jar_against_the_pinned_ops_spark():
+    # Airflow submits the ops apps; the attribution app needs the JVM processor's jar, built by
+    # adlake.setup against the jars of the same Spark the ops cluster runs.
+    dockerfile = (REPO_ROOT / "include" / "docker" / "airflow.Dockerfile").read_text()
+    assert f"COPY --from=apache/spark:{versions.SPARK_OPS} /opt/spark/jars /opt/spark/jars" \
+        in dockerfile
+    assert "setup.py --app-jar-only --spark-jars /opt/spark/jars" in dockerfile
+    assert "/src/.cache/jars/ops-app ./.cache/jars/ops-app" in dockerfile
+
+
 @pytest.mark.parametrize("runtime", versions.RUNTIMES)
 def test_spark_masters_of_the_compose_profile_are_services(settings, runtime):
     url = settings.spark_master(runtime)

@@ -148,10 +148,11 @@ def app_jar_dir() -> Path:
     return JARS_ROOT / "ops-app"
 
 
-def build_app_jar() -> None:
+def build_app_jar(spark_jars: Path | None = None) -> None:
     """Compile ``spark_apps/ops/jvm`` (Java, no build tool needed) against the ops environment's
-    own Spark jars into ``.cache/jars/ops-app/adlake-ops.jar``. Stamped by the sources and the
-    Spark version, so an unchanged tree is not recompiled."""
+    own Spark jars (or ``spark_jars``, a Spark distribution's ``jars/`` of the same version) into
+    ``.cache/jars/ops-app/adlake-ops.jar``. Stamped by the sources and the Spark version, so an
+    unchanged tree is not recompiled."""
     sources = sorted(APP_JAR_SOURCES.rglob("*.java"))
     digest = _digest({"spark": versions.SPARK_OPS,
                       "sources": {str(p.relative_to(APP_JAR_SOURCES)):
@@ -163,15 +164,17 @@ def build_app_jar() -> None:
     for tool in ("javac", "jar"):
         if shutil.which(tool) is None:
             raise SystemExit(f"[setup] the JDK's {tool} is required to build the ops app jar")
-    spark_jars = sorted((VENV_ROOT / "ops").glob("lib/python*/site-packages/pyspark/jars"))
-    if not spark_jars:
-        raise SystemExit("[setup] the ops environment has no pyspark jars; build it first")
+    found = [spark_jars] if spark_jars else \
+        sorted((VENV_ROOT / "ops").glob("lib/python*/site-packages/pyspark/jars"))
+    if not found or not any(found[0].glob("spark-sql_*.jar")):
+        raise SystemExit("[setup] no Spark jars to compile the ops app jar against; build the "
+                         "ops environment first (or pass --spark-jars)")
     started = time.monotonic()
     staging = target.with_name(target.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "classes").mkdir(parents=True)
     subprocess.run(["javac", "-nowarn", "--release", "17", "-d", str(staging / "classes"),
-                    "-cp", f"{spark_jars[0]}/*", *map(str, sources)], check=True)
+                    "-cp", f"{found[0]}/*", *map(str, sources)], check=True)
     subprocess.run(["jar", "--create", "--file", str(staging / "adlake-ops.jar"),
                     "-C", str(staging / "classes"), "."], check=True)
     shutil.rmtree(staging / "classes")
@@ -187,8 +190,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--envs-only", action="store_true")
     parser.add_argument("--env", choices=versions.RUNTIMES, action="append",
                         help="only this Python environment (repeatable)")
+    parser.add_argument("--app-jar-only", action="store_true",
+                        help="only the ops app jar (e.g. in a container build)")
+    parser.add_argument("--spark-jars", type=Path, default=None,
+                        help="compile the ops app jar against this Spark jars/ directory "
+                             "instead of the ops environment's")
     args = parser.parse_args(argv)
     started = time.monotonic()
+    if args.app_jar_only:
+        build_app_jar(args.spark_jars)
+        log(f"done in {time.monotonic() - started:.1f}s")
+        return 0
     if not args.envs_only:
         for jar_set in versions.JAR_SETS:
             setup_jars(jar_set)
@@ -196,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         for env in args.env or versions.RUNTIMES:
             setup_env(env)
     if not args.jars_only and not args.envs_only and (args.env is None or "ops" in args.env):
-        build_app_jar()
+        build_app_jar(args.spark_jars)
     log(f"done in {time.monotonic() - started:.1f}s")
     return 0
 

@@ -15,6 +15,17 @@ RUN apt-get update \
 COPY include/adlake/versions.py include/adlake/setup.py /src/include/adlake/
 RUN python3 /src/include/adlake/setup.py --jars-only
 
+# The ops runtime's own jar (the JVM attribution processor), compiled by adlake.setup with the
+# JDK against the jars of the ops runtime's pinned Spark image.
+FROM maven:3.9-eclipse-temurin-17 AS opsjar
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=apache/spark:4.3.0 /opt/spark/jars /opt/spark/jars
+COPY include/adlake/versions.py include/adlake/setup.py /src/include/adlake/
+COPY spark_apps/ops/jvm /src/spark_apps/ops/jvm
+RUN python3 /src/include/adlake/setup.py --app-jar-only --spark-jars /opt/spark/jars
+
 FROM apache/airflow:${AIRFLOW_VERSION}-python${PYTHON_VERSION}
 ARG AIRFLOW_VERSION
 
@@ -43,3 +54,4 @@ RUN PIP_USER=false python include/adlake/setup.py --envs-only --env ops
 
 COPY --from=jars --chown=airflow:0 /src/.cache/jars/lake ./.cache/jars/lake
 COPY --from=jars --chown=airflow:0 /src/.cache/jars/ops ./.cache/jars/ops
+COPY --from=opsjar --chown=airflow:0 /src/.cache/jars/ops-app ./.cache/jars/ops-app

@@ -75,3 +75,10 @@ def test_the_ops_app_jar_is_compiled_once_and_again_when_a_source_changes(tmp_pa
     source.write_text(source.read_text() + "\n// changed\n")
     setup.build_app_jar()
     assert [c[0][0] for c in calls] == ["javac", "jar"]
+
+
+def test_the_ops_app_jar_needs_spark_jars_to_compile_against(tmp_path, monkeypatch):
+    monkeypatch.setattr(setup, "JARS_ROOT", tmp_path / "jars")
+    monkeypatch.setattr(setup.shutil, "which", lambda _: "/usr/bin/javac")
+    with pytest.raises(SystemExit, match="no Spark jars to compile the ops app jar against"):
+        setup.build_app_jar(tmp_path / "empty")
