@@ -155,7 +155,27 @@ def test_the_airflow_image_compiles_the_ops_app_jar_against_the_pinned_ops_spark
     assert f"COPY --from=apache/spark:{versions.SPARK_OPS} /opt/spark/jars /opt/spark/jars" \
         in dockerfile
     assert "setup.py --app-jar-only --spark-jars /opt/spark/jars" in dockerfile
-    assert "/src/.cache/jars/ops-app ./.cache/jars/ops-app" in dockerfile
+    assert f"/src/.cache/jars/{config.OPS_APP_JAR.parent} ./.cache/jars/{config.OPS_APP_JAR.parent}" \
+        in dockerfile
+
+
+def test_the_build_stages_that_run_setup_copy_every_module_it_imports():
+    # The jar stages run include/adlake/setup.py with only a few files copied in: each adlake
+    # module setup.py imports must be among them, or the image build fails at that step.
+    import re
+
+    setup = (REPO_ROOT / "include" / "adlake" / "setup.py").read_text()
+    modules = set(re.findall(r"^from adlake(?:\.(\w+))? import (\w+)", setup, re.M))
+    needed = {f"include/adlake/{sub or name}.py" for sub, name in modules}
+    dockerfile = (REPO_ROOT / "include" / "docker" / "airflow.Dockerfile").read_text()
+    lines = dockerfile.splitlines()
+    runs = [i for i, line in enumerate(lines) if re.match(r"RUN .*include/adlake/setup.py", line)
+            and "/src/" in line]
+    assert runs, "no build stage runs setup.py"
+    for i in runs:
+        copied = next(line for line in reversed(lines[:i])
+                      if line.startswith("COPY include/adlake/"))
+        assert needed <= set(copied.split()[1:-1]), (lines[i], copied, needed)
 
 
 @pytest.mark.parametrize("runtime", versions.RUNTIMES)

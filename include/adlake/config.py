@@ -39,6 +39,11 @@ class ConfigError(ValueError):
     """A configuration value is missing, malformed or not allowed."""
 
 
+# The ops runtime's own jar (the JVM attribution processor), relative to the jar root: built
+# there by `make setup` (adlake.setup), put on the classpath by the ops session factory.
+OPS_APP_JAR = Path("ops-app") / "adlake-ops.jar"
+
+
 @dataclass(frozen=True)
 class Settings:
     """Resolved configuration. Build it with :func:`load_settings`, not directly."""
@@ -58,6 +63,10 @@ class Settings:
     jars_dir: Path = field(default=REPO_ROOT / ".cache" / "jars")
 
     # Every path below derives from runtime_dir, so one setting moves all state.
+    @property
+    def ops_app_jar(self) -> Path:
+        return self.jars_dir / OPS_APP_JAR
+
     @property
     def tables_dir(self) -> Path:
         return self.runtime_dir / "tables"

@@ -27,6 +27,7 @@ if __package__ in (None, ""):  # run as a script: make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adlake import versions  # noqa: E402
+from adlake.config import OPS_APP_JAR  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VENV_ROOT = REPO_ROOT / ".venv"
@@ -145,13 +146,13 @@ APP_JAR_SOURCES = REPO_ROOT / "spark_apps" / "ops" / "jvm"
 def app_jar_dir() -> Path:
     """Where the ops runtime's own classes are built: next to the jar sets, never inside one
     (a jar set directory is replaced whole when Maven re-resolves it)."""
-    return JARS_ROOT / "ops-app"
+    return JARS_ROOT / OPS_APP_JAR.parent
 
 
 def build_app_jar(spark_jars: Path | None = None) -> None:
     """Compile ``spark_apps/ops/jvm`` (Java, no build tool needed) against the ops environment's
     own Spark jars (or ``spark_jars``, a Spark distribution's ``jars/`` of the same version) into
-    ``.cache/jars/ops-app/adlake-ops.jar``. Stamped by the sources and the Spark version, so an
+    ``.cache/jars/`` + ``OPS_APP_JAR``. Stamped by the sources and the Spark version, so an
     unchanged tree is not recompiled."""
     sources = sorted(APP_JAR_SOURCES.rglob("*.java"))
     digest = _digest({"spark": versions.SPARK_OPS,
@@ -175,7 +176,7 @@ def build_app_jar(spark_jars: Path | None = None) -> None:
     (staging / "classes").mkdir(parents=True)
     subprocess.run(["javac", "-nowarn", "--release", "17", "-d", str(staging / "classes"),
                     "-cp", f"{found[0]}/*", *map(str, sources)], check=True)
-    subprocess.run(["jar", "--create", "--file", str(staging / "adlake-ops.jar"),
+    subprocess.run(["jar", "--create", "--file", str(staging / OPS_APP_JAR.name),
                     "-C", str(staging / "classes"), "."], check=True)
     shutil.rmtree(staging / "classes")
     (staging / STAMP).write_text(digest + "\n")

@@ -82,7 +82,7 @@ def runtime_jars(runtime: str, settings: Settings) -> list[Path]:
     jars = [jar for jar in jars if _artifact(jar) not in shipped]
     if runtime == "ops":
         # The ops runtime's own classes (the JVM attribution processor), built by `make setup`.
-        app_jar = settings.jars_dir / "ops-app" / "adlake-ops.jar"
+        app_jar = settings.ops_app_jar
         if not app_jar.is_file():
             raise MissingJarsError(f"no ops app jar at {app_jar}; run `make setup`")
         jars.append(app_jar)

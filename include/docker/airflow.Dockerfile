@@ -12,7 +12,7 @@ FROM maven:3.9-eclipse-temurin-17 AS jars
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 \
  && rm -rf /var/lib/apt/lists/*
-COPY include/adlake/versions.py include/adlake/setup.py /src/include/adlake/
+COPY include/adlake/versions.py include/adlake/config.py include/adlake/setup.py /src/include/adlake/
 RUN python3 /src/include/adlake/setup.py --jars-only
 
 # The ops runtime's own jar (the JVM attribution processor), compiled by adlake.setup with the
@@ -22,7 +22,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=apache/spark:4.3.0 /opt/spark/jars /opt/spark/jars
-COPY include/adlake/versions.py include/adlake/setup.py /src/include/adlake/
+COPY include/adlake/versions.py include/adlake/config.py include/adlake/setup.py /src/include/adlake/
 COPY spark_apps/ops/jvm /src/spark_apps/ops/jvm
 RUN python3 /src/include/adlake/setup.py --app-jar-only --spark-jars /opt/spark/jars
 

@@ -29,6 +29,11 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
 TRIGGER_MODES = ("realtime", "processing_time", "available_now")
+# Real-Time Mode's default checkpoint interval. The long-running batch commits (offsets, state)
+# and the watermark advances only at these boundaries, so event-time timers (attribution's
+# window closes, orphans, tombstones) fire at them; each boundary also pauses the stream for a
+# few seconds on 2 cores (README). 30 s bounds both the timer delay and the replay after a crash.
+DEFAULT_RTM_INTERVAL = "30 seconds"
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,7 @@ class TriggerConfig:
 
     def kwargs(self) -> dict:
         if self.mode == "realtime":
-            return {"realTime": self.interval or "5 minutes"}
+            return {"realTime": self.interval or DEFAULT_RTM_INTERVAL}
         if self.mode == "processing_time":
             return {"processingTime": self.interval or "0 seconds"}
         return {"availableNow": True}
@@ -60,7 +65,7 @@ class TriggerConfig:
 def add_common_args(parser: argparse.ArgumentParser, default_trigger: str) -> None:
     parser.add_argument("--trigger", choices=TRIGGER_MODES, default=default_trigger)
     parser.add_argument("--trigger-interval", default=None,
-                        help="realtime: checkpoint interval (default 5 minutes); "
+                        help=f"realtime: checkpoint interval (default {DEFAULT_RTM_INTERVAL}); "
                              "processing_time: batch interval (default 0 seconds)")
     parser.add_argument("--checkpoint", default=None,
                         help="checkpoint directory (default <runtime>/checkpoints/<app>)")

@@ -61,9 +61,6 @@ QUERY_INPUT_SCHEMA = StructType(INPUT_SCHEMA.fields + [StructField(n, t) for n, 
 QUERY_OUTPUT_SCHEMA = StructType(OUTPUT_SCHEMA.fields
                                  + [StructField(n, t) for n, t in _DLQ_FIELDS])
 REJECT_KEY = "reject_key"
-# Real-Time Mode's checkpoint interval: event-time timers (closes, orphans, tombstones) fire when
-# the watermark advances, which in RTM happens at these boundaries only.
-DEFAULT_RTM_INTERVAL = "30 seconds"
 
 
 def _as_input(df: DataFrame, kind: Column, kafka_ts_col: str, schema: StructType = INPUT_SCHEMA,
@@ -257,8 +254,7 @@ def main(argv: list[str] | None = None) -> int:
                                skew_ms=int(args.skew_s * 1000),
                                lateness_ms=int(args.lateness_s * 1000),
                                ttl_ms=int(args.ttl_s * 1000))
-    trigger = TriggerConfig(args.trigger, args.trigger_interval or (
-        DEFAULT_RTM_INTERVAL if args.trigger == "realtime" else None))
+    trigger = TriggerConfig(args.trigger, args.trigger_interval)
     if trigger.mode == "realtime":
         check_task_slots(settings, APP)
     name = args.query_name or APP.name

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Row
 from pyspark.sql.types import StringType, StructField, StructType
 
+from adlake.config import OPS_APP_JAR
 from spark_apps.ops.attribution_processor import (
     CALLBACK_STATE,
     CLOSED_ID_STATE,
@@ -64,7 +65,7 @@ def _entry_point(spark: SparkSession):
     if not isinstance(entry, JavaClass):  # py4j resolves an unknown class to a JavaPackage
         raise MissingJvmProcessor(
             "io.adlake.ops.Attribution is not on this session's classpath; run `make setup` "
-            "(it builds .cache/jars/ops-app/adlake-ops.jar) and use the ops runtime's session")
+            f"(it builds {OPS_APP_JAR} under the jar root) and use the ops runtime's session")
     return entry
 
 

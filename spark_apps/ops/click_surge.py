@@ -40,7 +40,6 @@ APP = registry.app("click_surge")
 DEFAULT_THRESHOLD = 5000
 WINDOW = "5 seconds"
 WATERMARK = "5 seconds"
-DEFAULT_RTM_INTERVAL = "30 seconds"
 
 
 def transform_detect(raw: DataFrame, threshold: int) -> DataFrame:
@@ -149,8 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parse_args(argv)
     settings = load_settings()
-    trigger = TriggerConfig(args.trigger, args.trigger_interval or (
-        DEFAULT_RTM_INTERVAL if args.trigger == "realtime" else None))
+    trigger = TriggerConfig(args.trigger, args.trigger_interval)
     if trigger.mode == "realtime":
         check_task_slots(settings, APP)
     name = args.query_name or APP.name

@@ -21,7 +21,8 @@ from pyspark.sql import types as T
 from pyspark.testing import assertDataFrameEqual
 
 from adlake import registry
-from spark_apps.common.streaming import TaskSlotsError, check_task_slots
+from spark_apps.common.streaming import (DEFAULT_RTM_INTERVAL, TaskSlotsError, TriggerConfig,
+                                         check_task_slots)
 from spark_apps.ops.click_surge import (
     DEFAULT_THRESHOLD,
     main,
@@ -294,3 +295,21 @@ def test_invalid_arguments_are_rejected_before_anything_starts(capsys, argv, mes
         main(argv)
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mode, interval, expected", [
+    ("realtime", None, {"realTime": DEFAULT_RTM_INTERVAL}),
+    ("realtime", "10 seconds", {"realTime": "10 seconds"}),
+    ("processing_time", None, {"processingTime": "0 seconds"}),
+    ("available_now", None, {"availableNow": True}),
+])
+def test_trigger_config_defaults_are_the_documented_ones(mode, interval, expected):
+    # Both ops apps take their Real-Time Mode checkpoint interval from here (30 s: timers fire at
+    # interval boundaries), not from a constant of their own.
+    assert DEFAULT_RTM_INTERVAL == "30 seconds"
+    assert TriggerConfig(mode, interval).kwargs() == expected
+
+
+def test_trigger_config_rejects_an_unknown_mode():
+    with pytest.raises(ValueError, match="allowed values are realtime, processing_time"):
+        TriggerConfig("continuous")
