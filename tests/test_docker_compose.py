@@ -155,8 +155,8 @@ def test_the_airflow_image_compiles_the_ops_app_jar_against_the_pinned_ops_spark
     assert f"COPY --from=apache/spark:{versions.SPARK_OPS} /opt/spark/jars /opt/spark/jars" \
         in dockerfile
     assert "setup.py --app-jar-only --spark-jars /opt/spark/jars" in dockerfile
-    assert f"/src/.cache/jars/{config.OPS_APP_JAR.parent} ./.cache/jars/{config.OPS_APP_JAR.parent}" \
-        in dockerfile
+    app_dir = config.OPS_APP_JAR.parent
+    assert f"/src/.cache/jars/{app_dir} ./.cache/jars/{app_dir}" in dockerfile
 
 
 def test_the_build_stages_that_run_setup_copy_every_module_it_imports():
