@@ -10,8 +10,10 @@ reason              when
 ``missing_field:F`` required field ``F`` is absent or JSON null
 ``wrong_type:F``    ``F`` has the wrong JSON type (e.g. a string for a double), or is not an
                     ISO-8601 timestamp where one is declared
-``invalid_value:F`` ``F`` is outside its declared enumeration or range, or a number too large
-                    to be finite (``1e400``)
+``invalid_value:F`` ``F`` is outside its declared enumeration or range, a number too large
+                    to be finite (``1e400``), or a time that is not plausible: before
+                    ``EARLIEST_TIME``, or more than ``MAX_AHEAD_OF_KAFKA`` after the record's
+                    Kafka timestamp (where the caller names that column)
 ==================  =====================================================================
 
 The first failing rule, in field order, is the reason. A valid row has ``dlq_reason`` null.
@@ -50,6 +52,15 @@ NON_NEGATIVE: frozenset[tuple[str, str]] = frozenset({
     ("ad_requests", "floor_price"), ("ad_requests", "bid_count"),
     ("ad_impressions", "win_price"), ("ad_callbacks", "value"),
 })
+# Plausible times, for every timestamp field. Nothing happened before EARLIEST_TIME: an epoch-0
+# default or seconds read as milliseconds land in 1970. Nothing is sent from the future: an event
+# time more than MAX_AHEAD_OF_KAFKA after its record reached Kafka is a broken clock or
+# milliseconds read as seconds (thousands of years ahead). Let through, one such event would
+# move a streaming app's watermark to its time, and every later event would be late; in silver
+# it would create a partition for that date. The bound is the record's own Kafka timestamp, not
+# the clock, so a rerun over the same records classifies them the same way.
+EARLIEST_TIME = "2000-01-01 00:00:00"
+MAX_AHEAD_OF_KAFKA = "1 hour"
 
 
 def _type_ok(json_type: Column, field: registry.Field) -> Column:
@@ -59,9 +70,11 @@ def _type_ok(json_type: Column, field: registry.Field) -> Column:
     return base.isin(*_JSON_TYPES[field.type])
 
 
-def reason_column(variant: Column, topic: registry.Topic, parsed: Column) -> Column:
+def reason_column(variant: Column, topic: registry.Topic, parsed: Column,
+                  received: Column | None = None) -> Column:
     """The reason a raw JSON value (``variant``: ``try_parse_json`` of it) fails ``topic``'s
-    rules, or null if it passes."""
+    rules, or null if it passes. ``received``: the record's Kafka timestamp, the upper bound of
+    a plausible time (without it, only the lower bound is checked)."""
     from pyspark.sql import functions as F
 
     checks: list[tuple[Column, Column]] = [
@@ -87,22 +100,32 @@ def reason_column(variant: Column, topic: registry.Topic, parsed: Column) -> Col
                            F.lit(f"invalid_value:{field.name}")))
         if (topic.name, field.name) in NON_NEGATIVE:
             checks.append((present & (value < 0), F.lit(f"invalid_value:{field.name}")))
+        if field.type == "timestamp":
+            implausible = value < F.to_timestamp(F.lit(EARLIEST_TIME))
+            if received is not None:
+                implausible = implausible | (
+                    value > received + F.expr(f"INTERVAL {MAX_AHEAD_OF_KAFKA}"))
+            checks.append((present & F.coalesce(implausible, F.lit(False)),
+                           F.lit(f"invalid_value:{field.name}")))
     reason = F.lit(None).cast("string")
     for condition, label in reversed(checks):
         reason = F.when(condition, label).otherwise(reason)
     return reason
 
 
-def parse_json(df: DataFrame, topic: registry.Topic, value_col: str = "value") -> DataFrame:
+def parse_json(df: DataFrame, topic: registry.Topic, value_col: str = "value",
+               received_col: str | None = None) -> DataFrame:
     """Add the registry schema's fields (parsed from ``value_col``), ``raw_value`` and
-    ``dlq_reason`` to ``df``; the other columns (Kafka metadata) are kept."""
+    ``dlq_reason`` to ``df``; the other columns (Kafka metadata) are kept. ``received_col``: the
+    column of the record's Kafka timestamp, which bounds a plausible event time."""
     from pyspark.sql import functions as F
 
     raw = F.col(value_col).cast("string")
     with_parsed = (df.withColumn(RAW, raw)
                    .withColumn("_parsed", F.from_json(F.col(RAW), topic.schema.spark()))
                    .withColumn("_variant", F.try_parse_json(F.col(RAW))))
-    reason = reason_column(F.col("_variant"), topic, F.col("_parsed"))
+    reason = reason_column(F.col("_variant"), topic, F.col("_parsed"),
+                           F.col(received_col) if received_col else None)
     # The source value is replaced by raw_value; its other columns stay unless a payload field
     # has the same name (the payload wins: ``value`` of a callback is the callback's value).
     kept = [c for c in df.columns if c != value_col and c not in topic.schema.names]
@@ -112,7 +135,8 @@ def parse_json(df: DataFrame, topic: registry.Topic, value_col: str = "value") -
 
 
 def parse_json_by_topic(df: DataFrame, topics: list[registry.Topic],
-                        value_col: str = "value", topic_col: str = "topic") -> DataFrame:
+                        value_col: str = "value", topic_col: str = "topic",
+                        received_col: str | None = None) -> DataFrame:
     """:func:`parse_json` for records of several topics in one pass: each row is validated
     against the schema of the topic named in its ``topic_col``. The result has the union of the
     topics' fields (a field another topic declares is null), ``raw_value`` and ``dlq_reason``.
@@ -137,7 +161,8 @@ def parse_json_by_topic(df: DataFrame, topics: list[registry.Topic],
     reason = F.lit("unknown_topic")
     for topic in reversed(topics):
         reason = F.when(F.col(topic_col) == topic.name,
-                        reason_column(F.col("_variant"), topic, F.col("_parsed"))
+                        reason_column(F.col("_variant"), topic, F.col("_parsed"),
+                                      F.col(received_col) if received_col else None)
                         ).otherwise(reason)
     kept = [c for c in df.columns if c != value_col and c not in merged.names]
 

@@ -51,7 +51,8 @@ def transform_validate(bronze: DataFrame, topic: str) -> tuple[DataFrame, DataFr
     from spark_apps.common.parsing import RAW, REASON, parse_json, split_valid
 
     table = silver_table(topic)
-    parsed = parse_json(bronze, registry.topic(topic), value_col="value")
+    parsed = parse_json(bronze, registry.topic(topic), value_col="value",
+                        received_col="kafka_timestamp")
     valid, bad = split_valid(parsed)
     valid = valid.withColumn("event_date",
                              F.to_date(F.col(registry.silver_time_field(topic))))

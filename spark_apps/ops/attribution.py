@@ -92,7 +92,8 @@ def transform_parse(raw: DataFrame) -> DataFrame:
 
     from spark_apps.common.parsing import REASON, parse_json_by_topic
 
-    parsed = parse_json_by_topic(raw, [registry.topic(name) for name in APP.inputs])
+    parsed = parse_json_by_topic(raw, [registry.topic(name) for name in APP.inputs],
+                                 received_col="timestamp")
     kind = F.lit(REJECT)
     for name in reversed(APP.inputs):
         kind = F.when(F.col("topic") == name, F.lit(_KIND_OF_TOPIC[name])).otherwise(kind)

@@ -68,7 +68,7 @@ def _detect(raw: DataFrame, threshold: int, observe: bool = False) -> DataFrame:
     from spark_apps.common.parsing import RAW, REASON, parse_json
     from spark_apps.common.streaming import observe_latency
 
-    parsed = parse_json(raw, registry.topic(APP.inputs[0]))
+    parsed = parse_json(raw, registry.topic(APP.inputs[0]), received_col="timestamp")
     valid = F.col(REASON).isNull()
     rows = parsed.select(
         "*",

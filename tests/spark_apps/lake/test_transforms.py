@@ -219,6 +219,28 @@ def test_failing_callbacks_are_quarantined_with_the_rule_raw_value_and_coordinat
         for i, (value, rule) in enumerate(bad)]))
 
 
+def test_event_times_must_be_plausible_against_the_records_kafka_timestamp(spark):
+    # Up to an hour after the record reached Kafka (a producer clock a little fast) and from
+    # 2000 on; an epoch-0 default or a century ahead is quarantined, not partitioned under it.
+    cases = [
+        (iso("11:00:00.000"), None),
+        (iso("11:00:00.001"), "invalid_value:event_time"),
+        ("2000-01-01T00:00:00.000Z", None),
+        ("1999-12-31T23:59:59.999Z", "invalid_value:event_time"),
+        ("1970-01-01T00:00:00.000Z", "invalid_value:event_time"),
+        ("2126-11-21T10:00:00.000Z", "invalid_value:event_time"),
+    ]
+    records = [(payload(CALLBACK, callback_id=f"cb-{i}", event_time=event_time), 0, i,
+                at("10:00:00"), d(21)) for i, (event_time, _rule) in enumerate(cases)]
+
+    valid, quarantine = transform_validate(bronze_rows(spark, "ad_callbacks", records),
+                                           "ad_callbacks")
+
+    assert sorted(r.callback_id for r in valid.collect()) == ["cb-0", "cb-2"]
+    assert sorted((r.offset, r.rule) for r in quarantine.collect()) == [
+        (i, rule) for i, (_time, rule) in enumerate(cases) if rule]
+
+
 REQUEST = {"request_id": "req-ok", "event_time": iso("10:00:00.000"), "device_id": "dev-1",
            "household_id": "hh-1", "content_id": "show-1", "slot_id": "pre", "geo": "FR",
            "floor_price": 0.0, "bid_count": 0}

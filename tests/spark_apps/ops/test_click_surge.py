@@ -221,6 +221,24 @@ def test_malformed_clicks_go_to_the_dlq_with_reason_and_coordinates_and_are_not_
     ])
 
 
+def test_a_click_from_the_future_is_rejected_not_counted(spark):
+    # An event time more than an hour after the record's Kafka timestamp is a broken clock (or
+    # milliseconds read as seconds): counted, it would move the watermark ahead and make every
+    # later click late. Up to an hour ahead is a clock a little fast, and counts.
+    ahead = click("c2", "home", "11:00:02.001")
+    out = detect(spark, [
+        record(click("c1", "home", "10:00:01.000"), 0, "10:00:01.001"),
+        record(ahead, 1, "10:00:02.000"),
+        record(click("c3", "shop", "11:00:02.000"), 2, "10:00:02.000"),
+    ], threshold=0)
+
+    assert sorted((s[1], s[4]) for s in surges(out)) == [("home", 1), ("shop", 1)]
+    assertDataFrameEqual(rejects(out), [
+        Reject(CLICKS, ahead.decode(), "invalid_value:event_time", CLICKS, 0, 1,
+               ts("10:00:02.000")),
+    ])
+
+
 def test_rejects_are_emitted_whatever_the_threshold(spark):
     out = detect(spark, [record(b"[1, 2]", 0, "10:00:00.000"),
                          record(b"[1, 2]", 1, "10:00:00.000")], threshold=DEFAULT_THRESHOLD)
