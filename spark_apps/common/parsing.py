@@ -9,7 +9,8 @@ reason              when
 ``invalid_json``    the value is not a JSON object (unparseable, an array, a scalar, null)
 ``missing_field:F`` required field ``F`` is absent or JSON null
 ``wrong_type:F``    ``F`` has the wrong JSON type (e.g. a string for a double), or is not an
-                    ISO-8601 timestamp where one is declared
+                    ISO-8601 timestamp with a time of day where one is declared (a bare date
+                    is not an event time)
 ``invalid_value:F`` ``F`` is outside its declared enumeration or range, a number too large
                     to be finite (``1e400``), or a time that is not plausible: before
                     ``EARLIEST_TIME``, or more than ``MAX_AHEAD_OF_KAFKA`` after the record's
@@ -60,6 +61,9 @@ NON_NEGATIVE: frozenset[tuple[str, str]] = frozenset({
 # it would create a partition for that date. The bound is the record's own Kafka timestamp, not
 # the clock, so a rerun over the same records classifies them the same way.
 EARLIEST_TIME = "2000-01-01 00:00:00"
+# What a timestamp's text starts with: a date and a time of day. Spark alone would read a bare
+# date ("2026-11-22") as midnight, which no producer of events means.
+_DATE_AND_TIME = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}"
 MAX_AHEAD_OF_KAFKA = "1 hour"
 
 
@@ -88,8 +92,11 @@ def reason_column(variant: Column, topic: registry.Topic, parsed: Column,
         value = parsed[field.name]
         if field.required:
             checks.append((~present, F.lit(f"missing_field:{field.name}")))
-        checks.append((present & (~_type_ok(json_type, field) | value.isNull()),
-                       F.lit(f"wrong_type:{field.name}")))
+        wrong = ~_type_ok(json_type, field) | value.isNull()
+        if field.type == "timestamp":
+            text = F.variant_get(variant, f"$.{field.name}", "string")
+            wrong = wrong | ~F.coalesce(text.rlike(_DATE_AND_TIME), F.lit(False))
+        checks.append((present & wrong, F.lit(f"wrong_type:{field.name}")))
         allowed = ENUMERATIONS.get((topic.name, field.name))
         if allowed:
             checks.append((present & ~value.isin(*allowed), F.lit(f"invalid_value:{field.name}")))

@@ -196,6 +196,7 @@ def test_failing_callbacks_are_quarantined_with_the_rule_raw_value_and_coordinat
         (payload(CALLBACK, value="1.5"), "wrong_type:value"),
         (payload(CALLBACK, event_time="21/11/2026 10:00"), "wrong_type:event_time"),
         (payload(CALLBACK, event_time=1795255200000), "wrong_type:event_time"),
+        (payload(CALLBACK, event_time="2026-11-21"), "wrong_type:event_time"),  # no time of day
         (payload(CALLBACK, impression_id=17), "wrong_type:impression_id"),
         (payload(CALLBACK, event_type="hover"), "invalid_value:event_type"),
         (payload(CALLBACK, event_type="Click"), "invalid_value:event_type"),  # case matters
