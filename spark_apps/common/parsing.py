@@ -61,10 +61,10 @@ NON_NEGATIVE: frozenset[tuple[str, str]] = frozenset({
 # it would create a partition for that date. The bound is the record's own Kafka timestamp, not
 # the clock, so a rerun over the same records classifies them the same way.
 EARLIEST_TIME = "2000-01-01 00:00:00"
+MAX_AHEAD_OF_KAFKA = "1 hour"
 # What a timestamp's text starts with: a date and a time of day. Spark alone would read a bare
 # date ("2026-11-22") as midnight, which no producer of events means.
 _DATE_AND_TIME = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}"
-MAX_AHEAD_OF_KAFKA = "1 hour"
 
 
 def _type_ok(json_type: Column, field: registry.Field) -> Column:

@@ -94,13 +94,19 @@ def synthetic_rows(spark, first_id: int, n: int, *, seed: int, campaigns: int, d
                       zip(names, [f.dataType for f in SOURCE.schema.spark().fields]))))
 
 
+def first_changed_day(days: int, spread: str) -> int:
+    """The first day (after ``BASE_DATE``) the changes touch: the last two days for ``recent``,
+    every day for ``uniform``."""
+    return days - 2 if spread == "recent" else 0
+
+
 def apply_changes(spark, path: str, *, rows: int, fraction: float, spread: str, seed: int,
                   campaigns: int, days: int, first_new_id: int) -> dict[str, int]:
     """Insert (ids from ``first_new_id``), update and delete about ``fraction`` of the ``rows``
     original rows in three commits; returns the numbers of rows each commit changed."""
     changed = int(rows * fraction)
     recent = spread == "recent"
-    first_day = days - 2 if recent else 0
+    first_day = first_changed_day(days, spread)
     inserts = synthetic_rows(spark, first_new_id, int(changed * INSERTS), seed=seed + 1,
                              campaigns=campaigns, days=days - first_day, day_offset=first_day)
     inserts.write.format("delta").mode("append").save(path)
@@ -224,7 +230,7 @@ def bounds(spark, settings: Settings, args: argparse.Namespace, view: registry.V
     from pyspark.sql import functions as F
 
     stored = spark.read.format("delta").load(table_path(settings, view.name))
-    first_day = args.days - 2 if args.spread == "recent" else 0
+    first_day = first_changed_day(args.days, args.spread)
     total, changed_days = stored.agg(
         F.sum(views.COUNT), F.sum(F.when(F.col("event_date") >= F.date_add(
             F.to_date(F.lit(BASE_DATE)), first_day), F.col(views.COUNT)))).first()
