@@ -30,8 +30,11 @@ if TYPE_CHECKING:
 # Timestamps travel as ISO-8601 UTC strings with milliseconds, e.g. "2026-11-21T23:40:44.123Z".
 FIELD_TYPES = ("string", "timestamp", "long", "int", "double", "boolean", "date")
 
+# Callback event types; gold counts each one (clicks, first_quartiles, ...) and the funnel's
+# stages are CLICK and CONVERSION.
+CLICK, CONVERSION = "click", "conversion"
 CALLBACK_EVENT_TYPES = (
-    "click", "first_quartile", "midpoint", "third_quartile", "complete", "conversion",
+    CLICK, "first_quartile", "midpoint", "third_quartile", "complete", CONVERSION,
 )
 
 

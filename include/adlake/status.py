@@ -33,6 +33,12 @@ def status_path(settings: Settings, app: str) -> Path:
     return settings.status_dir / f"{app}.json"
 
 
+def stop_marker(settings: Settings, app: str) -> Path:
+    """The file whose existence asks a running app to stop gracefully (the app deletes it once
+    stopped)."""
+    return settings.status_dir / f"{app}.stop"
+
+
 def write_status(settings: Settings, app: str, status: dict) -> Path:
     """Replace ``app``'s status file atomically."""
     path = status_path(settings, app)

@@ -16,9 +16,10 @@ Tables (registry ``TABLES``, layer ``gold``):
 * ``page_traffic`` — per page and minute: clicks and distinct users.
 * ``surge_history`` — one row per page and surging window: the highest count reported.
 * ``attribution_reconciliation`` — per date and record type: the attribution processor run in
-  batch over silver requests, impressions and callbacks (the operational app's own
-  :func:`~spark_apps.ops.attribution.attribute_batch`), compared with the real-time
-  ``attributed_events`` by record id: matched, missing in real time, extra in real time.
+  batch over silver requests, impressions and callbacks (the rules the operational
+  app streams, :func:`~spark_apps.common.attribution.batch.attribute_batch`), compared with
+  the real-time ``attributed_events`` by record id: matched, missing in real time, extra in
+  real time.
 
     .venv/lake/bin/python -m spark_apps.lake.gold --start 2026-11-21 --end 2026-11-22
 """
@@ -54,9 +55,8 @@ def _callback_counts() -> list:
     def count(event_type: str, name: str):
         return F.count(F.when(F.col("event_type") == event_type, 1)).alias(name)
 
-    return [count("click", "clicks"), count("first_quartile", "first_quartiles"),
-            count("midpoint", "midpoints"), count("third_quartile", "third_quartiles"),
-            count("complete", "completes"), count("conversion", "conversions")]
+    # campaign_delivery's columns are the plural of each event type: clicks, first_quartiles...
+    return [count(event_type, f"{event_type}s") for event_type in registry.CALLBACK_EVENT_TYPES]
 
 
 def _rate(numerator: str, denominator: str):
@@ -91,8 +91,8 @@ def transform_attribution_funnel(requests: DataFrame, impressions: DataFrame,
                     .agg(F.countDistinct("request_id").alias("filled_requests"),
                          F.count(F.lit(1)).alias("impressions")))
     cb = (callbacks.join(campaign_of, "impression_id").groupBy("campaign_id", "event_date")
-          .agg(F.count(F.when(F.col("event_type") == "click", 1)).alias("clicks"),
-               F.count(F.when(F.col("event_type") == "conversion", 1)).alias("conversions")))
+          .agg(F.count(F.when(F.col("event_type") == registry.CLICK, 1)).alias("clicks"),
+               F.count(F.when(F.col("event_type") == registry.CONVERSION, 1)).alias("conversions")))
     campaigns = (per_campaign.join(cb, ["campaign_id", "event_date"], "full_outer").fillna(0)
                  .withColumn("requests", F.lit(None).cast("long"))
                  .withColumn("fill_rate", F.lit(None).cast("double")))
@@ -101,8 +101,8 @@ def transform_attribution_funnel(requests: DataFrame, impressions: DataFrame,
         F.countDistinct("request_id").alias("filled_requests"),
         F.count(F.lit(1)).alias("impressions"))
     day_cbs = callbacks.groupBy("event_date").agg(
-        F.count(F.when(F.col("event_type") == "click", 1)).alias("clicks"),
-        F.count(F.when(F.col("event_type") == "conversion", 1)).alias("conversions"))
+        F.count(F.when(F.col("event_type") == registry.CLICK, 1)).alias("clicks"),
+        F.count(F.when(F.col("event_type") == registry.CONVERSION, 1)).alias("conversions"))
     totals = (day_requests.join(day_fills, "event_date", "full_outer")
               .join(day_cbs, "event_date", "full_outer").fillna(0)
               .withColumn("campaign_id", F.lit(ALL_CAMPAIGNS))
@@ -175,7 +175,7 @@ def _null_safe_outer_join(left: DataFrame, right: DataFrame, ids: list[str],
 
 def _reconciliation(spark: SparkSession, settings: Settings, start: date, end: date
                     ) -> DataFrame:
-    from spark_apps.ops.attribution import attribute_batch
+    from spark_apps.common.attribution.batch import attribute_batch
 
     def silver(name: str) -> DataFrame:
         ensure_table(spark, settings, registry.table(f"silver_{name}"))

@@ -2,9 +2,14 @@
 
 Reads ``ad_requests``, ``ad_impressions`` and ``ad_callbacks`` from Kafka, validates them against
 the registry (failures go to ``ad_events_dlq`` with the reason), keys them by ``request_id`` and
-runs :class:`~spark_apps.ops.attribution_processor.AttributionProcessor` with Python
-``transformWithState``; writes ``attributed_events`` (key ``request_id``). Output and DLQ records
-leave through one Kafka sink and one checkpoint, so they commit together.
+runs the attribution rules (``spark_apps/common/attribution``) with ``transformWithState``;
+writes ``attributed_events`` (key ``request_id``). Output and DLQ records leave through one Kafka
+sink and one checkpoint, so they commit together.
+
+Engines: ``jvm`` (the default) runs the Java port of the rules inside the JVM task, in
+micro-batches or in Real-Time Mode; ``python`` runs the Python processor, the specification, in
+micro-batches only (Spark rejects Python ``transformWithState`` in Real-Time Mode). Their
+checkpoints are not interchangeable.
 
 Watermark: on the **Kafka timestamp** (arrival), delayed by the allowed lateness. Spark drops rows
 behind the watermark before a ``transformWithState`` processor sees them; with the watermark on
@@ -12,85 +17,58 @@ arrival time a record is only ever behind it if Kafka itself delivers it that la
 with old event times still reach the processor, which applies the event-time rules (match
 windows, close at ``request.t + window``) and emits them as orphans instead of losing them.
 
-Trigger: open-source Spark 4.3 runs Python ``transformWithState`` in micro-batch mode only; the
-default is ``processing_time`` with a 0-second interval (next batch as soon as the last ends).
-``--trigger realtime`` is accepted and passed to Spark, which rejects the query at start (see
-README, "Real-Time Mode"). The same logic runs as a batch query: :func:`attribute_batch`.
+Trigger: ``processing_time`` by default, with a 0-second interval (next batch as soon as the last
+ends). ``--trigger realtime`` (JVM engine) emits attributions as their events arrive; its
+event-time timers (closes, orphans, tombstone expiries) fire at checkpoint-interval boundaries,
+where the watermark advances. Real-Time Mode needs 12 + shuffle-partitions task slots
+(``ADLAKE_SPARK_MASTER_OPS=local[16]`` locally).
 
     .venv/ops/bin/python -m spark_apps.ops.attribution --window-s 300 --skew-s 10 --lateness-s 30
+    ADLAKE_SPARK_MASTER_OPS='local[16]' .venv/ops/bin/python -m spark_apps.ops.attribution \
+        --trigger realtime
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Row
-from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from adlake import registry
-from adlake.config import load_settings
-from spark_apps.ops.attribution_jvm import ENGINES
-from spark_apps.ops.attribution_processor import (
+from spark_apps.common.attribution.batch import ARRIVAL, as_input, registry_columns
+from spark_apps.common.attribution.contract import (
     CALLBACK,
+    DLQ_FIELDS,
     IMPRESSION,
-    INPUT_SCHEMA,
-    OUTPUT_SCHEMA,
+    QUERY_INPUT_SCHEMA,
+    QUERY_OUTPUT_SCHEMA,
+    REJECT,
+    REJECT_KEY,
+    REJECTED,
     REQUEST,
     AttributionConfig,
-    AttributionProcessor,
 )
+from spark_apps.common.attribution.processor import AttributionProcessor
+from spark_apps.common.parsing import RAW, REASON
+from spark_apps.common.streaming.runner import StreamingApp, run
+from spark_apps.ops.attribution_jvm import ENGINES
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
+
+    from spark_apps.common.streaming.triggers import TriggerConfig
 
 APP = registry.app("attribution")
 _KIND_OF_TOPIC = {"ad_requests": REQUEST, "ad_impressions": IMPRESSION, "ad_callbacks": CALLBACK}
-ARRIVAL = "arrival_time"
-
-# The streaming query routes rejected records through the processor too (see
-# :func:`build_query_frame`): a rejected input row has kind REJECT and is emitted as a REJECTED
-# record carrying its DLQ fields.
-REJECT, REJECTED = "reject", "rejected"
-_DLQ_FIELDS = (("raw_value", StringType()), ("dlq_reason", StringType()),
-               ("source_topic", StringType()), ("source_partition", IntegerType()),
-               ("source_offset", LongType()))
-QUERY_INPUT_SCHEMA = StructType(INPUT_SCHEMA.fields + [StructField(n, t) for n, t in _DLQ_FIELDS])
-QUERY_OUTPUT_SCHEMA = StructType(OUTPUT_SCHEMA.fields
-                                 + [StructField(n, t) for n, t in _DLQ_FIELDS])
-REJECT_KEY = "reject_key"
-
-
-def _as_input(df: DataFrame, kind: Column, kafka_ts_col: str, schema: StructType = INPUT_SCHEMA,
-              keep: tuple[str, ...] = ()) -> DataFrame:
-    """Project an event DataFrame onto the processor's input ``schema`` (plus the columns in
-    ``keep``); ``kind`` says which kind of event each row is."""
-    from pyspark.sql import functions as F
-
-    columns = []
-    for field in schema.fields:
-        if field.name == "kind":
-            columns.append(kind.alias("kind"))
-        elif field.name == "event_time_ms":
-            columns.append(F.unix_millis("event_time").alias("event_time_ms"))
-        elif field.name == "kafka_ts_ms":
-            columns.append(F.unix_millis(kafka_ts_col).alias("kafka_ts_ms"))
-        elif field.name in df.columns:
-            columns.append(F.col(field.name).cast(field.dataType).alias(field.name))
-        else:
-            columns.append(F.lit(None).cast(field.dataType).alias(field.name))
-    return df.select(*columns, F.col(kafka_ts_col).alias(ARRIVAL), *keep)
-
-
 def transform_parse(raw: DataFrame) -> DataFrame:
     """Raw Kafka records of the three input topics → processor input rows
     (:data:`QUERY_INPUT_SCHEMA`): valid events by kind, rejected records as kind REJECT with
     their raw value, reason and coordinates. One pass over the source."""
     from pyspark.sql import functions as F
 
-    from spark_apps.common.parsing import REASON, parse_json_by_topic
+    from spark_apps.common.parsing import parse_json_by_topic
 
     parsed = parse_json_by_topic(raw, [registry.topic(name) for name in APP.inputs],
                                  received_col="timestamp")
@@ -107,7 +85,7 @@ def transform_parse(raw: DataFrame) -> DataFrame:
     # A rejected record has no trustworthy event time; it travels on its Kafka timestamp.
     parsed = parsed.withColumn("event_time", F.when(F.col(REASON).isNull(), F.col("event_time"))
                                .otherwise(F.col("timestamp")))
-    return _as_input(parsed, kind, "timestamp", QUERY_INPUT_SCHEMA, keep=(REJECT_KEY,))
+    return as_input(parsed, kind, "timestamp", QUERY_INPUT_SCHEMA, keep=(REJECT_KEY,))
 
 
 class _QueryProcessor(AttributionProcessor):
@@ -121,7 +99,7 @@ class _QueryProcessor(AttributionProcessor):
                 values = {name: None for name in QUERY_OUTPUT_SCHEMA.names}
                 values.update(record_type=REJECTED, request_id=row.request_id,
                               source_kafka_ts_ms=row.kafka_ts_ms,
-                              **{n: row[n] for n, _ in _DLQ_FIELDS})
+                              **{n: row[n] for n, _ in DLQ_FIELDS})
                 yield Row(**values)
             return
         yield from map(_pad, super().handleInputRows(key, rows, timerValues))
@@ -131,49 +109,7 @@ class _QueryProcessor(AttributionProcessor):
 
 
 def _pad(row: Row) -> Row:
-    return Row(**row.asDict(), **{n: None for n, _ in _DLQ_FIELDS})
-
-
-def _registry_columns(out: DataFrame) -> list:
-    """The registry's ``attributed_events`` fields from processor output (times travel as epoch
-    ms through the processor)."""
-    from pyspark.sql import functions as F
-
-    return [F.col(name) if name in OUTPUT_SCHEMA.names
-            else F.timestamp_millis(F.col(f"{name}_ms")).alias(name)
-            for name in registry.topic("attributed_events").schema.names]
-
-
-def transform_attribute(events: DataFrame, config: AttributionConfig) -> DataFrame:
-    """Processor input rows → attributed records with the registry's ``attributed_events``
-    fields (batch; the stream is :func:`build_query_frame`)."""
-    out = (events.groupBy("request_id")
-           .transformWithState(AttributionProcessor(config), OUTPUT_SCHEMA, "Append",
-                               "EventTime"))
-    return out.select(*_registry_columns(out))
-
-
-def attribute_batch(requests: DataFrame, impressions: DataFrame, callbacks: DataFrame,
-                    config: AttributionConfig | None = None,
-                    kafka_ts_col: str = "kafka_timestamp") -> DataFrame:
-    """Attribution over typed batch DataFrames (e.g. one day of silver events): the same
-    processor as the stream, so both sides can be reconciled. All timers fire at the end of the
-    input, so every request is closed and every unmatched item is an orphan.
-
-    Each input has the registry fields of its topic plus ``kafka_ts_col``.
-    """
-    from pyspark.sql import functions as F
-
-    config = dataclasses.replace(config or AttributionConfig(), close_at_end_of_input=True)
-    # transformWithState keeps its state in RocksDB even in batch, and on Spark 4.2 the RocksDB
-    # store reports to the driver's StateStoreCoordinator, which only exists once the session's
-    # streaming manager does: without this touch a batch-only session fails to load state
-    # (RpcEndpointNotFoundException: StateStoreCoordinator).
-    _ = requests.sparkSession.streams.active
-    events = (_as_input(requests, F.lit(REQUEST), kafka_ts_col)
-              .unionByName(_as_input(impressions, F.lit(IMPRESSION), kafka_ts_col))
-              .unionByName(_as_input(callbacks, F.lit(CALLBACK), kafka_ts_col)))
-    return transform_attribute(events, config)
+    return Row(**row.asDict(), **{n: None for n, _ in DLQ_FIELDS})
 
 
 def build_query_frame(raw: DataFrame, config: AttributionConfig, engine: str = "jvm",
@@ -189,7 +125,8 @@ def build_query_frame(raw: DataFrame, config: AttributionConfig, engine: str = "
     or ``python``; both apply the same rules and write the same records."""
     from pyspark.sql import functions as F
 
-    from spark_apps.common.streaming import dlq_value, json_value, observe_latency
+    from spark_apps.common.streaming.kafka_io import dlq_value, json_value
+    from spark_apps.common.streaming.listener import observe_latency
     from spark_apps.ops.attribution_jvm import transform_jvm
 
     if engine not in ENGINES:
@@ -209,7 +146,7 @@ def build_query_frame(raw: DataFrame, config: AttributionConfig, engine: str = "
     out = observe_latency(out, "source_kafka_ts_ms")
     rejected = F.col("record_type") == REJECTED
     attributed, dlq = registry.topic(APP.outputs[0]), registry.topic(APP.dlq)
-    out = out.select(*_registry_columns(out), "raw_value", "dlq_reason",
+    out = out.select(*registry_columns(out), RAW, REASON,
                      F.col("source_topic").alias("topic"),
                      F.col("source_partition").alias("partition"),
                      F.col("source_offset").alias("offset"),
@@ -221,65 +158,62 @@ def build_query_frame(raw: DataFrame, config: AttributionConfig, engine: str = "
     )
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from spark_apps.common.streaming import add_common_args
-
-    parser = argparse.ArgumentParser(prog="spark_apps.ops.attribution", description=__doc__)
-    add_common_args(parser, default_trigger="processing_time")
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = AttributionConfig()
-    parser.add_argument("--window-s", type=float, default=defaults.window_ms / 1000)
-    parser.add_argument("--skew-s", type=float, default=defaults.skew_ms / 1000)
-    parser.add_argument("--lateness-s", type=float, default=defaults.lateness_ms / 1000)
-    parser.add_argument("--ttl-s", type=float, default=defaults.ttl_ms / 1000)
+    parser.add_argument("--window-s", type=float, default=defaults.window_ms / 1000,
+                        help="attribution window: partners match within it, a request closes "
+                             "at its end")
+    parser.add_argument("--skew-s", type=float, default=defaults.skew_ms / 1000,
+                        help="how far an item may precede its partner and still match")
+    parser.add_argument("--lateness-s", type=float, default=defaults.lateness_ms / 1000,
+                        help="watermark delay on the Kafka timestamp")
+    parser.add_argument("--ttl-s", type=float, default=defaults.ttl_ms / 1000,
+                        help="lifetime bound of a key's state (safety net)")
     parser.add_argument("--engine", choices=ENGINES, default="jvm",
-                        help="jvm: the JVM port of the rules (default, low latency); python: "
-                             "the Python processor (its checkpoint is not interchangeable)")
-    return parser.parse_args(argv)
+                        help="jvm: the Java port of the rules (micro-batch or Real-Time Mode); "
+                             "python: the Python processor (micro-batch only); their "
+                             "checkpoints are not interchangeable")
+
+
+def config_from_args(args: argparse.Namespace) -> AttributionConfig:
+    return AttributionConfig(window_ms=int(args.window_s * 1000), skew_ms=int(args.skew_s * 1000),
+                             lateness_ms=int(args.lateness_s * 1000),
+                             ttl_ms=int(args.ttl_s * 1000))
+
+
+def _check(args: argparse.Namespace) -> str | None:
+    try:
+        config_from_args(args)
+    except ValueError as error:
+        return str(error)
+    if args.engine == "python" and args.trigger == "realtime":
+        return ("--engine python runs in micro-batches only (Spark rejects Python "
+                "transformWithState in Real-Time Mode): use --engine jvm or "
+                "--trigger processing_time")
+    return None
+
+
+def _output_mode(trigger: TriggerConfig) -> str:
+    # Real-Time Mode accepts only the update output mode; each attributed record is emitted once
+    # either way, so the two modes write the same records.
+    return "update" if trigger.mode == "realtime" else "append"
+
+
+SPEC = StreamingApp(
+    app=APP, description=__doc__, default_trigger="processing_time",
+    add_arguments=_add_arguments,
+    build=lambda raw, args, trigger: build_query_frame(
+        raw, config_from_args(args), args.engine, _output_mode(trigger)),
+    output_mode=_output_mode,
+    knobs=lambda args: {"engine": args.engine, "window_s": args.window_s,
+                        "skew_s": args.skew_s, "lateness_s": args.lateness_s,
+                        "ttl_s": args.ttl_s},
+    check=_check,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from adlake.spark_session import get_session
-    from spark_apps.common.streaming import (
-        GracefulStop,
-        StatusReporter,
-        TriggerConfig,
-        attach_listener,
-        check_task_slots,
-        read_kafka,
-        write_kafka,
-    )
-
-    args = parse_args(argv)
-    settings = load_settings()
-    config = AttributionConfig(window_ms=int(args.window_s * 1000),
-                               skew_ms=int(args.skew_s * 1000),
-                               lateness_ms=int(args.lateness_s * 1000),
-                               ttl_ms=int(args.ttl_s * 1000))
-    trigger = TriggerConfig(args.trigger, args.trigger_interval)
-    if trigger.mode == "realtime":
-        check_task_slots(settings, APP)
-    name = args.query_name or APP.name
-    checkpoint = settings.checkpoint_path(args.checkpoint or name) if not args.checkpoint or \
-        "/" not in args.checkpoint else __import__("pathlib").Path(args.checkpoint)
-    stop = GracefulStop(marker=settings.status_dir / f"{name}.stop", deadline_s=args.stop_after_s)
-    stop.install()
-
-    spark = get_session("ops", name, settings)
-    reporter = StatusReporter(settings, name, trigger.mode)
-    attach_listener(spark, reporter)
-    raw = read_kafka(spark, settings, list(APP.inputs), args.starting_offsets,
-                     args.max_offsets_per_trigger)
-    # Real-Time Mode accepts only the update output mode; each attributed record is emitted once
-    # either way, so the two modes write the same records.
-    output_mode = "update" if trigger.mode == "realtime" else "append"
-    query = write_kafka(build_query_frame(raw, config, args.engine, output_mode), settings,
-                        checkpoint, trigger, output_mode, name)
-    print(f"[{name}] running: engine={args.engine} trigger={trigger.kwargs()} "
-          f"checkpoint={checkpoint}", flush=True)
-    stop.run(query)
-    print(f"[{name}] stopped ({stop.reason or 'query ended'})", flush=True)
-    spark.stop()
-    return 0
+    return run(SPEC, argv)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 calls it.
 
 ``spark_apps/ops/jvm/io/adlake/ops/AttributionProcessor.java`` is a port of the Python
-:class:`~spark_apps.ops.attribution_processor.AttributionProcessor` (same rules, same state
+:class:`~spark_apps.common.attribution.processor.AttributionProcessor` (same rules, same state
 variables and schemas), compiled by ``make setup`` into the ops runtime's jar. The streaming app
 runs it by default (``--engine jvm``) because a Python processor pays a socket round trip to the
 JVM for every state read, write and timer: on 2 cores the Python engine tops out at about 740
@@ -10,7 +10,9 @@ rows/s with multi-second latency (README, "Benchmarks"). Both processors are pin
 unit tests, run through each engine's ``TwsTester`` (:class:`JvmTwsTester` here), and by the same
 randomized comparison with a reference implementation.
 
-Every schema is declared once, in Python, and sent to the JVM as JSON (:func:`schemas_json`).
+Every schema and every name the rules compare or emit (kinds, record types, the DLQ fields) is
+declared once, in Python, and sent to the JVM as JSON
+(:func:`~spark_apps.common.attribution.contract.contract_json`).
 """
 
 from __future__ import annotations
@@ -19,43 +21,24 @@ import json
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Row
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import StructType
 
 from adlake.config import OPS_APP_JAR
-from spark_apps.ops.attribution_processor import (
-    CALLBACK_STATE,
-    CLOSED_ID_STATE,
-    EXPIRY_STATE,
-    ID_KEY,
-    IMPRESSION_STATE,
+from spark_apps.common.attribution.contract import (
     INPUT_SCHEMA,
     OUTPUT_SCHEMA,
-    REQUEST_STATE,
-    TIMER_STATE,
     AttributionConfig,
+    contract_json,
 )
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 ENGINES = ("jvm", "python")
-# The JVM processor's grouping key: the request, or a rejected record's own Kafka coordinates.
-KEY_SCHEMA = StructType([StructField("request_id", StringType()),
-                         StructField("reject_key", StringType())])
-_STATE_SCHEMAS = {"request": REQUEST_STATE, "id_key": ID_KEY, "impression": IMPRESSION_STATE,
-                  "callback": CALLBACK_STATE, "timers": TIMER_STATE,
-                  "closed_id": CLOSED_ID_STATE, "expiry": EXPIRY_STATE}
 
 
 class MissingJvmProcessor(RuntimeError):
     """The session has no ops app jar (``make setup`` builds it)."""
-
-
-def schemas_json(input_schema: StructType = INPUT_SCHEMA,
-                 output_schema: StructType = OUTPUT_SCHEMA) -> str:
-    schemas = {"input": input_schema, "output": output_schema, "key": KEY_SCHEMA,
-               **_STATE_SCHEMAS}
-    return json.dumps({name: schema.jsonValue() for name, schema in schemas.items()})
 
 
 def _entry_point(spark: SparkSession):
@@ -80,7 +63,7 @@ def transform_jvm(events: DataFrame, config: AttributionConfig, *,
 
     spark = events.sparkSession
     jdf = _entry_point(spark).transform(
-        events._jdf, schemas_json(input_schema, output_schema), config.window_ms,
+        events._jdf, contract_json(input_schema, output_schema), config.window_ms,
         config.skew_ms, config.ttl_ms, config.close_at_end_of_input, with_reject_key,
         output_mode)
     return DataFrame(jdf, spark)
@@ -96,8 +79,9 @@ class JvmTwsTester:
     suite pins both engines. Rows dropped behind the watermark are those whose Kafka
     timestamp is <= it, as in the Python tests. Rows cross py4j as one JSON string per call."""
 
-    def __init__(self, spark: SparkSession, config: AttributionConfig) -> None:
-        self._tester = _entry_point(spark).tester(schemas_json(), config.window_ms,
+    def __init__(self, spark: SparkSession, config: AttributionConfig,
+                 contract: str | None = None) -> None:
+        self._tester = _entry_point(spark).tester(contract or contract_json(), config.window_ms,
                                                   config.skew_ms, config.ttl_ms)
 
     @staticmethod

@@ -43,11 +43,10 @@ from adlake import generator, registry
 from adlake.config import Settings, load_settings
 from adlake.kafka_local import scratch_broker
 from adlake.status import read_status
-
 # Attribution records emitted by a timer (a key closing when the watermark passes its window's
 # end) are late by design, by the window plus the allowed lateness: they measure the
 # configuration, not the engine, and are not counted.
-TIMER_DRIVEN = ("request_closed", "orphan_impression", "orphan_callback")
+from spark_apps.common.attribution.contract import TIMER_DRIVEN
 APP_MODULES = {name: app.module for name, app in registry.APPS.items() if app.runtime == "ops"}
 
 

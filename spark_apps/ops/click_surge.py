@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adlake import registry
-from adlake.config import Settings, load_settings
+from spark_apps.common.streaming.runner import StreamingApp, run
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -66,7 +65,7 @@ def _detect(raw: DataFrame, threshold: int, observe: bool = False) -> DataFrame:
     from pyspark.sql import functions as F
 
     from spark_apps.common.parsing import RAW, REASON, parse_json
-    from spark_apps.common.streaming import observe_latency
+    from spark_apps.common.streaming.listener import observe_latency
 
     parsed = parse_json(raw, registry.topic(APP.inputs[0]), received_col="timestamp")
     valid = F.col(REASON).isNull()
@@ -97,7 +96,7 @@ def _detect(raw: DataFrame, threshold: int, observe: bool = False) -> DataFrame:
 def _kafka_records(out: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
-    from spark_apps.common.streaming import dlq_value, json_value
+    from spark_apps.common.streaming.kafka_io import dlq_value, json_value
 
     surges, dlq = registry.topic(APP.outputs[0]), registry.topic(APP.dlq)
     return out.select(
@@ -121,55 +120,25 @@ def build_query_frame(raw: DataFrame, threshold: int) -> DataFrame:
     return _kafka_records(_detect(raw, threshold, observe=True))
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from spark_apps.common.streaming import add_common_args
-
-    parser = argparse.ArgumentParser(prog="spark_apps.ops.click_surge", description=__doc__)
-    add_common_args(parser, default_trigger="realtime")
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threshold", type=int, default=DEFAULT_THRESHOLD,
                         help="a window surges when its click count is greater than this")
-    args = parser.parse_args(argv)
-    if args.threshold < 0:
-        parser.error(f"--threshold must be >= 0, got {args.threshold}")
-    return args
+
+
+SPEC = StreamingApp(
+    app=APP, description=__doc__, default_trigger="realtime", add_arguments=_add_arguments,
+    build=lambda raw, args, trigger: build_query_frame(raw, args.threshold),
+    # Update mode: a surging window is re-emitted as its count grows (Real-Time Mode accepts
+    # only update; micro-batches use it too, so both modes write the same records).
+    output_mode=lambda trigger: "update",
+    knobs=lambda args: {"threshold": args.threshold},
+    check=lambda args: (f"--threshold must be >= 0, got {args.threshold}"
+                        if args.threshold < 0 else None),
+)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from adlake.spark_session import get_session
-    from spark_apps.common.streaming import (
-        GracefulStop,
-        StatusReporter,
-        TriggerConfig,
-        attach_listener,
-        check_task_slots,
-        read_kafka,
-        write_kafka,
-    )
-
-    args = parse_args(argv)
-    settings = load_settings()
-    trigger = TriggerConfig(args.trigger, args.trigger_interval)
-    if trigger.mode == "realtime":
-        check_task_slots(settings, APP)
-    name = args.query_name or APP.name
-    checkpoint = Path(args.checkpoint) if args.checkpoint else settings.checkpoint_path(name)
-    stop = GracefulStop(marker=settings.status_dir / f"{name}.stop", deadline_s=args.stop_after_s)
-    stop.install()
-
-    spark = get_session("ops", name, settings)
-    reporter = StatusReporter(settings, name, trigger.mode)
-    reporter.extra["threshold"] = args.threshold
-    attach_listener(spark, reporter)
-    raw = read_kafka(spark, settings, list(APP.inputs), args.starting_offsets,
-                     args.max_offsets_per_trigger)
-    query = write_kafka(build_query_frame(raw, args.threshold), settings, checkpoint, trigger,
-                        "update", name)
-    print(f"[{name}] running: trigger={trigger.kwargs()} threshold={args.threshold} "
-          f"checkpoint={checkpoint}", flush=True)
-    stop.run(query)
-    print(f"[{name}] stopped ({stop.reason or 'query ended'})", flush=True)
-    spark.stop()
-    return 0
+    return run(SPEC, argv)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from adlake.status import format_table, read_all, read_status
-from spark_apps.common.streaming import StatusReporter
+from spark_apps.common.streaming.listener import StatusReporter
 
 
 def progress(batch: int, *, late: int = 0, src_p50: float | None = None,

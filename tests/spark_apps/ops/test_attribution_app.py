@@ -45,7 +45,7 @@ from tests.spark_apps.ops.conftest import (
     stop_app,
     wait_for,
 )
-from tests.spark_apps.ops.test_attribution_processor import ReferenceAttribution, _Event
+from tests.support.attribution_reference import Event, ReferenceAttribution
 
 pytestmark = pytest.mark.integration
 
@@ -127,7 +127,7 @@ class Expected:
 
 def expected_output(inputs: list[Record]) -> Expected:
     dlq, dlq_kinds, source_ts = {}, defaultdict(Counter), {}
-    rows: dict[str, list[tuple[_Event, int, dict]]] = defaultdict(list)
+    rows: dict[str, list[tuple[Event, int, dict]]] = defaultdict(list)
     for rec in inputs:
         source_ts[rec.topic, rec.partition, rec.offset] = rec.timestamp_ms
         reason = expected_reason(registry.topic(rec.topic), rec.value)
@@ -137,7 +137,7 @@ def expected_output(inputs: list[Record]) -> Expected:
             continue
         obj = rec.json()
         kind = KIND[rec.topic]
-        event = _Event(kind, obj["request_id"], epoch_ms(obj["event_time"]),
+        event = Event(kind, obj["request_id"], epoch_ms(obj["event_time"]),
                        obj.get("impression_id"), obj.get("callback_id"))
         rows[obj["request_id"]].append((event, rec.timestamp_ms, obj))
 

@@ -3,7 +3,7 @@ expected rows, then a randomized comparison against a small reference implementa
 from the rules, not from the processor.
 
 Every test runs against both engines (the ``engine`` parameter): the Python processor
-(``spark_apps/ops/attribution_processor.py``) under PySpark's ``TwsTester``, and its JVM port
+(``spark_apps/common/attribution/processor.py``) under PySpark's ``TwsTester``, and its JVM port
 (``spark_apps/ops/jvm``) under Spark's Scala ``TwsTester`` through
 :class:`~spark_apps.ops.attribution_jvm.JvmTwsTester`. Both keep the same state variables, so the
 state assertions hold for both. The two tests marked ``python_only`` reach into the Python
@@ -17,22 +17,23 @@ whose Kafka timestamp is new. ``setWatermark(ms)`` fires timers with expiry <= m
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
-from dataclasses import dataclass, field
 
 import pytest
 from pyspark.sql.streaming.tws_tester import TwsTester
 
-from spark_apps.ops.attribution_jvm import ENGINES, JvmTwsTester
-from spark_apps.ops.attribution_processor import (
+from spark_apps.common.attribution.contract import (
+    ATTRIBUTED_IMPRESSION,
     OUTPUT_SCHEMA,
     STATE_NAMES,
     AttributionConfig,
-    AttributionProcessor,
-    input_row,
-    record_ids,
+    contract_json,
 )
+from spark_apps.common.attribution.processor import AttributionProcessor, input_row, record_ids
+from spark_apps.ops.attribution_jvm import ENGINES, JvmTwsTester
+from tests.support.attribution_reference import Event, ReferenceAttribution
 
 WINDOW, SKEW = 1000, 100
 CONFIG = AttributionConfig(window_ms=WINDOW, skew_ms=SKEW, lateness_ms=0, ttl_ms=10_000)
@@ -528,9 +529,47 @@ def test_lifetime_bound_closes_and_forgets_a_key_whose_close_timer_was_lost():
     assert pending_timers(tester) == []
 
 
-def test_state_variables_are_the_declared_ones():
-    assert set(STATE_NAMES) == {"request", "impressions", "callbacks", "timers", "closed_ids",
-                                "expiry"}
+class _RecordingHandle:
+    """Records the state variables a processor's ``init`` asks for (name → schemas)."""
+
+    def __init__(self) -> None:
+        self.states: dict[str, tuple] = {}
+
+    def getValueState(self, name, schema, ttl=None):  # noqa: N802 - Spark's API
+        self.states[name] = (schema,)
+
+    def getMapState(self, name, key_schema, value_schema, ttl=None):  # noqa: N802
+        self.states[name] = (key_schema, value_schema)
+
+
+@pytest.mark.python_only
+def test_processor_declares_exactly_the_contracts_state_variables():
+    # The JVM port gets its state schemas from the same contract (contract_json), and the
+    # peekValueState/peekMapState assertions above read these names from both engines.
+    handle = _RecordingHandle()
+    AttributionProcessor(CONFIG).init(handle)
+    assert sorted(handle.states) == sorted(STATE_NAMES)
+    schemas = json.loads(contract_json())["schemas"]
+    assert handle.states["request"][0].jsonValue() == schemas["request"]
+    assert [s.jsonValue() for s in handle.states["impressions"]] == \
+        [schemas["id_key"], schemas["impression"]]
+
+
+def test_jvm_processor_takes_its_names_from_the_python_contract(spark):
+    # No record type is written in Java: rename one in the contract and the JVM emits the new name.
+    contract = json.loads(contract_json())
+    contract["names"]["attributed_impression"] = "renamed_impression"
+    tester = JvmTwsTester(spark, CONFIG, contract=json.dumps(contract))
+    out = tester.test("r1", [req(1000, 1000), imp("i1", 1200, 1210)])
+    assert [r.record_type for r in out] == ["renamed_impression"]
+    assert ATTRIBUTED_IMPRESSION != "renamed_impression"
+
+
+def test_jvm_processor_refuses_a_contract_without_a_name(spark):
+    contract = json.loads(contract_json())
+    del contract["names"]["rejected"]
+    with pytest.raises(Exception, match="no name 'rejected'"):
+        JvmTwsTester(spark, CONFIG, contract=json.dumps(contract))
 
 
 @pytest.mark.parametrize("window, lateness, ttl, ok", [
@@ -550,118 +589,7 @@ def test_negative_durations_are_rejected():
 
 
 # -- randomized, against a reference implementation ---------------------------------------------
-#
-# The reference is written from the rules alone, as a simulation of one key's life: open (items
-# wait; every attribution whose partners are present and in window is emitted once), closed
-# (a tombstone of the ids seen, for one window after the close; a new id is emitted at once as an
-# orphan, a request as an unfilled request_closed) and forgotten (a straggler opens a new key).
-# It recomputes attributions from the items present instead of tracking them incrementally.
-
-
-@dataclass
-class _Event:
-    kind: str          # request | impression | callback
-    request_id: str
-    t: int             # event time
-    impression_id: str | None = None
-    callback_id: str | None = None
-
-    def item_id(self) -> str:
-        return {"request": self.request_id, "impression": self.impression_id,
-                "callback": self.callback_id}[self.kind]
-
-
-@dataclass
-class _RefKey:
-    request_t: int | None = None
-    impressions: dict = field(default_factory=dict)   # impression_id -> t
-    callbacks: dict = field(default_factory=dict)     # callback_id -> (impression_id, t)
-    emitted: set = field(default_factory=set)         # attributed ("impression"|"callback", id)
-    close_at: int | None = None
-    tombstone_until: int | None = None                # set once closed
-    closed_ids: set = field(default_factory=set)
-
-
-class ReferenceAttribution:
-    def __init__(self, window: int, skew: int) -> None:
-        self.window, self.skew = window, skew
-        self.keys: dict[str, _RefKey] = {}
-        self.watermark = 0
-        self.out: list[tuple] = []
-
-    def _in_window(self, partner_t: int, item_t: int) -> bool:
-        return -self.skew <= item_t - partner_t <= self.window
-
-    def _emit(self, record_type, rid, iid=None, cid=None, counts=(None, None, None)):
-        self.out.append((record_type, rid, iid, cid, *counts))
-
-    def advance(self, watermark: int) -> None:
-        assert watermark > self.watermark
-        self.watermark = watermark
-        for rid, key in list(self.keys.items()):
-            if key.tombstone_until is not None:
-                if key.tombstone_until <= watermark:
-                    del self.keys[rid]
-            elif key.close_at <= watermark:
-                self._close(rid, key)
-
-    def batch(self, rid: str, rows: list[tuple[_Event, int]]) -> None:
-        """One call for one key; rows are (event, kafka_ts)."""
-        rows = [(e, kts) for e, kts in rows if kts > self.watermark]  # late for the engine
-        if not rows:
-            return
-        key = self.keys.setdefault(rid, _RefKey())
-        if key.tombstone_until is not None:
-            for e, _ in rows:
-                if e.item_id() in key.closed_ids:
-                    continue
-                key.closed_ids.add(e.item_id())
-                if e.kind == "request":
-                    self._emit("request_closed", rid, counts=(0, 0, False))
-                else:
-                    self._emit(f"orphan_{e.kind}", rid, e.impression_id, e.callback_id)
-            return
-        for e, _ in rows:  # the first of duplicates stands
-            if e.kind == "request" and key.request_t is None:
-                key.request_t = e.t
-            elif e.kind == "impression":
-                key.impressions.setdefault(e.impression_id, e.t)
-            elif e.kind == "callback":
-                key.callbacks.setdefault(e.callback_id, (e.impression_id, e.t))
-        for iid, t in key.impressions.items():
-            if (key.request_t is not None and self._in_window(key.request_t, t)
-                    and ("impression", iid) not in key.emitted):
-                key.emitted.add(("impression", iid))
-                self._emit("attributed_impression", rid, iid)
-        for cid, (iid, t) in key.callbacks.items():
-            if (iid in key.impressions and self._in_window(key.impressions[iid], t)
-                    and ("callback", cid) not in key.emitted):
-                key.emitted.add(("callback", cid))
-                self._emit("attributed_callback", rid, iid, cid)
-        if key.request_t is not None:
-            key.close_at = key.request_t + self.window
-        else:  # the earliest waiting item's window end
-            times = [*key.impressions.values(), *(t for _, t in key.callbacks.values())]
-            key.close_at = min(times) + self.window
-        if key.close_at <= self.watermark:
-            self._close(rid, key)
-
-    def _close(self, rid: str, key: _RefKey) -> None:
-        imps = sum(1 for kind, _ in key.emitted if kind == "impression")
-        cbs = sum(1 for kind, _ in key.emitted if kind == "callback")
-        if key.request_t is not None:
-            self._emit("request_closed", rid, counts=(imps, cbs, imps > 0))
-            key.closed_ids.add(rid)
-        for iid in key.impressions:
-            key.closed_ids.add(iid)
-            if ("impression", iid) not in key.emitted:
-                self._emit("orphan_impression", rid, iid)
-        for cid, (iid, _) in key.callbacks.items():
-            key.closed_ids.add(cid)
-            if ("callback", cid) not in key.emitted:
-                self._emit("orphan_callback", rid, iid, cid)
-        self.keys[rid] = _RefKey(tombstone_until=self.watermark + self.window,
-                                 closed_ids=key.closed_ids)
+# The reference (tests/support/attribution_reference.py) is written from the rules alone.
 
 
 def _offset(rng: random.Random) -> int:
@@ -672,15 +600,15 @@ def _offset(rng: random.Random) -> int:
 def _scenario(seed: int) -> list[tuple]:
     """Steps ("watermark", ms) and ("batch", {request_id: [(event, kafka_ts), ...]})."""
     rng = random.Random(seed)
-    events: list[_Event] = []
+    events: list[Event] = []
     for k in range(rng.randint(1, 3)):
         rid = f"r{k}"
         base = rng.randint(500, 4000)
         if rng.random() < 0.75:
-            events.append(_Event("request", rid, base))
+            events.append(Event("request", rid, base))
         impressions = []
         for n in range(rng.randint(0, 2)):
-            impressions.append(_Event("impression", rid, base + _offset(rng), f"{rid}-i{n}"))
+            impressions.append(Event("impression", rid, base + _offset(rng), f"{rid}-i{n}"))
         events += impressions
         for n in range(rng.randint(0, 3)):
             if impressions and rng.random() < 0.8:
@@ -688,14 +616,14 @@ def _scenario(seed: int) -> list[tuple]:
                 iid, t = partner.impression_id, partner.t
             else:
                 iid, t = f"{rid}-missing{n}", base
-            events.append(_Event("callback", rid, t + _offset(rng), iid, f"{rid}-c{n}"))
+            events.append(Event("callback", rid, t + _offset(rng), iid, f"{rid}-c{n}"))
     events += [e for e in events if rng.random() < 0.3]                 # duplicates
     rng.shuffle(events)
 
     steps: list[tuple] = []
     watermark, i = 0, 0
 
-    def add_batch(chunk: list[_Event]) -> None:
+    def add_batch(chunk: list[Event]) -> None:
         arrival = watermark + rng.randint(1, 300)
         rows: dict[str, list] = {}
         for e in chunk:

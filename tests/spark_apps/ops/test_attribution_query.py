@@ -20,7 +20,7 @@ from adlake import registry
 from spark_apps.common.parsing import REASON, parse_json_by_topic
 from spark_apps.ops.attribution import APP, build_query_frame
 from spark_apps.ops.attribution_jvm import ENGINES
-from spark_apps.ops.attribution_processor import AttributionConfig
+from spark_apps.common.attribution.contract import AttributionConfig
 from tests.spark_apps.ops.test_click_surge import KAFKA_SCHEMA, ts
 
 OUTPUT, DLQ = APP.outputs[0], APP.dlq

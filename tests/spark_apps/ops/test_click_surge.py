@@ -21,12 +21,17 @@ from pyspark.sql import types as T
 from pyspark.testing import assertDataFrameEqual
 
 from adlake import registry
-from spark_apps.common.streaming import (DEFAULT_RTM_INTERVAL, TaskSlotsError, TriggerConfig,
-                                         check_task_slots)
+from spark_apps.common.streaming.runner import parse_args
+from spark_apps.common.streaming.triggers import (
+    DEFAULT_RTM_INTERVAL,
+    TaskSlotsError,
+    TriggerConfig,
+    check_task_slots,
+)
 from spark_apps.ops.click_surge import (
     DEFAULT_THRESHOLD,
+    SPEC,
     main,
-    parse_args,
     transform_detect,
 )
 
@@ -297,10 +302,10 @@ def test_check_task_slots_counts_every_input_topic_of_the_app(settings):
 
 
 def test_arguments_default_to_real_time_mode_and_the_default_threshold():
-    args = parse_args([])
+    args = parse_args(SPEC, [])
     assert (args.trigger, args.threshold, args.trigger_interval) == (
         "realtime", DEFAULT_THRESHOLD, None)
-    assert parse_args(["--threshold", "0", "--trigger", "processing_time"]).threshold == 0
+    assert parse_args(SPEC, ["--threshold", "0", "--trigger", "processing_time"]).threshold == 0
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -39,12 +39,12 @@ public final class Attribution {
    * processor with event-time timers; the event-time watermark is whatever {@code events}
    * carries. Append mode: every record is emitted once, when it is decided.
    */
-  public static Dataset<Row> transform(Dataset<Row> events, String schemasJson, long windowMs,
+  public static Dataset<Row> transform(Dataset<Row> events, String contractJson, long windowMs,
                                        long skewMs, long ttlMs, boolean closeAtEndOfInput,
                                        boolean withRejectKey, String outputMode) {
     AttributionProcessor processor =
-        new AttributionProcessor(schemasJson, windowMs, skewMs, ttlMs, closeAtEndOfInput);
-    StructType keySchema = processor.schemas().key();
+        new AttributionProcessor(contractJson, windowMs, skewMs, ttlMs, closeAtEndOfInput);
+    StructType keySchema = processor.contract().key();
     MapFunction<Row, Row> keyOf = withRejectKey
         ? r -> new GenericRowWithSchema(
             new Object[] {r.getAs("request_id"), r.getAs("reject_key")}, keySchema)
@@ -54,12 +54,12 @@ public final class Attribution {
         .transformWithState(processor, TimeMode.EventTime(),
                             "update".equalsIgnoreCase(outputMode) ? OutputMode.Update()
                                                                   : OutputMode.Append(),
-                            Encoders.row(processor.schemas().output()));
+                            Encoders.row(processor.contract().output()));
   }
 
   /** A {@link TwsTester} over a fresh processor; the watermark drops rows by Kafka timestamp. */
-  public static Tester tester(String schemasJson, long windowMs, long skewMs, long ttlMs) {
-    return new Tester(new AttributionProcessor(schemasJson, windowMs, skewMs, ttlMs, false));
+  public static Tester tester(String contractJson, long windowMs, long skewMs, long ttlMs) {
+    return new Tester(new AttributionProcessor(contractJson, windowMs, skewMs, ttlMs, false));
   }
 
   /**
@@ -85,13 +85,13 @@ public final class Attribution {
     }
 
     private Row key(String requestId) {
-      return new GenericRowWithSchema(new Object[] {requestId, null}, processor.schemas().key());
+      return new GenericRowWithSchema(new Object[] {requestId, null}, processor.contract().key());
     }
 
     /** {@code rowsJson}: a JSON array of rows, each an array of values in the input schema's
      * order; returns the output rows as a JSON array of arrays. */
     public String test(String requestId, String rowsJson) throws IOException {
-      StructType input = processor.schemas().input;
+      StructType input = processor.contract().input;
       List<Row> typed = new ArrayList<>();
       for (JsonNode values : JSON.readTree(rowsJson)) {
         Object[] v = new Object[input.length()];

@@ -40,13 +40,13 @@ Rules that keep the output exact:
   the chain arriving one event per batch.
 
 The watermark this processor sees is the query's: the app puts it on the Kafka timestamp (see
-``attribution.py``), so the engine never drops an event before these rules decide about it.
+``spark_apps/ops/attribution.py``), so the engine never drops an event before these rules decide
+about it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 from pyspark.sql import Row
 from pyspark.sql.streaming.stateful_processor import (
@@ -55,163 +55,31 @@ from pyspark.sql.streaming.stateful_processor import (
     StatefulProcessorHandle,
     TimerValues,
 )
-from pyspark.sql.types import (
-    BooleanType,
-    DoubleType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
+
+from spark_apps.common.attribution.contract import (
+    ATTRIBUTED_CALLBACK,
+    ATTRIBUTED_IMPRESSION,
+    CALLBACK,
+    CALLBACK_STATE,
+    CLOSED_ID_STATE,
+    EXPIRY_STATE,
+    ID_KEY,
+    IMPRESSION,
+    IMPRESSION_STATE,
+    INPUT_SCHEMA,
+    KINDS,
+    ORPHAN_CALLBACK,
+    ORPHAN_IMPRESSION,
+    OUTPUT_SCHEMA,
+    REQUEST,
+    REQUEST_CLOSED,
+    REQUEST_STATE,
+    TIMER_STATE,
+    AttributionConfig,
 )
+from spark_apps.common.attribution.state_cache import CachedMap, CachedValue
 
-REQUEST, IMPRESSION, CALLBACK = "request", "impression", "callback"
-_ARRIVAL_RANK = {REQUEST: 0, IMPRESSION: 1, CALLBACK: 2}
-
-ATTRIBUTED_IMPRESSION = "attributed_impression"
-ATTRIBUTED_CALLBACK = "attributed_callback"
-REQUEST_CLOSED = "request_closed"
-ORPHAN_IMPRESSION = "orphan_impression"
-ORPHAN_CALLBACK = "orphan_callback"
-RECORD_TYPES = (ATTRIBUTED_IMPRESSION, ATTRIBUTED_CALLBACK, REQUEST_CLOSED, ORPHAN_IMPRESSION,
-                ORPHAN_CALLBACK)
-
-
-def _struct(*fields: tuple[str, object]) -> StructType:
-    return StructType([StructField(name, dtype, True) for name, dtype in fields])
-
-
-INPUT_SCHEMA = _struct(
-    ("kind", StringType()), ("request_id", StringType()), ("impression_id", StringType()),
-    ("callback_id", StringType()), ("campaign_id", StringType()), ("creative_id", StringType()),
-    ("event_type", StringType()), ("value", DoubleType()), ("event_time_ms", LongType()),
-    ("kafka_ts_ms", LongType()),
-)
-
-OUTPUT_SCHEMA = _struct(
-    ("record_type", StringType()), ("request_id", StringType()), ("impression_id", StringType()),
-    ("callback_id", StringType()), ("campaign_id", StringType()), ("creative_id", StringType()),
-    ("event_type", StringType()), ("value", DoubleType()), ("request_time_ms", LongType()),
-    ("impression_time_ms", LongType()), ("callback_time_ms", LongType()),
-    ("impressions", LongType()), ("callbacks", LongType()), ("filled", BooleanType()),
-    ("source_kafka_ts_ms", LongType()),
-)
-
-# State variables, one schema each.
-REQUEST_STATE = _struct(("event_time_ms", LongType()), ("kafka_ts_ms", LongType()))
-ID_KEY = _struct(("id", StringType()))
-IMPRESSION_STATE = _struct(
-    ("campaign_id", StringType()), ("creative_id", StringType()), ("event_time_ms", LongType()),
-    ("kafka_ts_ms", LongType()), ("attributed", BooleanType()),
-)
-CALLBACK_STATE = _struct(
-    ("impression_id", StringType()), ("event_type", StringType()), ("value", DoubleType()),
-    ("event_time_ms", LongType()), ("kafka_ts_ms", LongType()), ("attributed", BooleanType()),
-)
-# close_at_ms: when the open key closes; tombstone_until_ms: when a closed key's tombstone goes.
-TIMER_STATE = _struct(("close_at_ms", LongType()), ("tombstone_until_ms", LongType()))
-CLOSED_ID_STATE = _struct(("kind", StringType()))
-# expire_at_ms: the key's lifetime bound (see "A lifetime bound" above).
-EXPIRY_STATE = _struct(("expire_at_ms", LongType()))
-
-STATE_NAMES = ("request", "impressions", "callbacks", "timers", "closed_ids", "expiry")
-
-
-@dataclass(frozen=True)
-class AttributionConfig:
-    """Attribution tunables, all in milliseconds."""
-
-    window_ms: int = 5 * 60 * 1000
-    skew_ms: int = 10 * 1000
-    # The watermark delay (set on the query, not used here) and the key lifetime bound.
-    lateness_ms: int = 30 * 1000
-    ttl_ms: int = 60 * 60 * 1000
-    # Batch queries fire no event-time timers: there, each key is closed at the end of its input
-    # (all its rows come in one call), as if the watermark had passed everything.
-    close_at_end_of_input: bool = False
-
-    def __post_init__(self) -> None:
-        for name in ("window_ms", "skew_ms", "lateness_ms", "ttl_ms"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.window_ms == 0:
-            raise ValueError("window_ms must be > 0: a closed key's tombstone lasts one window")
-        if self.ttl_ms <= 2 * self.window_ms + self.lateness_ms:
-            raise ValueError(
-                f"ttl_ms={self.ttl_ms} must exceed 2 * window_ms + lateness_ms "
-                f"({2 * self.window_ms + self.lateness_ms}): it is a safety net, not the close")
-
-    def in_window(self, partner_ms: int, item_ms: int) -> bool:
-        return -self.skew_ms <= item_ms - partner_ms <= self.window_ms
-
-
-class _CachedValue:
-    """A ``ValueState`` read at most once per call. Every state operation of a Python processor
-    is a round trip to the JVM; the rules read the same few variables many times per call, so
-    reads come from this copy and writes go through to the state at once (the state is never
-    behind, whatever the caller does with the output). :meth:`reset` at the start of every call:
-    the state behind it belongs to the call's key."""
-
-    def __init__(self, state) -> None:
-        self.state = state
-        self.reset()
-
-    def reset(self) -> None:
-        self.loaded, self.value = False, None
-
-    def _load(self) -> None:
-        if not self.loaded:
-            value = self.state.get()
-            self.value, self.loaded = (None if value is None else tuple(value)), True
-
-    def exists(self) -> bool:
-        self._load()
-        return self.value is not None
-
-    def get(self) -> tuple | None:
-        self._load()
-        return self.value
-
-    def update(self, value: tuple) -> None:
-        self.state.update(value)
-        self.value, self.loaded = tuple(value), True
-
-    def clear(self) -> None:
-        self.state.clear()
-        self.value, self.loaded = None, True
-
-
-class _CachedMap:
-    """A ``MapState`` read at most once per call (one iteration), written through; see
-    :class:`_CachedValue`."""
-
-    def __init__(self, state) -> None:
-        self.state = state
-        self.reset()
-
-    def reset(self) -> None:
-        self.entries: dict[tuple, tuple] | None = None
-
-    def _load(self) -> dict[tuple, tuple]:
-        if self.entries is None:
-            self.entries = {tuple(k): tuple(v) for k, v in self.state.iterator()}
-        return self.entries
-
-    def containsKey(self, key: tuple) -> bool:  # noqa: N802 - MapState's API
-        return tuple(key) in self._load()
-
-    def getValue(self, key: tuple) -> tuple | None:  # noqa: N802
-        return self._load().get(tuple(key))
-
-    def iterator(self) -> Iterator[tuple[tuple, tuple]]:
-        return iter(list(self._load().items()))
-
-    def updateValue(self, key: tuple, value: tuple) -> None:  # noqa: N802
-        self.state.updateValue(key, value)
-        self._load()[tuple(key)] = tuple(value)
-
-    def clear(self) -> None:
-        self.state.clear()
-        self.entries = {}
+_ARRIVAL_RANK = {kind: rank for rank, kind in enumerate(KINDS)}
 
 
 def _out(record_type: str, request_id: str, **fields: object) -> Row:
@@ -228,12 +96,12 @@ class AttributionProcessor(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
-        self.request = _CachedValue(handle.getValueState("request", REQUEST_STATE))
-        self.impressions = _CachedMap(handle.getMapState("impressions", ID_KEY, IMPRESSION_STATE))
-        self.callbacks = _CachedMap(handle.getMapState("callbacks", ID_KEY, CALLBACK_STATE))
-        self.timers = _CachedValue(handle.getValueState("timers", TIMER_STATE))
-        self.closed_ids = _CachedMap(handle.getMapState("closed_ids", ID_KEY, CLOSED_ID_STATE))
-        self.expiry = _CachedValue(handle.getValueState("expiry", EXPIRY_STATE))
+        self.request = CachedValue(handle.getValueState("request", REQUEST_STATE))
+        self.impressions = CachedMap(handle.getMapState("impressions", ID_KEY, IMPRESSION_STATE))
+        self.callbacks = CachedMap(handle.getMapState("callbacks", ID_KEY, CALLBACK_STATE))
+        self.timers = CachedValue(handle.getValueState("timers", TIMER_STATE))
+        self.closed_ids = CachedMap(handle.getMapState("closed_ids", ID_KEY, CLOSED_ID_STATE))
+        self.expiry = CachedValue(handle.getValueState("expiry", EXPIRY_STATE))
         self._states = (self.request, self.impressions, self.callbacks, self.timers,
                         self.closed_ids, self.expiry)
 

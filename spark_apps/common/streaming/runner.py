@@ -1,0 +1,146 @@
+"""The one runner of every operational streaming app: arguments, checkpoint, stop marker, status
+listener, start, graceful stop.
+
+An app declares what is its own in a :class:`StreamingApp` (its registry entry, default trigger,
+knobs and how to build its query frame) and its ``main`` is ``run(SPEC, argv)``; everything else
+means the same for every app:
+
+* ``--checkpoint PATH``: a relative path lives under ``<runtime>/checkpoints/``, an absolute one
+  is used as it is; the default is ``<runtime>/checkpoints/<query name>``
+  (:func:`resolve_checkpoint`).
+* the stop marker is ``adlake.status.stop_marker(settings, <query name>)``; SIGTERM, SIGINT,
+  the marker or ``--stop-after-s`` stop the query after its running batch commits.
+* the status file is ``<runtime>/status/<query name>.json``, with the app's knobs in it.
+
+    .venv/ops/bin/python -m spark_apps.ops.click_surge --help
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from adlake import registry
+from adlake.config import Settings, load_settings
+from adlake.helpformat import HelpFormatter
+from adlake.status import stop_marker
+from spark_apps.common.streaming.triggers import (
+    DEFAULT_RTM_INTERVAL,
+    TRIGGER_MODES,
+    TriggerConfig,
+    check_task_slots,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+@dataclass(frozen=True)
+class StreamingApp:
+    """What one operational app adds to the runner.
+
+    ``build(raw, args, trigger)`` turns the raw Kafka records of the app's inputs into the
+    records it writes (columns topic, key, value); ``output_mode(trigger)`` is the sink's output
+    mode; ``knobs(args)`` are the app's own settings, shown at start and kept in its status.
+    """
+
+    app: registry.App
+    description: str
+    default_trigger: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    build: Callable[[DataFrame, argparse.Namespace, TriggerConfig], DataFrame]
+    output_mode: Callable[[TriggerConfig], str]
+    knobs: Callable[[argparse.Namespace], dict[str, Any]] = field(default=lambda args: {})
+    check: Callable[[argparse.Namespace], str | None] = field(default=lambda args: None)
+
+
+def build_parser(spec: StreamingApp) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=spec.app.module, description=spec.description,
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("--trigger", choices=TRIGGER_MODES, default=spec.default_trigger,
+                        help="realtime: Real-Time Mode; processing_time: micro-batches")
+    parser.add_argument("--trigger-interval", default=None,
+                        help=f"realtime: checkpoint interval ({DEFAULT_RTM_INTERVAL} when "
+                             "unset); processing_time: batch interval (0 seconds when unset)")
+    parser.add_argument("--checkpoint", default=None, type=Path,
+                        help="checkpoint directory; a relative path is under "
+                             "<runtime>/checkpoints/ (unset: <runtime>/checkpoints/<query name>)")
+    parser.add_argument("--starting-offsets", default="earliest", choices=("earliest", "latest"),
+                        help="where a new checkpoint starts reading")
+    parser.add_argument("--max-offsets-per-trigger", type=int, default=None,
+                        help="cap on records per micro-batch (unset: no cap)")
+    parser.add_argument("--stop-after-s", type=float, default=None,
+                        help="stop gracefully after this many seconds (tests, benchmarks)")
+    parser.add_argument("--query-name", default=spec.app.name,
+                        help="names the query, its status file, stop marker and default "
+                             "checkpoint")
+    spec.add_arguments(parser)
+    return parser
+
+
+def parse_args(spec: StreamingApp, argv: list[str] | None) -> argparse.Namespace:
+    parser = build_parser(spec)
+    args = parser.parse_args(argv)
+    problem = spec.check(args)
+    if problem:
+        parser.error(problem)
+    return args
+
+
+def resolve_checkpoint(settings: Settings, checkpoint: Path | str | None, query_name: str
+                       ) -> Path:
+    """The checkpoint directory ``--checkpoint`` means, the same for every app.
+
+    >>> from adlake.config import load_settings
+    >>> s = load_settings({"ADLAKE_RUNTIME_DIR": "/rt"})
+    >>> str(resolve_checkpoint(s, None, "click_surge"))
+    '/rt/checkpoints/click_surge'
+    >>> str(resolve_checkpoint(s, "trial", "click_surge"))
+    '/rt/checkpoints/trial'
+    >>> str(resolve_checkpoint(s, "/data/cp", "click_surge"))
+    '/data/cp'
+    """
+    if checkpoint is None:
+        return settings.checkpoint_path(query_name)
+    path = Path(checkpoint)
+    return path if path.is_absolute() else settings.checkpoints_dir / path
+
+
+def run(spec: StreamingApp, argv: list[str] | None = None,
+        settings: Settings | None = None) -> int:
+    """Parse ``argv``, start the app's query and block until it stops; returns the exit status
+    (0 after a graceful stop; a failed query raises)."""
+    from adlake.spark_session import get_session
+    from spark_apps.common.streaming.kafka_io import read_kafka, write_kafka
+    from spark_apps.common.streaming.lifecycle import GracefulStop
+    from spark_apps.common.streaming.listener import StatusReporter, attach_listener
+
+    args = parse_args(spec, argv)
+    settings = settings or load_settings()
+    trigger = TriggerConfig(args.trigger, args.trigger_interval)
+    if trigger.mode == "realtime":
+        check_task_slots(settings, spec.app)
+    name = args.query_name
+    checkpoint = resolve_checkpoint(settings, args.checkpoint, name)
+    stop = GracefulStop(marker=stop_marker(settings, name), deadline_s=args.stop_after_s)
+    stop.install()
+
+    knobs = spec.knobs(args)
+    spark = get_session(spec.app.runtime, name, settings)
+    reporter = StatusReporter(settings, name, trigger.mode)
+    reporter.extra.update(knobs)
+    attach_listener(spark, reporter)
+    raw = read_kafka(spark, settings, list(spec.app.inputs), args.starting_offsets,
+                     args.max_offsets_per_trigger)
+    query = write_kafka(spec.build(raw, args, trigger), settings, checkpoint, trigger,
+                        spec.output_mode(trigger), name)
+    shown = " ".join(f"{k}={v}" for k, v in knobs.items())
+    print(f"[{name}] running: trigger={trigger.kwargs()} {shown} checkpoint={checkpoint}",
+          flush=True)
+    stop.run(query)
+    print(f"[{name}] stopped ({stop.reason or 'query ended'})", flush=True)
+    spark.stop()
+    return 0

@@ -1,0 +1,45 @@
+package io.adlake.ops;
+
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.streaming.ValueState;
+
+/** A {@code ValueState} read at most once per call, written through. */
+final class CachedValue {
+  private final ValueState<Row> state;
+  private boolean loaded;
+  private Row value;
+
+  CachedValue(ValueState<Row> state) {
+    this.state = state;
+  }
+
+  void reset() {
+    loaded = false;
+    value = null;
+  }
+
+  Row get() {
+    if (!loaded) {
+      value = state.exists() ? state.get() : null;
+      loaded = true;
+    }
+    return value;
+  }
+
+  boolean exists() {
+    return get() != null;
+  }
+
+  void update(Row v) {
+    state.update(v);
+    value = v;
+    loaded = true;
+  }
+
+  void clear() {
+    state.clear();
+    value = null;
+    loaded = true;
+  }
+}
+
