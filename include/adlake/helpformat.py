@@ -14,4 +14,10 @@ import argparse
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """``formatter_class`` for every command's ``ArgumentParser``."""
+    """``formatter_class`` for every command's ``ArgumentParser``. A flag without a default
+    (``None``) says in its own help what unset means."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
