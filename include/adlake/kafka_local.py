@@ -30,6 +30,7 @@ from pathlib import Path
 
 from adlake import registry
 from adlake.config import Settings, load_settings
+from adlake.helpformat import HelpFormatter
 
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
@@ -314,8 +315,11 @@ def _wait_for_leaders(admin, topics: list[registry.Topic], timeout: float) -> No
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m adlake.kafka_local",
-                                     description="Run Adlake's local Kafka broker.")
-    parser.add_argument("command", choices=["up", "down", "status"])
+                                     description="Run Adlake's local Kafka broker.",
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("command", choices=["up", "down", "status"],
+                        help="up: start (idempotent) and create the topics; down: stop; "
+                             "status: show")
     args = parser.parse_args(argv)
     settings = load_settings()
     if settings.profile != "local":

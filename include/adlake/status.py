@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from adlake.config import Settings, load_settings
+from adlake.helpformat import HelpFormatter
 
 COLUMNS = [
     ("app", "app"), ("state", "state"), ("mode", "mode"), ("last batch", "last_batch_at"),
@@ -83,7 +84,8 @@ def format_table(statuses: list[dict], now: float | None = None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m adlake.status",
-                                     description="Show every streaming app's status.")
+                                     description="Show every streaming app's status.",
+                                     formatter_class=HelpFormatter)
     parser.add_argument("--json", action="store_true", help="print the raw status records")
     args = parser.parse_args(argv)
     statuses = read_all(load_settings())

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from adlake import registry
 from adlake.config import Settings, load_settings
+from adlake.helpformat import HelpFormatter
 from adlake.kafka_local import scratch_broker
 from spark_apps.lake import bronze, views_benchmark
 from spark_apps.lake.tables import table_path
@@ -80,10 +81,12 @@ def bench_bronze(spark, base: Settings, records: int) -> dict:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="spark_apps.lake.benchmark", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bronze-records", type=int, default=1_000_000)
-    parser.add_argument("--skip-views", action="store_true")
-    parser.add_argument("--out", default=None, help="JSON report (default <reports>/bench-lake-…)")
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("--bronze-records", type=int, default=1_000_000,
+                        help="records produced to page_clicks and ingested by bronze")
+    parser.add_argument("--skip-views", action="store_true",
+                        help="measure bronze only")
+    parser.add_argument("--out", default=None, help="JSON report (unset: <reports>/bench-lake-…)")
     args, rest = parser.parse_known_args(argv)
     args.views = views_benchmark.parse_args(rest)  # --rows, --change-fraction, …
     return args

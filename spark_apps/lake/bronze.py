@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from adlake import registry
 from adlake.config import Settings, load_settings
+from adlake.helpformat import HelpFormatter
 from spark_apps.lake.tables import ensure_table, table_path
 
 if TYPE_CHECKING:
@@ -91,12 +92,13 @@ def run(spark: SparkSession, settings: Settings, topics: list[str],
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="spark_apps.lake.bronze", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=HelpFormatter)
     parser.add_argument("--start", help="data interval start (logged; see above)")
     parser.add_argument("--end", help="data interval end (logged; see above)")
     parser.add_argument("--topics", default=",".join(registry.TOPICS),
-                        help="comma-separated registry topics (default: all)")
-    parser.add_argument("--max-offsets-per-trigger", type=int, default=None)
+                        help="comma-separated registry topics")
+    parser.add_argument("--max-offsets-per-trigger", type=int, default=None,
+                        help="cap on records per micro-batch (unset: no cap)")
     args = parser.parse_args(argv)
     for name in args.topics.split(","):
         registry.topic(name)  # an unknown topic fails here, naming the registered ones

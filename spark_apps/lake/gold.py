@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from adlake import registry
 from adlake.config import Settings, load_settings
+from adlake.helpformat import HelpFormatter
 from spark_apps.lake.tables import ensure_table, read_table, table_path
 
 if TYPE_CHECKING:
@@ -233,12 +234,13 @@ def _date(text: str) -> date:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="spark_apps.lake.gold", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=HelpFormatter)
     parser.add_argument("--start", required=True, type=_date,
                         help="interval start (inclusive); a date or ISO timestamp")
     parser.add_argument("--end", required=True, type=_date,
                         help="interval end (exclusive); a date or ISO timestamp")
-    parser.add_argument("--tables", default=",".join(GOLD_TABLES))
+    parser.add_argument("--tables", default=",".join(GOLD_TABLES),
+                        help="comma-separated gold tables to rebuild")
     args = parser.parse_args(argv)
     if args.end <= args.start:
         parser.error(f"--end ({args.end}) must be after --start ({args.start})")

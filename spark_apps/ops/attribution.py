@@ -24,8 +24,6 @@ where the watermark advances. Real-Time Mode needs 12 + shuffle-partitions task 
 (``ADLAKE_SPARK_MASTER_OPS=local[16]`` locally).
 
     .venv/ops/bin/python -m spark_apps.ops.attribution --window-s 300 --skew-s 10 --lateness-s 30
-    ADLAKE_SPARK_MASTER_OPS='local[16]' .venv/ops/bin/python -m spark_apps.ops.attribution \
-        --trigger realtime
 """
 
 from __future__ import annotations

@@ -41,12 +41,14 @@ from pathlib import Path
 
 from adlake import generator, registry
 from adlake.config import Settings, load_settings
+from adlake.helpformat import HelpFormatter
 from adlake.kafka_local import scratch_broker
 from adlake.status import read_status
-# Attribution records emitted by a timer (a key closing when the watermark passes its window's
-# end) are late by design, by the window plus the allowed lateness: they measure the
-# configuration, not the engine, and are not counted.
 from spark_apps.common.attribution.contract import TIMER_DRIVEN
+
+# Attribution records emitted by a timer (TIMER_DRIVEN: a key closing when the watermark passes
+# its window's end) are late by design, by the window plus the allowed lateness: they measure
+# the configuration, not the engine, and are not counted.
 APP_MODULES = {name: app.module for name, app in registry.APPS.items() if app.runtime == "ops"}
 
 
@@ -203,8 +205,8 @@ def run_scenario(settings: Settings, app: str, mode: str, rate: float, duration_
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="spark_apps.ops.benchmark", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("app", choices=sorted(APP_MODULES))
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("app", choices=sorted(APP_MODULES), help="the app to measure")
     parser.add_argument("--rate", type=float, default=1000.0, help="click_surge input rate")
     parser.add_argument("--rates", default="500,1000,2000,4000",
                         help="attribution input rates, comma-separated")
@@ -214,17 +216,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "path during the first ~30-40 s of traffic, and Real-Time Mode's "
                              "tail latency is several times higher until it has")
     parser.add_argument("--modes", default=None,
-                        help="trigger modes, compared in one run (default: realtime,"
+                        help="trigger modes, compared in one run (unset: realtime,"
                              "processing_time for click_surge; the app's default for "
                              "attribution)")
-    parser.add_argument("--rtm-interval", default="5 minutes")
+    parser.add_argument("--rtm-interval", default="5 minutes",
+                        help="Real-Time Mode checkpoint interval (timers fire at its boundaries)")
     parser.add_argument("--threshold", type=int, default=0,
                         help="click_surge threshold; 0 reports every window, so every click "
                              "produces a measurable update")
     parser.add_argument("--engines", default="jvm",
                         help="attribution processor engines (jvm, python), comma-separated")
-    parser.add_argument("--p99-budget-ms", type=float, default=2000.0)
-    parser.add_argument("--out", default=None, help="JSON output (default <reports>/bench-...)")
+    parser.add_argument("--p99-budget-ms", type=float, default=2000.0,
+                        help="a run whose p99 latency exceeds this did not keep up")
+    parser.add_argument("--out", default=None, help="JSON output (unset: <reports>/bench-...)")
     return parser.parse_args(argv)
 
 

@@ -1,0 +1,23 @@
+"""``--help`` of every command of the lake environment (the ops apps: ``ops/test_help_ops.py``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.help import assert_help_runs, assert_help_shows_defaults
+
+COMMANDS = [
+    "adlake.generator", "adlake.kafka_local", "adlake.status",
+    "spark_apps.lake.bronze", "spark_apps.lake.silver", "spark_apps.lake.gold",
+    "spark_apps.lake.views", "spark_apps.lake.benchmark", "spark_apps.lake.views_benchmark",
+]
+
+
+@pytest.mark.parametrize("module", COMMANDS)
+def test_help_shows_every_flags_default(module, capsys, monkeypatch):
+    assert_help_shows_defaults(module, capsys, monkeypatch)
+
+
+@pytest.mark.parametrize("module", ["adlake.generator", "spark_apps.lake.gold"])
+def test_help_runs_as_a_command(module):
+    assert_help_runs(module)
