@@ -84,14 +84,9 @@ def _pom(jar_set: str, artifacts: list[str]) -> str:
     deps = []
     for coordinate in artifacts:
         group, artifact, version = coordinate.split(":")
-        exclusions = "".join(
-            "<exclusion><groupId>{}</groupId><artifactId>{}</artifactId></exclusion>".format(
-                *excluded.split(":"))
-            for excluded in versions.JVM_EXCLUSIONS.get(f"{group}:{artifact}", [])
-        )
         deps.append(
             f"    <dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
-            f"<version>{version}</version><exclusions>{exclusions}</exclusions></dependency>"
+            f"<version>{version}</version></dependency>"
         )
     body = "\n".join(deps)
     return f"""<?xml version="1.0" encoding="UTF-8"?>
@@ -113,7 +108,7 @@ def setup_jars(jar_set: str) -> None:
     """Resolve one jar set with Maven into ``.cache/jars/<set>`` (runtime scope, transitive)."""
     target = JARS_ROOT / jar_set
     artifacts = versions.jvm_artifacts(jar_set)
-    digest = _digest({"artifacts": artifacts, "exclusions": versions.JVM_EXCLUSIONS})
+    digest = _digest({"artifacts": artifacts})
     if _stamp_matches(target, digest):
         log(f"jar set '{jar_set}' is up to date ({len(list(target.glob('*.jar')))} jars)")
         return

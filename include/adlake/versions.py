@@ -12,6 +12,8 @@ virtual environment exists.
 'pyspark==4.3.0'
 >>> jvm_artifacts("lake")[0]
 'io.delta:delta-spark_4.2_2.13:4.4.0'
+>>> jvm_artifacts("ops")
+['org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0']
 """
 
 from __future__ import annotations
@@ -27,12 +29,11 @@ SPARK_OPS = "4.3.0"
 # Maven repository this project reaches; 4.4.0 is, so both the Python package and the jars use it.
 DELTA = "4.4.0"
 # The Spark Kafka connector is published per Spark release, but the Maven repository this project
-# reaches holds spark-sql-kafka-0-10 only up to 4.2.0 and spark-token-provider-kafka-0-10 only at
-# 4.0.0. Both runtimes therefore load connector 4.2.0 with token provider 4.0.0 (its API, a
-# handful of classes, is unchanged since); the integration tests prove each runtime reads and
-# writes Kafka with them, Real-Time Mode included. Move to the matching release when published.
+# reaches holds spark-sql-kafka-0-10 only up to 4.2.0 (no 4.3.0). Both runtimes therefore load
+# connector 4.2.0, which brings spark-token-provider-kafka-0-10 of its own release (4.2.0) as a
+# dependency; the integration tests prove each runtime reads and writes Kafka with it, Real-Time
+# Mode included. Move the ops runtime to 4.3.0 when it is published.
 KAFKA_CONNECTOR = "4.2.0"
-KAFKA_TOKEN_PROVIDER = "4.0.0"
 KAFKA_BROKER = "4.1.1"
 LOG4J = "2.24.3"
 
@@ -83,14 +84,7 @@ _REQUIREMENTS = {
 
 _KAFKA_CONNECTOR = [
     f"org.apache.spark:spark-sql-kafka-0-10_{SCALA}:{KAFKA_CONNECTOR}",
-    f"org.apache.spark:spark-token-provider-kafka-0-10_{SCALA}:{KAFKA_TOKEN_PROVIDER}",
 ]
-# group:artifact of transitive dependencies left out of a jar set (replaced by a pin above).
-JVM_EXCLUSIONS = {
-    f"org.apache.spark:spark-sql-kafka-0-10_{SCALA}": [
-        f"org.apache.spark:spark-token-provider-kafka-0-10_{SCALA}",
-    ],
-}
 
 _JVM = {
     "lake": [

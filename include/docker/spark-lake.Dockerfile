@@ -6,27 +6,19 @@
 ARG SPARK_VERSION
 
 # Resolved the way adlake.setup resolves jar sets locally: Maven, runtime scope (what Spark itself
-# provides is `provided` in these poms and stays out) and the same exclusions, so the cluster
-# runs exactly the jars the local runtime and the tests use.
+# provides is `provided` in these poms and stays out), so the cluster runs exactly the jars the
+# local runtime and the tests use.
 FROM maven:3.9-eclipse-temurin-17 AS jars
 # Comma-separated group:artifact:version coordinates (versions.jvm_artifacts("lake")).
 ARG JVM_PACKAGES
-# Comma-separated group:artifact of transitive dependencies to leave out; each one is replaced by
-# an explicit pin in JVM_PACKAGES (versions.JVM_EXCLUSIONS).
-ARG JVM_EXCLUDES=""
 WORKDIR /build
 RUN set -eu; \
     test -n "$JVM_PACKAGES" || { echo "build argument JVM_PACKAGES is required" >&2; exit 1; }; \
-    exclusions=""; \
-    for ga in $(echo "$JVM_EXCLUDES" | tr ',' ' '); do \
-        exclusions="$exclusions<exclusion><groupId>${ga%%:*}</groupId>"; \
-        exclusions="$exclusions<artifactId>${ga#*:}</artifactId></exclusion>"; \
-    done; \
     dependencies=""; \
     for gav in $(echo "$JVM_PACKAGES" | tr ',' ' '); do \
         set -- $(echo "$gav" | tr ':' ' '); \
         dependencies="$dependencies<dependency><groupId>$1</groupId><artifactId>$2</artifactId>"; \
-        dependencies="$dependencies<version>$3</version><exclusions>$exclusions</exclusions></dependency>"; \
+        dependencies="$dependencies<version>$3</version></dependency>"; \
     done; \
     { printf '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'; \
       printf '<groupId>io.adlake.jars</groupId><artifactId>lake</artifactId><version>1</version>'; \

@@ -16,13 +16,19 @@ def test_requirements_pin_each_runtime_to_its_spark():
     assert not any(r.startswith(("apache-airflow", "delta-spark")) for r in ops)
 
 
-def test_pom_lists_the_jar_set_with_its_exclusions():
+def test_pom_lists_the_jar_set():
     pom = ET.fromstring(setup._pom("lake", versions.jvm_artifacts("lake")))
-    deps = {d.findtext("m:artifactId", namespaces=NS): d for d in pom.iterfind(".//m:dependency", NS)}
-    assert deps[f"delta-spark_4.2_{versions.SCALA}"].findtext("m:version", namespaces=NS) == versions.DELTA
-    kafka = deps[f"spark-sql-kafka-0-10_{versions.SCALA}"]
-    excluded = [e.findtext("m:artifactId", namespaces=NS) for e in kafka.iterfind(".//m:exclusion", NS)]
-    assert excluded == [f"spark-token-provider-kafka-0-10_{versions.SCALA}"]
+    deps = {d.findtext("m:artifactId", namespaces=NS): d.findtext("m:version", namespaces=NS)
+            for d in pom.iterfind(".//m:dependency", NS)}
+    assert deps == {f"delta-spark_4.2_{versions.SCALA}": versions.DELTA,
+                    f"spark-sql-kafka-0-10_{versions.SCALA}": versions.KAFKA_CONNECTOR}
+
+
+def test_the_kafka_connector_brings_its_own_token_provider():
+    # spark-token-provider-kafka-0-10 of the connector's own release comes in as its dependency;
+    # no jar set pins another one beside it.
+    for jar_set in versions.JAR_SETS:
+        assert not any("token-provider" in a for a in versions.jvm_artifacts(jar_set)), jar_set
 
 
 def test_unknown_environment_is_named():
