@@ -14,7 +14,7 @@ BOTH_RUNTIMES_TESTS := tests/include/test_spark_session.py
 	attribution click-surge status bench-click-surge bench-attribution bench-lake down
 
 setup:
-	$(PYTHON) include/adlake/setup.py
+	$(PYTHON) include/adlake/bootstrap.py
 
 # Every tier that can run here: unit, integration (real broker, real Spark) and e2e, in the lake
 # environment, then the ops-runtime tests in the ops environment.

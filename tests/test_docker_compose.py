@@ -147,28 +147,28 @@ def test_airflow_is_built_on_the_pinned_release(service):
 
 def test_the_airflow_image_compiles_the_ops_app_jar_against_the_pinned_ops_spark():
     # Airflow submits the ops apps; the attribution app needs the JVM processor's jar, built by
-    # adlake.setup against the jars of the same Spark the ops cluster runs.
+    # adlake.bootstrap against the jars of the same Spark the ops cluster runs.
     dockerfile = (REPO_ROOT / "include" / "docker" / "airflow.Dockerfile").read_text()
     assert f"COPY --from=apache/spark:{versions.SPARK_OPS} /opt/spark/jars /opt/spark/jars" \
         in dockerfile
-    assert "setup.py --app-jar-only --spark-jars /opt/spark/jars" in dockerfile
+    assert "bootstrap.py --app-jar-only --spark-jars /opt/spark/jars" in dockerfile
     app_dir = config.OPS_APP_JAR.parent
     assert f"/src/.cache/jars/{app_dir} ./.cache/jars/{app_dir}" in dockerfile
 
 
-def test_the_build_stages_that_run_setup_copy_every_module_it_imports():
-    # The jar stages run include/adlake/setup.py with only a few files copied in: each adlake
-    # module setup.py imports must be among them, or the image build fails at that step.
+def test_the_build_stages_that_run_bootstrap_copy_every_module_it_imports():
+    # The jar stages run include/adlake/bootstrap.py with only a few files copied in: each adlake
+    # module bootstrap.py imports must be among them, or the image build fails at that step.
     import re
 
-    setup = (REPO_ROOT / "include" / "adlake" / "setup.py").read_text()
-    modules = set(re.findall(r"^from adlake(?:\.(\w+))? import (\w+)", setup, re.M))
+    bootstrap = (REPO_ROOT / "include" / "adlake" / "bootstrap.py").read_text()
+    modules = set(re.findall(r"^from adlake(?:\.(\w+))? import (\w+)", bootstrap, re.M))
     needed = {f"include/adlake/{sub or name}.py" for sub, name in modules}
     dockerfile = (REPO_ROOT / "include" / "docker" / "airflow.Dockerfile").read_text()
     lines = dockerfile.splitlines()
-    runs = [i for i, line in enumerate(lines) if re.match(r"RUN .*include/adlake/setup.py", line)
+    runs = [i for i, line in enumerate(lines) if re.match(r"RUN .*include/adlake/bootstrap.py", line)
             and "/src/" in line]
-    assert runs, "no build stage runs setup.py"
+    assert runs, "no build stage runs bootstrap.py"
     for i in runs:
         copied = next(line for line in reversed(lines[:i])
                       if line.startswith("COPY include/adlake/"))

@@ -7,24 +7,24 @@
 ARG AIRFLOW_VERSION
 ARG PYTHON_VERSION
 
-# The jar sets, resolved by adlake.setup itself (it needs Maven and a stdlib-only Python).
+# The jar sets, resolved by adlake.bootstrap itself (it needs Maven and a stdlib-only Python).
 FROM maven:3.9-eclipse-temurin-17 AS jars
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 \
  && rm -rf /var/lib/apt/lists/*
-COPY include/adlake/versions.py include/adlake/config.py include/adlake/setup.py /src/include/adlake/
-RUN python3 /src/include/adlake/setup.py --jars-only
+COPY include/adlake/versions.py include/adlake/config.py include/adlake/bootstrap.py /src/include/adlake/
+RUN python3 /src/include/adlake/bootstrap.py --jars-only
 
-# The ops runtime's own jar (the JVM attribution processor), compiled by adlake.setup with the
+# The ops runtime's own jar (the JVM attribution processor), compiled by adlake.bootstrap with the
 # JDK against the jars of the ops runtime's pinned Spark image.
 FROM maven:3.9-eclipse-temurin-17 AS opsjar
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=apache/spark:4.3.0 /opt/spark/jars /opt/spark/jars
-COPY include/adlake/versions.py include/adlake/config.py include/adlake/setup.py /src/include/adlake/
+COPY include/adlake/versions.py include/adlake/config.py include/adlake/bootstrap.py /src/include/adlake/
 COPY spark_apps/ops/jvm /src/spark_apps/ops/jvm
-RUN python3 /src/include/adlake/setup.py --app-jar-only --spark-jars /opt/spark/jars
+RUN python3 /src/include/adlake/bootstrap.py --app-jar-only --spark-jars /opt/spark/jars
 
 FROM apache/airflow:${AIRFLOW_VERSION}-python${PYTHON_VERSION}
 ARG AIRFLOW_VERSION
@@ -50,7 +50,7 @@ print(*requirements('lake'), sep='\n')" > /tmp/lake-requirements.txt \
  && rm /tmp/lake-requirements.txt
 
 # A virtual environment refuses user installs, which the Airflow image may turn on globally.
-RUN PIP_USER=false python include/adlake/setup.py --envs-only --env ops
+RUN PIP_USER=false python include/adlake/bootstrap.py --envs-only --env ops
 
 COPY --from=jars --chown=airflow:0 /src/.cache/jars/lake ./.cache/jars/lake
 COPY --from=jars --chown=airflow:0 /src/.cache/jars/ops ./.cache/jars/ops

@@ -5,7 +5,7 @@
 # include/adlake/versions.py (tests/test_docker_compose.py checks that they agree).
 ARG SPARK_VERSION
 
-# Resolved the way adlake.setup resolves jar sets locally: Maven, runtime scope (what Spark itself
+# Resolved the way adlake.bootstrap resolves jar sets locally: Maven, runtime scope (what Spark itself
 # provides is `provided` in these poms and stays out), so the cluster runs exactly the jars the
 # local runtime and the tests use.
 FROM maven:3.9-eclipse-temurin-17 AS jars

@@ -2,7 +2,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from adlake import setup, versions
+from adlake import bootstrap, versions
 
 NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 
@@ -17,7 +17,7 @@ def test_requirements_pin_each_runtime_to_its_spark():
 
 
 def test_pom_lists_the_jar_set():
-    pom = ET.fromstring(setup._pom("lake", versions.jvm_artifacts("lake")))
+    pom = ET.fromstring(bootstrap._pom("lake", versions.jvm_artifacts("lake")))
     deps = {d.findtext("m:artifactId", namespaces=NS): d.findtext("m:version", namespaces=NS)
             for d in pom.iterfind(".//m:dependency", NS)}
     assert deps == {f"delta-spark_4.2_{versions.SCALA}": versions.DELTA,
@@ -37,26 +37,26 @@ def test_unknown_environment_is_named():
 
 
 def test_a_stamped_jar_set_is_not_resolved_again(tmp_path, monkeypatch):
-    monkeypatch.setattr(setup, "JARS_ROOT", tmp_path)
+    monkeypatch.setattr(bootstrap, "JARS_ROOT", tmp_path)
     calls = []
-    monkeypatch.setattr(setup.subprocess, "run", lambda *a, **k: calls.append(a))
-    monkeypatch.setattr(setup.shutil, "which", lambda _: "/usr/bin/mvn")
-    setup.setup_jars("ops")  # first time: Maven runs, stamp written last
-    assert len(calls) == 1 and (tmp_path / "ops" / setup.STAMP).is_file()
-    setup.setup_jars("ops")  # second time: nothing to do, no network
+    monkeypatch.setattr(bootstrap.subprocess, "run", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(bootstrap.shutil, "which", lambda _: "/usr/bin/mvn")
+    bootstrap.setup_jars("ops")  # first time: Maven runs, stamp written last
+    assert len(calls) == 1 and (tmp_path / "ops" / bootstrap.STAMP).is_file()
+    bootstrap.setup_jars("ops")  # second time: nothing to do, no network
     assert len(calls) == 1
 
 
 def test_an_interrupted_resolution_is_redone(tmp_path, monkeypatch):
-    monkeypatch.setattr(setup, "JARS_ROOT", tmp_path)
-    monkeypatch.setattr(setup.shutil, "which", lambda _: "/usr/bin/mvn")
+    monkeypatch.setattr(bootstrap, "JARS_ROOT", tmp_path)
+    monkeypatch.setattr(bootstrap.shutil, "which", lambda _: "/usr/bin/mvn")
 
     def crash(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(setup.subprocess, "run", crash)
+    monkeypatch.setattr(bootstrap.subprocess, "run", crash)
     with pytest.raises(KeyboardInterrupt):
-        setup.setup_jars("kafka")
+        bootstrap.setup_jars("kafka")
     assert not (tmp_path / "kafka").exists()  # no half-resolved set that looks complete
 
 
@@ -66,25 +66,25 @@ def test_the_ops_app_jar_is_compiled_once_and_again_when_a_source_changes(tmp_pa
     import zipfile
 
     sources = tmp_path / "jvm"
-    shutil.copytree(setup.APP_JAR_SOURCES, sources)
-    monkeypatch.setattr(setup, "APP_JAR_SOURCES", sources)
-    monkeypatch.setattr(setup, "JARS_ROOT", tmp_path / "jars")
-    setup.build_app_jar()  # the real javac, against the ops environment's Spark jars
+    shutil.copytree(bootstrap.APP_JAR_SOURCES, sources)
+    monkeypatch.setattr(bootstrap, "APP_JAR_SOURCES", sources)
+    monkeypatch.setattr(bootstrap, "JARS_ROOT", tmp_path / "jars")
+    bootstrap.build_app_jar()  # the real javac, against the ops environment's Spark jars
     with zipfile.ZipFile(tmp_path / "jars" / "ops-app" / "adlake-ops.jar") as jar:
         assert "io/adlake/ops/AttributionProcessor.class" in jar.namelist()
 
     calls: list = []
-    monkeypatch.setattr(setup.subprocess, "run", lambda *a, **k: calls.append(a))
-    setup.build_app_jar()
+    monkeypatch.setattr(bootstrap.subprocess, "run", lambda *a, **k: calls.append(a))
+    bootstrap.build_app_jar()
     assert calls == []  # stamped: nothing to compile
     source = next(sources.rglob("Attribution.java"))
     source.write_text(source.read_text() + "\n// changed\n")
-    setup.build_app_jar()
+    bootstrap.build_app_jar()
     assert [c[0][0] for c in calls] == ["javac", "jar"]
 
 
 def test_the_ops_app_jar_needs_spark_jars_to_compile_against(tmp_path, monkeypatch):
-    monkeypatch.setattr(setup, "JARS_ROOT", tmp_path / "jars")
-    monkeypatch.setattr(setup.shutil, "which", lambda _: "/usr/bin/javac")
+    monkeypatch.setattr(bootstrap, "JARS_ROOT", tmp_path / "jars")
+    monkeypatch.setattr(bootstrap.shutil, "which", lambda _: "/usr/bin/javac")
     with pytest.raises(SystemExit, match="no Spark jars to compile the ops app jar against"):
-        setup.build_app_jar(tmp_path / "empty")
+        bootstrap.build_app_jar(tmp_path / "empty")
