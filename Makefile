@@ -10,7 +10,7 @@ SEED ?= 7
 # Tests that check the session factory itself run under both runtimes.
 BOTH_RUNTIMES_TESTS := tests/include/test_spark_session.py
 
-.PHONY: setup test test-unit kafka-up kafka-down kafka-status generate up clean \
+.PHONY: setup test test-unit compose-versions kafka-up kafka-down kafka-status generate up clean \
 	attribution click-surge status bench-click-surge bench-attribution bench-lake down
 
 setup:
@@ -24,6 +24,10 @@ test: setup
 
 test-unit: setup
 	$(LAKE_PY) -m pytest tests -m unit
+
+# After changing a pin in versions.py: rewrite docker-compose.yaml's generated versions block.
+compose-versions:
+	$(PYTHON) include/adlake/compose_versions.py
 
 kafka-up: setup
 	$(LAKE_PY) -m adlake.kafka_local up

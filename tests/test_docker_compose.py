@@ -1,23 +1,25 @@
 """Static checks of docker-compose.yaml against the code it deploys.
 
-No Docker engine is needed: the file is parsed and compared with adlake.versions (image tags and
-build arguments), adlake.config's ``compose`` profile (hosts, data path, accepted variables) and
+No Docker engine is needed: the file is parsed and compared with adlake.versions (its generated
+block of image tags and build arguments, which nothing else may bypass), adlake.config's ``compose`` profile (hosts, data path, accepted variables) and
 adlake.registry (task slots for Real-Time Mode), so a change on either side that the other does not
 follow fails here instead of at ``docker compose up``.
 """
 
 from __future__ import annotations
 
-import fnmatch
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from adlake import config, registry, versions
+from adlake import compose_versions, config, registry, versions
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-COMPOSE = yaml.safe_load((REPO_ROOT / "docker-compose.yaml").read_text())
+COMPOSE_TEXT = (REPO_ROOT / "docker-compose.yaml").read_text()
+COMPOSE = yaml.safe_load(COMPOSE_TEXT)
+DOCKERFILES = sorted((REPO_ROOT / "include" / "docker").glob("*.Dockerfile"))
 SERVICES: dict[str, dict] = COMPOSE["services"]
 
 # Services that run to completion once; the others depend on them finishing successfully.
@@ -118,6 +120,44 @@ def test_kafka_bootstrap_of_the_compose_profile_is_the_kafka_service(settings):
     assert f"PLAINTEXT://{settings.kafka_bootstrap}" in advertised
 
 
+def test_the_versions_block_is_generated_from_versions_py():
+    assert compose_versions.rewrite(COMPOSE_TEXT) == COMPOSE_TEXT, (
+        "docker-compose.yaml's versions block is stale: run `python -m adlake.compose_versions`")
+
+
+def test_a_stale_versions_block_is_regenerated():
+    stale = COMPOSE_TEXT.replace(f'"apache/spark:{versions.SPARK_OPS}"', '"apache/spark:0.0.1"')
+    assert stale != COMPOSE_TEXT and compose_versions.rewrite(stale) == COMPOSE_TEXT
+
+
+# Every dotted version pinned in versions.py (Spark, Delta, Kafka, Airflow, Python, ...).
+PINS = {name: value for name, value in vars(versions).items()
+        if name.isupper() and isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)+", value)}
+
+
+@pytest.mark.parametrize("path", ["docker-compose.yaml"] + [
+    str(p.relative_to(REPO_ROOT)) for p in DOCKERFILES])
+def test_no_version_is_written_by_hand(path):
+    text = (REPO_ROOT / path).read_text()
+    if path == "docker-compose.yaml":
+        text = text.replace(compose_versions.render(), "")
+        tagged = [ref for ref in re.findall(r"^\s*image:\s*(\S+)", text, re.M)
+                  if ":" in ref and not ref.startswith("*")]
+        assert not tagged, f"image tags written by hand: {tagged}"
+    for name, value in PINS.items():
+        assert not re.search(rf"(?<![\w.]){re.escape(value)}(?![\w.])", text), (
+            f"{path} writes versions.{name} ({value}) by hand")
+
+
+@pytest.mark.parametrize("service", BUILT)
+def test_build_args_are_the_ones_the_dockerfile_declares(service):
+    # A declared argument left unset builds with an empty version; an undeclared one is ignored.
+    build = SERVICES[service]["build"]
+    dockerfile = (REPO_ROOT / build["context"] / build.get("dockerfile", "Dockerfile")).read_text()
+    declared = set(re.findall(r"^ARG (\w+)$", dockerfile, re.M))
+    assert set(build.get("args") or {}) == declared
+
+
 @pytest.mark.parametrize("service", ["spark-ops-master", "spark-ops-worker"])
 def test_spark_ops_runs_the_pinned_official_image(service):
     assert SERVICES[service]["image"] == f"apache/spark:{versions.SPARK_OPS}"
@@ -141,7 +181,7 @@ def test_spark_lake_master_and_worker_share_one_image():
 @pytest.mark.parametrize("service", AIRFLOW_SERVICES)
 def test_airflow_is_built_on_the_pinned_release(service):
     args = SERVICES[service]["build"]["args"]
-    assert fnmatch.fnmatch(args["AIRFLOW_VERSION"], versions.AIRFLOW), args["AIRFLOW_VERSION"]
+    assert args["AIRFLOW_VERSION"] == versions.AIRFLOW
     assert args["PYTHON_VERSION"] == versions.PYTHON
 
 
@@ -149,8 +189,10 @@ def test_the_airflow_image_compiles_the_ops_app_jar_against_the_pinned_ops_spark
     # Airflow submits the ops apps; the attribution app needs the JVM processor's jar, built by
     # adlake.bootstrap against the jars of the same Spark the ops cluster runs.
     dockerfile = (REPO_ROOT / "include" / "docker" / "airflow.Dockerfile").read_text()
-    assert f"COPY --from=apache/spark:{versions.SPARK_OPS} /opt/spark/jars /opt/spark/jars" \
-        in dockerfile
+    assert "FROM apache/spark:${SPARK_OPS_VERSION} AS spark-ops" in dockerfile
+    assert "COPY --from=spark-ops /opt/spark/jars /opt/spark/jars" in dockerfile
+    for service in AIRFLOW_SERVICES:
+        assert SERVICES[service]["build"]["args"]["SPARK_OPS_VERSION"] == versions.SPARK_OPS
     assert "bootstrap.py --app-jar-only --spark-jars /opt/spark/jars" in dockerfile
     app_dir = config.OPS_APP_JAR.parent
     assert f"/src/.cache/jars/{app_dir} ./.cache/jars/{app_dir}" in dockerfile
@@ -159,8 +201,6 @@ def test_the_airflow_image_compiles_the_ops_app_jar_against_the_pinned_ops_spark
 def test_the_build_stages_that_run_bootstrap_copy_every_module_it_imports():
     # The jar stages run include/adlake/bootstrap.py with only a few files copied in: each adlake
     # module bootstrap.py imports must be among them, or the image build fails at that step.
-    import re
-
     bootstrap = (REPO_ROOT / "include" / "adlake" / "bootstrap.py").read_text()
     modules = set(re.findall(r"^from adlake(?:\.(\w+))? import (\w+)", bootstrap, re.M))
     needed = {f"include/adlake/{sub or name}.py" for sub, name in modules}

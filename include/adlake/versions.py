@@ -1,8 +1,9 @@
 """Every pinned version of Adlake, in one place.
 
 The two Python environments (``lake`` and ``ops``) and the three JVM jar sets (``lake``, ``ops``,
-``kafka``) are all derived from the constants below by :mod:`adlake.setup`; nothing else in the
-repository names a version. Changing a pin here and running ``make setup`` rebuilds exactly the
+``kafka``) are all derived from the constants below by :mod:`adlake.bootstrap`, and the image tags
+and build arguments of ``docker-compose.yaml`` by :mod:`adlake.compose_versions`; nothing else in
+the repository names a version. Changing a pin here and running ``make setup`` rebuilds exactly the
 environments and jar sets whose inputs changed.
 
 This module is standard-library only: ``make setup`` runs it with the system Python before any
@@ -37,11 +38,15 @@ KAFKA_CONNECTOR = "4.2.0"
 KAFKA_BROKER = "4.1.1"
 LOG4J = "2.24.3"
 
-AIRFLOW = "3.3.*"
+# One release for the lake environment (Airflow's own) and the compose shape's Airflow image.
+AIRFLOW = "3.3.2"
 AIRFLOW_SPARK_PROVIDER = "6.3.4"
 GREAT_EXPECTATIONS = "1.24.*"
 CONFLUENT_KAFKA = "2.16.1"
 PYTEST = ">=8,<10"
+
+# Only in the compose shape: Airflow's metadata database.
+POSTGRES = "16"
 
 RUNTIMES = ("lake", "ops")
 JAR_SETS = ("lake", "ops", "kafka")

@@ -2,10 +2,15 @@
 # Airflow 3 for the compose shape. /opt/airflow is laid out like a checkout after `make setup`:
 # the project installed editable from /opt/airflow (docker-compose.yaml mounts the live source over
 # it), the ops environment in .venv/ops and the jar sets in .cache/jars. The lake environment is
-# Airflow's own, as it is locally. Versions come from include/adlake/versions.py, except the
-# base image tag, which docker-compose.yaml passes in (tests/test_docker_compose.py checks it).
+# Airflow's own, as it is locally. Every version comes from include/adlake/versions.py: read
+# during the build (jar sets, Python requirements), or, for image tags, passed in as build
+# arguments by docker-compose.yaml, whose values are generated from it (adlake.compose_versions).
 ARG AIRFLOW_VERSION
 ARG PYTHON_VERSION
+# The ops runtime's Spark: the ops app jar is compiled against its jars.
+ARG SPARK_OPS_VERSION
+
+FROM apache/spark:${SPARK_OPS_VERSION} AS spark-ops
 
 # The jar sets, resolved by adlake.bootstrap itself (it needs Maven and a stdlib-only Python).
 FROM maven:3.9-eclipse-temurin-17 AS jars
@@ -21,7 +26,7 @@ FROM maven:3.9-eclipse-temurin-17 AS opsjar
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 \
  && rm -rf /var/lib/apt/lists/*
-COPY --from=apache/spark:4.3.0 /opt/spark/jars /opt/spark/jars
+COPY --from=spark-ops /opt/spark/jars /opt/spark/jars
 COPY include/adlake/versions.py include/adlake/config.py include/adlake/bootstrap.py /src/include/adlake/
 COPY spark_apps/ops/jvm /src/spark_apps/ops/jvm
 RUN python3 /src/include/adlake/bootstrap.py --app-jar-only --spark-jars /opt/spark/jars
