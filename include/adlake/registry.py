@@ -102,6 +102,26 @@ class Topic:
 
 
 @dataclass(frozen=True)
+class Knob:
+    """A setting of a streaming app that a user may change when starting it: a ``--name`` flag
+    of the app (dashes for underscores) and a typed field of the app's Airflow trigger form."""
+
+    name: str
+    type: str  # "integer", "number" or "string" (JSON Schema types, as Airflow Params use)
+    default: int | float | str
+    description: str
+    minimum: float | None = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+TRIGGERS = ("realtime", "processing_time")
+
+
+@dataclass(frozen=True)
 class App:
     name: str
     runtime: str  # "ops" or "lake"
@@ -110,13 +130,18 @@ class App:
     outputs: tuple[str, ...]
     dlq: str | None = None
     description: str = ""
+    default_trigger: str = "processing_time"
+    knobs: tuple[Knob, ...] = ()
+
+    def knob(self, name: str) -> Knob:
+        return _lookup("knob", {k.name: k for k in self.knobs}, name)
 
 
 @dataclass(frozen=True)
 class Table:
     name: str
     layer: str  # bronze, silver, gold, quarantine
-    source: str  # a topic or another table
+    sources: tuple[str, ...]  # the topics or tables it is built from
     partition_by: tuple[str, ...] = field(default=())
     description: str = ""
     schema: Schema | None = None
@@ -212,10 +237,29 @@ APPS: dict[str, App] = {a.name: a for a in [
     App("attribution", "ops", "spark_apps.ops.attribution",
         inputs=("ad_requests", "ad_impressions", "ad_callbacks"),
         outputs=("attributed_events",), dlq="ad_events_dlq",
-        description="Correlates requests, impressions and callbacks (transformWithState)."),
+        description="Correlates ad requests, impressions and callbacks by request_id "
+                    "(transformWithState, event-time timers) and writes attributed_events.",
+        default_trigger="processing_time", knobs=(
+            Knob("window_s", "number", 300.0, "attribution window: partners match within it, "
+                 "a request closes at its end", minimum=0.001),
+            Knob("skew_s", "number", 10.0, "how far an item may precede its partner and still "
+                 "match", minimum=0),
+            Knob("lateness_s", "number", 30.0, "watermark delay on the Kafka timestamp",
+                 minimum=0),
+            Knob("ttl_s", "number", 3600.0, "lifetime bound of a key's state (safety net; more "
+                 "than 2 windows + lateness)", minimum=0),
+            Knob("engine", "string", "jvm", "jvm: the Java port of the rules (micro-batch or "
+                 "Real-Time Mode); python: the Python processor (micro-batch only); their "
+                 "checkpoints are not interchangeable", choices=("jvm", "python")),
+        )),
     App("click_surge", "ops", "spark_apps.ops.click_surge",
         inputs=("page_clicks",), outputs=("page_surges",), dlq="page_clicks_dlq",
-        description="Pages with more clicks than a threshold in a 5-second window (RTM)."),
+        description="Pages with more clicks than a threshold in a 5-second event-time window, "
+                    "in Real-Time Mode; writes page_surges.",
+        default_trigger="realtime", knobs=(
+            Knob("threshold", "integer", 5000, "a window surges when its click count is greater "
+                 "than this", minimum=0),
+        )),
 ]}
 
 # Bronze keeps every topic raw, so any later job can be replayed from it.
@@ -245,22 +289,26 @@ def silver_time_field(topic_name: str) -> str:
 def _silver(topic_name: str) -> Table:
     t = TOPICS[topic_name]
     fields = t.schema.fields + _schema(*_SILVER_EXTRA).fields
-    return Table(f"silver_{topic_name}", "silver", f"bronze_{topic_name}",
+    return Table(f"silver_{topic_name}", "silver", (f"bronze_{topic_name}",),
                  partition_by=("event_date",), schema=Schema(fields), keys=t.id_fields,
                  change_feed=True,
                  description=f"Typed, validated, deduplicated {topic_name} by event date.")
 
 
+_ATTRIBUTION_INPUTS = ("silver_ad_requests", "silver_ad_impressions", "silver_ad_callbacks")
+
 _TABLE_LIST = [
-    *[Table(f"bronze_{name}", "bronze", name, partition_by=("ingest_date",),
+    *[Table(f"bronze_{name}", "bronze", (name,), partition_by=("ingest_date",),
             schema=BRONZE_SCHEMA, keys=BRONZE_COORDINATES,
             description=f"Raw records of topic {name} with Kafka metadata.")
       for name in TOPICS],
     *[_silver(name) for name in SILVER_TOPICS],
-    Table("quarantine", "quarantine", "bronze", partition_by=("ingest_date",),
+    Table("quarantine", "quarantine", tuple(f"bronze_{name}" for name in SILVER_TOPICS),
+          partition_by=("ingest_date",),
           schema=QUARANTINE_SCHEMA, keys=("source_table", *BRONZE_COORDINATES),
           description="Bronze rows that failed a validation rule, with the rule."),
-    Table("campaign_delivery", "gold", "silver_ad_impressions", partition_by=("event_date",),
+    Table("campaign_delivery", "gold", ("silver_ad_impressions", "silver_ad_callbacks"),
+          partition_by=("event_date",),
           schema=_schema("campaign_id:string", "creative_id:string", "event_date:date",
                          "hour:int", "impressions:long", "clicks:long", "first_quartiles:long",
                          "midpoints:long", "third_quartiles:long", "completes:long",
@@ -268,23 +316,24 @@ _TABLE_LIST = [
                          "completion_rate:double?"),
           keys=("campaign_id", "creative_id", "event_date", "hour"), change_feed=True,
           description="Delivery per campaign, creative and hour."),
-    Table("attribution_funnel", "gold", "silver_ad_requests", partition_by=("event_date",),
+    Table("attribution_funnel", "gold", _ATTRIBUTION_INPUTS, partition_by=("event_date",),
           schema=_schema("campaign_id:string", "event_date:date", "requests:long",
                          "filled_requests:long", "impressions:long", "clicks:long",
                          "conversions:long", "fill_rate:double?"),
           keys=("campaign_id", "event_date"),
           description="Requests → fills → impressions → clicks → conversions per campaign and "
                       "day; campaign_id '*' is the day's total (requests exist only there)."),
-    Table("page_traffic", "gold", "silver_page_clicks", partition_by=("event_date",),
+    Table("page_traffic", "gold", ("silver_page_clicks",), partition_by=("event_date",),
           schema=_schema("page_id:string", "event_date:date", "minute:timestamp",
                          "clicks:long", "distinct_users:long"),
           keys=("page_id", "minute"), description="Clicks and distinct users per page and minute."),
-    Table("surge_history", "gold", "silver_page_surges", partition_by=("event_date",),
+    Table("surge_history", "gold", ("silver_page_surges",), partition_by=("event_date",),
           schema=_schema("page_id:string", "event_date:date", "window_start:timestamp",
                          "window_end:timestamp", "click_count:long"),
           keys=("page_id", "window_start"),
           description="One row per page and surging window, with the highest count reported."),
-    Table("attribution_reconciliation", "gold", "silver_attributed_events",
+    Table("attribution_reconciliation", "gold",
+          ("silver_attributed_events", *_ATTRIBUTION_INPUTS),
           partition_by=("event_date",),
           schema=_schema("event_date:date", "record_type:string", "matched:long",
                          "missing_in_realtime:long", "extra_in_realtime:long"),
@@ -310,6 +359,67 @@ VIEWS: dict[str, View] = {v.name: v for v in [
         Aggregate("floor_total", "sum", "floor_price"), Aggregate("avg_bids", "avg", "bid_count"),
     ), description="Requests and household reach per geo and day."),
 ]}
+# -- scheduled jobs ------------------------------------------------------------------------------
+
+SCHEDULES = ("hourly", "on_update")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One scheduled Spark job: ``module`` (a ``main(argv)`` entry point) run with ``args`` by
+    spark-submit on ``runtime``. ``reads`` and ``writes`` name tables (topics, for bronze's
+    reads); the DAG factory turns them into task dependencies and Airflow Assets.
+
+    ``hourly`` jobs make the lake chain: each takes its data interval as ``--start/--end`` and
+    writes it idempotently, so a rerun or an Airflow backfill gives the same tables.
+    ``on_update`` jobs run when a table they read is updated; they catch up to its latest state
+    (an asset-triggered run has no data interval) and take none.
+    """
+
+    name: str
+    module: str
+    runtime: str
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    schedule: str
+    args: tuple[str, ...] = ()
+    description: str = ""
+    # Every job writes idempotently (partition replace, insert-if-absent MERGE, a view's
+    # versioned MERGE), so a retried attempt is safe.
+    retries: int = 2
+
+    def __post_init__(self) -> None:
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"job {self.name!r}: schedule {self.schedule!r} not in {SCHEDULES}")
+
+    @property
+    def takes_interval(self) -> bool:
+        return self.schedule == "hourly"
+
+
+def _gold_job(t: Table) -> Job:
+    return Job(f"gold_{t.name}", "spark_apps.lake.gold", "lake", t.sources, (t.name,), "hourly",
+               args=("--tables", t.name), description=f"Gold `{t.name}`: {t.description}")
+
+
+JOBS: dict[str, Job] = {j.name: j for j in [
+    Job("bronze", "spark_apps.lake.bronze", "lake", tuple(TOPICS),
+        tuple(t.name for t in TABLES.values() if t.layer == "bronze"), "hourly",
+        description="Every topic → its bronze table, raw, with Kafka metadata (AvailableNow from "
+                    "the Kafka checkpoint: bronze catches up; the interval is logged only)."),
+    Job("silver", "spark_apps.lake.silver", "lake",
+        tuple(f"bronze_{name}" for name in SILVER_TOPICS),
+        (*(f"silver_{name}" for name in SILVER_TOPICS), "quarantine"), "hourly",
+        description="Bronze → typed, validated, deduplicated silver tables; failures to the "
+                    "quarantine table with the reason."),
+    *[_gold_job(t) for t in TABLES.values() if t.layer == "gold"],
+    *[Job(f"view_{v.name}", "spark_apps.lake.views", "lake", (v.source,), (v.name,),
+          "on_update", args=("--view", v.name),
+          description=f"Incremental refresh of the view `{v.name}` (MERGE of the change feed of "
+                      f"`{v.source}`): {v.description}") for v in VIEWS.values()],
+]}
+
+
 def _lookup(kind: str, mapping: dict, name: str):
     try:
         return mapping[name]
@@ -331,3 +441,7 @@ def table(name: str) -> Table:
 
 def view(name: str) -> View:
     return _lookup("view", VIEWS, name)
+
+
+def job(name: str) -> Job:
+    return _lookup("job", JOBS, name)

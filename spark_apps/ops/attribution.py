@@ -156,23 +156,6 @@ def build_query_frame(raw: DataFrame, config: AttributionConfig, engine: str = "
     )
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    defaults = AttributionConfig()
-    parser.add_argument("--window-s", type=float, default=defaults.window_ms / 1000,
-                        help="attribution window: partners match within it, a request closes "
-                             "at its end")
-    parser.add_argument("--skew-s", type=float, default=defaults.skew_ms / 1000,
-                        help="how far an item may precede its partner and still match")
-    parser.add_argument("--lateness-s", type=float, default=defaults.lateness_ms / 1000,
-                        help="watermark delay on the Kafka timestamp")
-    parser.add_argument("--ttl-s", type=float, default=defaults.ttl_ms / 1000,
-                        help="lifetime bound of a key's state (safety net)")
-    parser.add_argument("--engine", choices=ENGINES, default="jvm",
-                        help="jvm: the Java port of the rules (micro-batch or Real-Time Mode); "
-                             "python: the Python processor (micro-batch only); their "
-                             "checkpoints are not interchangeable")
-
-
 def config_from_args(args: argparse.Namespace) -> AttributionConfig:
     return AttributionConfig(window_ms=int(args.window_s * 1000), skew_ms=int(args.skew_s * 1000),
                              lateness_ms=int(args.lateness_s * 1000),
@@ -198,15 +181,10 @@ def _output_mode(trigger: TriggerConfig) -> str:
 
 
 SPEC = StreamingApp(
-    app=APP, description=__doc__, default_trigger="processing_time",
-    add_arguments=_add_arguments,
+    app=APP, description=__doc__,
     build=lambda raw, args, trigger: build_query_frame(
         raw, config_from_args(args), args.engine, _output_mode(trigger)),
-    output_mode=_output_mode,
-    knobs=lambda args: {"engine": args.engine, "window_s": args.window_s,
-                        "skew_s": args.skew_s, "lateness_s": args.lateness_s,
-                        "ttl_s": args.ttl_s},
-    check=_check,
+    output_mode=_output_mode, check=_check,
 )
 
 

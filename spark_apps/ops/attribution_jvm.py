@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Row
 from pyspark.sql.types import StructType
 
+from adlake import registry
 from adlake.config import OPS_APP_JAR
 from spark_apps.common.attribution.contract import (
     INPUT_SCHEMA,
@@ -34,7 +35,8 @@ from spark_apps.common.attribution.contract import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-ENGINES = ("jvm", "python")
+# The app's --engine knob (registry): the JVM port or the Python processor.
+ENGINES = registry.app("attribution").knob("engine").choices
 
 
 class MissingJvmProcessor(RuntimeError):

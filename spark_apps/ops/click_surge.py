@@ -25,7 +25,6 @@ local master has fewer slots than that, instead of letting the query stall.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import TYPE_CHECKING
 
@@ -36,7 +35,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 APP = registry.app("click_surge")
-DEFAULT_THRESHOLD = 5000
+DEFAULT_THRESHOLD = APP.knob("threshold").default
 WINDOW = "5 seconds"
 WATERMARK = "5 seconds"
 
@@ -120,20 +119,12 @@ def build_query_frame(raw: DataFrame, threshold: int) -> DataFrame:
     return _kafka_records(_detect(raw, threshold, observe=True))
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--threshold", type=int, default=DEFAULT_THRESHOLD,
-                        help="a window surges when its click count is greater than this")
-
-
 SPEC = StreamingApp(
-    app=APP, description=__doc__, default_trigger="realtime", add_arguments=_add_arguments,
+    app=APP, description=__doc__,
     build=lambda raw, args, trigger: build_query_frame(raw, args.threshold),
     # Update mode: a surging window is re-emitted as its count grows (Real-Time Mode accepts
     # only update; micro-batches use it too, so both modes write the same records).
     output_mode=lambda trigger: "update",
-    knobs=lambda args: {"threshold": args.threshold},
-    check=lambda args: (f"--threshold must be >= 0, got {args.threshold}"
-                        if args.threshold < 0 else None),
 )
 
 

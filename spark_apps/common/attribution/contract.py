@@ -26,7 +26,10 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from adlake import registry
 from spark_apps.common.parsing import RAW, REASON
+
+_APP = registry.app("attribution")
 
 # Input kinds, in the order rows of one key are handled when they arrive together.
 REQUEST, IMPRESSION, CALLBACK = "request", "impression", "callback"
@@ -124,11 +127,12 @@ def contract_json(input_schema: StructType = INPUT_SCHEMA,
 class AttributionConfig:
     """Attribution tunables, all in milliseconds."""
 
-    window_ms: int = 5 * 60 * 1000
-    skew_ms: int = 10 * 1000
+    # Defaults: the app's knobs in the registry (seconds there).
+    window_ms: int = int(_APP.knob("window_s").default * 1000)
+    skew_ms: int = int(_APP.knob("skew_s").default * 1000)
     # The watermark delay (set on the query, not used here) and the key lifetime bound.
-    lateness_ms: int = 30 * 1000
-    ttl_ms: int = 60 * 60 * 1000
+    lateness_ms: int = int(_APP.knob("lateness_s").default * 1000)
+    ttl_ms: int = int(_APP.knob("ttl_s").default * 1000)
     # Batch queries fire no event-time timers: there, each key is closed at the end of its input
     # (all its rows come in one call), as if the watermark had passed everything.
     close_at_end_of_input: bool = False

@@ -44,23 +44,23 @@ class StreamingApp:
 
     ``build(raw, args, trigger)`` turns the raw Kafka records of the app's inputs into the
     records it writes (columns topic, key, value); ``output_mode(trigger)`` is the sink's output
-    mode; ``knobs(args)`` are the app's own settings, shown at start and kept in its status.
+    mode. The app's knobs (registry ``App.knobs``) become flags here, are shown at start and kept
+    in its status; ``add_arguments`` adds flags that are not knobs, ``check`` validates
+    combinations (an error message, or None).
     """
 
     app: registry.App
     description: str
-    default_trigger: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
     build: Callable[[DataFrame, argparse.Namespace, TriggerConfig], DataFrame]
     output_mode: Callable[[TriggerConfig], str]
-    knobs: Callable[[argparse.Namespace], dict[str, Any]] = field(default=lambda args: {})
+    add_arguments: Callable[[argparse.ArgumentParser], None] = field(default=lambda parser: None)
     check: Callable[[argparse.Namespace], str | None] = field(default=lambda args: None)
 
 
 def build_parser(spec: StreamingApp) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=spec.app.module, description=spec.description,
                                      formatter_class=HelpFormatter)
-    parser.add_argument("--trigger", choices=TRIGGER_MODES, default=spec.default_trigger,
+    parser.add_argument("--trigger", choices=TRIGGER_MODES, default=spec.app.default_trigger,
                         help="realtime: Real-Time Mode; processing_time: micro-batches")
     parser.add_argument("--trigger-interval", default=None,
                         help=f"realtime: checkpoint interval ({DEFAULT_RTM_INTERVAL} when "
@@ -77,17 +77,32 @@ def build_parser(spec: StreamingApp) -> argparse.ArgumentParser:
     parser.add_argument("--query-name", default=spec.app.name,
                         help="names the query, its status file, stop marker and default "
                              "checkpoint")
+    for knob in spec.app.knobs:
+        parser.add_argument(knob.flag, type=_KNOB_TYPES[knob.type], default=knob.default,
+                            choices=knob.choices or None, help=knob.description)
     spec.add_arguments(parser)
     return parser
+
+
+_KNOB_TYPES = {"integer": int, "number": float, "string": str}
 
 
 def parse_args(spec: StreamingApp, argv: list[str] | None) -> argparse.Namespace:
     parser = build_parser(spec)
     args = parser.parse_args(argv)
+    for knob in spec.app.knobs:
+        value = getattr(args, knob.name)
+        if knob.minimum is not None and value < knob.minimum:
+            parser.error(f"{knob.flag} must be >= {knob.minimum:g}, got {value:g}")
     problem = spec.check(args)
     if problem:
         parser.error(problem)
     return args
+
+
+def knob_values(spec: StreamingApp, args: argparse.Namespace) -> dict[str, Any]:
+    """The app's knobs (registry ``App.knobs``) as parsed."""
+    return {knob.name: getattr(args, knob.name) for knob in spec.app.knobs}
 
 
 def resolve_checkpoint(settings: Settings, checkpoint: Path | str | None, query_name: str
@@ -128,7 +143,7 @@ def run(spec: StreamingApp, argv: list[str] | None = None,
     stop = GracefulStop(marker=stop_marker(settings, name), deadline_s=args.stop_after_s)
     stop.install()
 
-    knobs = spec.knobs(args)
+    knobs = knob_values(spec, args)
     spark = get_session(spec.app.runtime, name, settings)
     reporter = StatusReporter(settings, name, trigger.mode)
     reporter.extra.update(knobs)

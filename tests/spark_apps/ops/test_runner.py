@@ -59,7 +59,7 @@ def test_python_engine_in_real_time_mode_is_refused_before_anything_starts(capsy
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--window-s", "0"], "window_ms must be > 0"),
+    (["--window-s", "0"], "--window-s must be >= 0.001, got 0"),
     (["--ttl-s", "60"], "ttl_ms=60000 must exceed"),
 ])
 def test_attribution_knobs_are_checked_before_anything_starts(capsys, argv, message):
