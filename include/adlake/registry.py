@@ -119,6 +119,8 @@ class Knob:
 
 
 TRIGGERS = ("realtime", "processing_time")
+# What a user (or the app's DAG) can ask of a streaming app; see adlake.apps.
+APP_ACTIONS = ("start", "stop", "restart", "status")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ Settings are added to a builder in one place, per runtime:
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import sys
@@ -65,6 +66,22 @@ def _artifact(jar: Path) -> str:
     return match.group("artifact") if match else jar.stem
 
 
+def _pyspark_dir() -> Path:
+    """PySpark's install directory, found without importing it (the DAG layer renders a job's
+    ``--jars`` with :func:`runtime_jars` and must not import PySpark)."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingJarsError("pyspark is not installed in this interpreter; run `make setup`")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def submitted() -> bool:
+    """True when spark-submit launched this driver: the JVM is already running, with the master
+    and jars spark-submit was given (by the DAG's Spark connection), which the builder must not
+    override (``spark.jars`` set on a builder never reaches a running driver's classpath)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
 def runtime_jars(runtime: str, settings: Settings) -> list[Path]:
     """The runtime's extra jars, minus any artifact Spark already ships.
 
@@ -72,13 +89,11 @@ def runtime_jars(runtime: str, settings: Settings) -> list[Path]:
     client); loading a second, older copy next to Spark's would at best be dead weight and at worst
     shadow a class, so only artifacts absent from PySpark's own ``jars/`` are kept.
     """
-    import pyspark
-
     jar_dir = settings.jars_dir / runtime
     jars = sorted(jar_dir.glob("*.jar"))
     if not jars:
         raise MissingJarsError(f"no jars for runtime {runtime!r} in {jar_dir}; run `make setup`")
-    shipped = {_artifact(p) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    shipped = {_artifact(p) for p in _pyspark_dir().joinpath("jars").glob("*.jar")}
     jars = [jar for jar in jars if _artifact(jar) not in shipped]
     if runtime == "ops":
         # The ops runtime's own classes (the JVM attribution processor), built by `make setup`.
@@ -93,9 +108,11 @@ def configure_builder(builder: SparkSession.Builder, runtime: str, settings: Set
                       ) -> SparkSession.Builder:
     """Add Adlake's settings for ``runtime`` to ``builder`` and return it."""
     check_runtime(runtime)
-    conf = {
+    conf = {} if submitted() else {
         "spark.master": settings.spark_master(runtime),
         "spark.jars": ",".join(str(p) for p in runtime_jars(runtime, settings)),
+    }
+    conf.update({
         "spark.driver.memory": settings.driver_memory,
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
         "spark.sql.session.timeZone": "UTC",
@@ -108,7 +125,7 @@ def configure_builder(builder: SparkSession.Builder, runtime: str, settings: Set
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={settings.runtime_dir / 'derby'}",
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-    }
+    })
     if runtime == "ops":
         conf.update({
             "spark.sql.streaming.stateStore.checkpointFormatVersion": "2",

@@ -1,0 +1,221 @@
+"""Every Adlake DAG, generated from the registry (``adlake.registry``): adding a table, view or
+app is one registry entry and no DAG edit. Imports Airflow's SDK and Adlake's registry and
+configuration only: never PySpark, and no I/O when a DAG file is parsed.
+
+* ``lake_hourly`` — the lake chain, every hour on a ``CronDataIntervalTimetable`` in UTC: the
+  registry's ``hourly`` jobs (bronze → silver → one task per gold table), each a spark-submit
+  (``SparkSubmitOperator``) with ``--start {{ data_interval_start }} --end
+  {{ data_interval_end }}``; each declares the tables it writes as Airflow Assets. Every job
+  writes its interval idempotently, so ``airflow backfill create`` over any range gives the same
+  tables.
+* ``view_<name>`` — one per ``on_update`` job (the view refreshes): triggered when the table it
+  reads is updated (its Asset). An asset-triggered run has no data interval; the refresh catches
+  up to the source's latest version, so it needs none.
+* ``app_<name>`` — one per streaming app, triggered by hand with a form (typed ``Param``s:
+  action, trigger and the app's knobs). Its task only *acts* (``adlake.apps.act``): the app
+  runs detached, holding its lock, never inside the task.
+* ``apps_supervisor`` — every minute, keeps each app in its desired state
+  (``adlake.apps.supervise``): restarts with backoff, records why.
+
+>>> sorted(expected_dag_ids())[:3]
+['app_attribution', 'app_click_surge', 'apps_supervisor']
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timedelta, timezone
+
+from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
+
+from adlake import registry
+from adlake.config import REPO_ROOT, Settings, load_settings
+
+OWNER = "adlake"
+# Scheduled DAGs start here; catchup is off (the scheduler runs the latest interval only), and
+# a backfill (`airflow backfill create`) recomputes any past range on demand.
+START = datetime(2026, 11, 1, tzinfo=timezone.utc)
+LAKE_DAG_ID = "lake_hourly"
+SUPERVISOR_DAG_ID = "apps_supervisor"
+HOURLY = "0 * * * *"
+# One spark-submit entry point for every job: it runs the job's module (``application_args[0]``)
+# as __main__, so the module name is visible in the task's rendered arguments.
+SUBMIT = REPO_ROOT / "spark_apps" / "submit.py"
+INTERVAL_ARGS = ("--start", "{{ data_interval_start | ts }}",
+                 "--end", "{{ data_interval_end | ts }}")
+
+
+def spark_conn_id(runtime: str) -> str:
+    """The Airflow connection of a Spark runtime (see :func:`connection_env`)."""
+    return f"adlake_spark_{runtime}"
+
+
+def connection_env(settings: Settings) -> dict[str, str]:
+    """``AIRFLOW_CONN_*`` variables defining each runtime's Spark connection, with its master
+    from the configuration (``local[N]`` embedded, ``spark://…`` in the compose profile)."""
+    import json
+
+    return {f"AIRFLOW_CONN_{spark_conn_id(runtime).upper()}": json.dumps({
+        "conn_type": "spark", "host": settings.spark_master(runtime),
+        "extra": {"spark-binary": "spark-submit"}}) for runtime in ("lake", "ops")}
+
+
+def asset(name: str, settings: Settings | None = None) -> Asset:
+    """The Asset of a registry table or view: its Delta path."""
+    settings = settings or load_settings()
+    return Asset(name=name, uri=f"file://{settings.table_path(name)}", group="adlake")
+
+
+def _is_table(name: str) -> bool:
+    return name in registry.TABLES or name in registry.VIEWS
+
+
+def runtime_jars_macro(runtime: str) -> str:
+    """Rendered into ``--jars`` when a task runs (not at parse time): the runtime's jar set."""
+    from adlake.spark_session import runtime_jars
+
+    return ",".join(str(p) for p in runtime_jars(runtime, load_settings()))
+
+
+def _default_args(retries: int) -> dict:
+    return {"owner": OWNER, "retries": retries, "retry_delay": timedelta(minutes=1),
+            "retry_exponential_backoff": retries > 0, "max_retry_delay": timedelta(minutes=10)}
+
+
+def spark_task(job: registry.Job, settings: Settings):
+    """The job as a spark-submit; its argv (module, args, interval) is a templated field, so the
+    UI shows exactly what ran."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    python = sys.executable  # the lake environment is Airflow's: its interpreter runs the jobs
+    return SparkSubmitOperator(
+        task_id=job.name, conn_id=spark_conn_id(job.runtime), application=str(SUBMIT),
+        application_args=[job.module, *job.args,
+                          *(INTERVAL_ARGS if job.takes_interval else ())],
+        jars="{{ adlake_jars('%s') }}" % job.runtime, name=f"adlake-{job.name}",
+        conf={"spark.pyspark.python": python, "spark.pyspark.driver.python": python},
+        doc_md=job.description, retries=job.retries,
+        outlets=[asset(t, settings) for t in job.writes if _is_table(t)])
+
+
+def build_lake_dag(settings: Settings | None = None) -> DAG:
+    """The hourly chain: every ``hourly`` job, ordered by what it reads and writes."""
+    settings = settings or load_settings()
+    jobs = [j for j in registry.JOBS.values() if j.schedule == "hourly"]
+    with DAG(LAKE_DAG_ID, schedule=CronDataIntervalTimetable(HOURLY, timezone="UTC"),
+             start_date=START, catchup=False, max_active_runs=1,
+             tags=["lake", "hourly"], default_args=_default_args(retries=2),
+             user_defined_macros={"adlake_jars": runtime_jars_macro},
+             doc_md=_lake_doc(jobs)) as dag:
+        tasks = {j.name: spark_task(j, settings) for j in jobs}
+        writer = {table: j.name for j in jobs for table in j.writes}
+        for j in jobs:
+            for upstream in sorted({writer[t] for t in j.reads if t in writer} - {j.name}):
+                tasks[upstream] >> tasks[j.name]
+    return dag
+
+
+def _lake_doc(jobs: list[registry.Job]) -> str:
+    lines = ["# The lake chain, hourly", "",
+             "Each task is a spark-submit of a registry job over the run's data interval "
+             "(`--start/--end`); every job writes its interval idempotently, so a clear, a "
+             "retry or `airflow backfill create` gives the same tables.", ""]
+    lines += [f"* **{j.name}** — {j.description}" for j in jobs]
+    return "\n".join(lines)
+
+
+def build_view_dag(job: registry.Job, settings: Settings | None = None) -> DAG:
+    """An ``on_update`` job: runs when any table it reads is updated."""
+    settings = settings or load_settings()
+    with DAG(job.name,
+             schedule=[asset(t, settings) for t in job.reads], start_date=START, catchup=False,
+             max_active_runs=1, tags=["lake", "view"], default_args=_default_args(job.retries),
+             user_defined_macros={"adlake_jars": runtime_jars_macro},
+             doc_md=f"# {job.name}\n\n{job.description}\n\nRuns when "
+                    f"{', '.join(f'`{t}`' for t in job.reads)} is updated; an asset-triggered "
+                    "run has no data interval, and the refresh needs none: it catches up to "
+                    "the source's latest version.") as dag:
+        spark_task(job, settings)
+    return dag
+
+
+def app_params(app: registry.App) -> dict[str, Param]:
+    """The trigger form of an app's DAG: action, trigger, and the app's knobs, typed."""
+    params = {
+        "action": Param("status", type="string", enum=list(registry.APP_ACTIONS),
+                        description="start, stop or restart the app, or show its status"),
+        "trigger": Param(app.default_trigger, type="string", enum=list(registry.TRIGGERS),
+                         description="realtime: Real-Time Mode; processing_time: micro-batches "
+                                     "(a switch keeps the input: see the runbook)"),
+    }
+    for knob in app.knobs:
+        extra = {"enum": list(knob.choices)} if knob.choices else {}
+        if knob.minimum is not None:
+            extra["minimum"] = knob.minimum
+        params[knob.name] = Param(knob.default, type=knob.type, description=knob.description,
+                                  **extra)
+    return params
+
+
+def build_app_dag(app: registry.App) -> DAG:
+    """Start, stop, restart or show one streaming app. No retry: an action that failed half-way
+    is reconciled by the supervisor, not repeated blindly."""
+    with DAG(f"app_{app.name}", schedule=None, start_date=START, catchup=False,
+             max_active_runs=1, tags=["ops", "streaming-app"], params=app_params(app),
+             default_args=_default_args(retries=0),
+             doc_md=f"# {app.name}\n\n{app.description}\n\nTrigger with a form: `action` "
+                    "(start, stop, restart, status), `trigger` and the app's knobs. The app runs "
+                    "as a detached process holding an exclusive lock (one instance whatever "
+                    "Airflow does); this task only changes its desired state and acts.") as dag:
+
+        @task(task_id="act")
+        def act(params: dict | None = None) -> dict:
+            from adlake import apps
+
+            knobs = {k.name: params[k.name] for k in app.knobs}
+            return apps.act(load_settings(), app.name, params["action"],
+                            trigger=params["trigger"], knobs=knobs, reason="airflow")
+
+        act()
+    return dag
+
+
+def build_supervisor_dag() -> DAG:
+    with DAG(SUPERVISOR_DAG_ID, schedule=timedelta(minutes=1), start_date=START, catchup=False,
+             max_active_runs=1, tags=["ops", "supervisor"], default_args=_default_args(0),
+             doc_md="# Supervisor\n\nEvery minute: restarts each streaming app that should run "
+                    "and does not (crash, kill -9, OOM) or whose progress is stale, with "
+                    "exponential backoff, and stops what should not run. Every restart is "
+                    "recorded in the app's status (count, reason, last error).") as dag:
+
+        @task(task_id="supervise")
+        def supervise() -> list[dict]:
+            from adlake import apps
+
+            return apps.supervise(load_settings())
+
+        supervise()
+    return dag
+
+
+def ops_apps() -> list[registry.App]:
+    return [a for a in registry.APPS.values() if a.runtime == "ops"]
+
+
+def build_view_dags(settings: Settings | None = None) -> list[DAG]:
+    settings = settings or load_settings()
+    return [build_view_dag(j, settings) for j in registry.JOBS.values()
+            if j.schedule == "on_update"]
+
+
+def build_app_dags() -> list[DAG]:
+    return [build_app_dag(a) for a in ops_apps()]
+
+
+def expected_dag_ids() -> set[str]:
+    """One DAG per registry entry that schedules work: the lake chain (all ``hourly`` jobs), one
+    per ``on_update`` job, one per streaming app, plus the supervisor."""
+    return ({LAKE_DAG_ID, SUPERVISOR_DAG_ID}
+            | {j.name for j in registry.JOBS.values() if j.schedule == "on_update"}
+            | {f"app_{a.name}" for a in ops_apps()})
+
