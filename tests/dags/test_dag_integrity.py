@@ -1,0 +1,119 @@
+"""DAG integrity (the Astro pattern) plus parity with the registry: every DAG parses, without
+PySpark, one per registry entry, each with an owner, tags, a doc and the retries its work
+allows; templates render the data interval."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from adlake import registry
+from adlake.airflow import factory
+from tests.dags.conftest import DAGS_DIR
+
+
+def test_dagbag_has_no_import_errors(dagbag):
+    assert dagbag.import_errors == {}
+
+
+def test_exactly_one_dag_per_registry_entry_plus_the_supervisor(dagbag):
+    assert set(dagbag.dag_ids) == factory.expected_dag_ids()
+    hourly = {j.name for j in registry.JOBS.values() if j.schedule == "hourly"}
+    assert {t.task_id for t in dagbag.dags[factory.LAKE_DAG_ID].tasks} == hourly
+    for job in registry.JOBS.values():
+        if job.schedule == "on_update":
+            assert [t.task_id for t in dagbag.dags[job.name].tasks] == [job.name]
+    for app in registry.APPS.values():
+        assert f"app_{app.name}" in dagbag.dag_ids
+
+
+def test_parsing_the_dags_imports_no_pyspark():
+    code = ("import sys; from airflow.models import DagBag; "
+            f"b = DagBag({str(DAGS_DIR)!r}); assert not b.import_errors, b.import_errors; "
+            "assert 'pyspark' not in sys.modules, 'pyspark imported at parse time'")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_every_dag_has_owner_tags_doc_and_the_retries_its_work_allows(dagbag):
+    for dag_id, dag in dagbag.dags.items():
+        assert dag.tags, dag_id
+        assert dag.doc_md and len(dag.doc_md) > 40, dag_id
+        for task in dag.tasks:
+            assert task.owner == factory.OWNER, (dag_id, task.task_id)
+            if dag_id.startswith(("app_", factory.SUPERVISOR_DAG_ID)):
+                # an action half-done is reconciled by the supervisor, never repeated blindly
+                assert task.retries == 0, (dag_id, task.task_id)
+            else:
+                # every lake job writes idempotently: a retry is safe
+                assert task.retries == registry.job(task.task_id).retries > 0
+                assert task.retry_exponential_backoff
+
+
+def test_the_lake_chain_follows_what_each_job_reads_and_writes(dagbag):
+    dag = dagbag.dags[factory.LAKE_DAG_ID]
+    assert dag.get_task("silver").upstream_task_ids == {"bronze"}
+    for table in (t for t in registry.TABLES.values() if t.layer == "gold"):
+        assert dag.get_task(f"gold_{table.name}").upstream_task_ids == {"silver"}
+
+
+def test_scheduled_dags_use_data_intervals_in_utc_and_no_catchup(dagbag):
+    from airflow.sdk import CronDataIntervalTimetable
+
+    dag = dagbag.dags[factory.LAKE_DAG_ID]
+    assert isinstance(dag.timetable, CronDataIntervalTimetable)
+    assert (dag.timetable.expression, str(dag.timetable.timezone)) == (factory.HOURLY, "UTC")
+    assert dag.catchup is False and dag.max_active_runs == 1
+
+
+def test_views_run_when_their_source_table_updates(dagbag):
+    for job in (j for j in registry.JOBS.values() if j.schedule == "on_update"):
+        dag = dagbag.dags[job.name]
+        names = {a.name for a in dag.timetable.asset_condition.objects}
+        assert names == set(job.reads), job.name
+
+
+def test_producers_declare_their_tables_as_outlets(dagbag):
+    dag = dagbag.dags[factory.LAKE_DAG_ID]
+    for task in dag.tasks:
+        assert {a.name for a in task.outlets} == set(registry.job(task.task_id).writes) & \
+            (set(registry.TABLES) | set(registry.VIEWS))
+
+
+def test_app_dags_have_a_typed_form(dagbag):
+    for app in registry.APPS.values():
+        dag = dagbag.dags[f"app_{app.name}"]
+        assert dag.schedule is None and dag.max_active_runs == 1
+        params = dag.params
+        assert params.get_param("action").schema["enum"] == list(registry.APP_ACTIONS)
+        assert params.get_param("trigger").schema["enum"] == list(registry.TRIGGERS)
+        assert params["trigger"] == app.default_trigger
+        for knob in app.knobs:
+            assert params.get_param(knob.name).schema["type"] == knob.type
+            assert params[knob.name] == knob.default
+
+
+def test_supervisor_runs_every_minute_one_at_a_time(dagbag):
+    dag = dagbag.dags[factory.SUPERVISOR_DAG_ID]
+    assert dag.max_active_runs == 1 and dag.catchup is False
+    assert dag.timetable.delta == timedelta(minutes=1)
+
+
+@pytest.mark.parametrize("task_id", ["bronze", "silver", "gold_attribution_funnel"])
+def test_rendered_arguments_carry_the_data_interval(dagbag, task_id):
+    dag = dagbag.dags[factory.LAKE_DAG_ID]
+    task = dag.get_task(task_id)
+    start = datetime(2026, 11, 21, 13, tzinfo=timezone.utc)
+    context = {"data_interval_start": start, "data_interval_end": start + timedelta(hours=1)}
+    task.render_template_fields(context, jinja_env=dag.get_template_env())
+    args = task.application_args
+    job = registry.job(task_id)
+    assert args[:1 + len(job.args)] == [job.module, *job.args]
+    assert args[args.index("--start") + 1] == "2026-11-21T13:00:00+00:00"
+    assert args[args.index("--end") + 1] == "2026-11-21T14:00:00+00:00"
+    assert task._conn_id == factory.spark_conn_id("lake")
+    assert task.application == str(factory.SUBMIT)
