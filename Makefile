@@ -7,8 +7,6 @@ OPS_PY := .venv/ops/bin/python
 RATE ?= 200
 DURATION ?= 60
 SEED ?= 7
-# Tests that check the session factory itself run under both runtimes.
-BOTH_RUNTIMES_TESTS := tests/include/test_spark_session.py
 
 .PHONY: setup test test-unit compose-versions kafka-up kafka-down kafka-status generate up clean \
 	attribution click-surge status bench-click-surge bench-attribution bench-lake down
@@ -16,14 +14,17 @@ BOTH_RUNTIMES_TESTS := tests/include/test_spark_session.py
 setup:
 	$(PYTHON) include/adlake/bootstrap.py
 
-# Every tier that can run here: unit, integration (real broker, real Spark) and e2e, in the lake
-# environment, then the ops-runtime tests in the ops environment.
+# Every tier that can run here: unit, integration (real broker, real Spark) and e2e, with the
+# modules' doctests (pyproject's testpaths): in the lake environment, then the ops-runtime tests
+# in the ops environment (tests/runtimes.py splits them).
 test: setup
-	$(LAKE_PY) -m pytest tests --durations=10
-	$(OPS_PY) -m pytest tests $(BOTH_RUNTIMES_TESTS) --durations=10
+	$(LAKE_PY) -m pytest --durations=10
+	$(OPS_PY) -m pytest --durations=10
 
+# Only what starts no JVM and no broker (tests/tiers.py fails a unit test that does), both runtimes.
 test-unit: setup
-	$(LAKE_PY) -m pytest tests -m unit
+	$(LAKE_PY) -m pytest -m unit
+	$(OPS_PY) -m pytest -m unit
 
 # After changing a pin in versions.py: rewrite docker-compose.yaml's generated versions block.
 compose-versions:

@@ -1,8 +1,9 @@
 """Shared fixtures. Servers are started here, by the tests, never by hand.
 
-Two interpreters run this suite (see the Makefile): the *lake* environment collects everything
-except ``ops/`` test directories, the *ops* environment collects only those. Which runtime a
-``spark`` fixture builds follows from the interpreter's PySpark.
+Two interpreters run this suite and the modules' doctests (see the Makefile); which files each
+collects is :mod:`tests.runtimes`, and which runtime a ``spark`` fixture builds follows from the
+interpreter's PySpark. Tiers (``unit``, ``integration``, ``e2e``) come from :mod:`tests.tiers`:
+a test using ``spark`` or ``kafka`` (or a fixture built on them) is an integration test.
 """
 
 from __future__ import annotations
@@ -15,39 +16,7 @@ import pytest
 from adlake.config import Settings, load_settings
 from adlake.kafka_local import free_port
 
-TESTS_DIR = Path(__file__).parent
-
-
-def current_runtime() -> str:
-    from adlake import versions
-
-    try:
-        import pyspark
-    except ImportError:
-        return "none"
-    return "ops" if pyspark.__version__ == versions.SPARK_OPS else "lake"
-
-
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    if collection_path.is_dir() or not collection_path.name.startswith("test_"):
-        return None
-    in_ops_dir = "ops" in collection_path.relative_to(TESTS_DIR).parts[:-1]
-    return in_ops_dir != (current_runtime() == "ops")
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    # Registered here, not in pyproject.toml: the environments' stamps hash that file.
-    config.addinivalue_line(
-        "markers", "python_only: an attribution processor test only the Python engine's "
-                   "TwsTester can run (it reads the tester's internals)")
-
-
-@pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Unmarked tests are unit tests: `-m unit` selects exactly the fast tier.
-    for item in items:
-        if not any(item.get_closest_marker(name) for name in ("integration", "e2e")):
-            item.add_marker(pytest.mark.unit)
+pytest_plugins = ["tests.runtimes", "tests.tiers", "pytester"]
 
 
 @pytest.fixture(scope="session")
@@ -88,6 +57,7 @@ def kafka(settings: Settings) -> Iterator["LocalKafka"]:  # noqa: F821
 def spark(settings: Settings):
     """The session of this interpreter's runtime, built by the one session factory."""
     from adlake.spark_session import get_session
+    from tests.runtimes import current_runtime
 
     session = get_session(current_runtime(), "adlake-tests", settings)
     yield session
