@@ -40,13 +40,15 @@ def stop_marker(settings: Settings, app: str) -> Path:
     return settings.status_dir / f"{app}.stop"
 
 
-def write_status(settings: Settings, app: str, status: dict) -> Path:
-    """Replace ``app``'s status file atomically."""
+def write_status(settings: Settings, app: str, status: dict, now: float | None = None) -> Path:
+    """Replace ``app``'s status file atomically, stamped ``written_at`` = ``now`` (epoch seconds;
+    default: the wall clock)."""
     path = status_path(settings, app)
     path.parent.mkdir(parents=True, exist_ok=True)
+    written_at = time.time() if now is None else now
     fd, tmp = tempfile.mkstemp(prefix=f".{app}.", suffix=".tmp", dir=path.parent)
     with os.fdopen(fd, "w") as handle:
-        json.dump({**status, "app": app, "written_at": time.time()}, handle, indent=2,
+        json.dump({**status, "app": app, "written_at": written_at}, handle, indent=2,
                   default=str)
     os.replace(tmp, path)
     return path
@@ -71,6 +73,8 @@ def read_all(settings: Settings) -> list[dict]:
 
 
 def format_table(statuses: list[dict], now: float | None = None) -> str:
+    """The statuses as a table; ``age s`` is ``now`` (epoch seconds; default: the wall clock)
+    minus each status's ``written_at``."""
     now = time.time() if now is None else now
     rows = [[title for title, _ in COLUMNS]]
     for status in statuses:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from adlake.status import format_table, read_all, read_status
+import re
+
+from adlake.status import COLUMNS, format_table, read_all, read_status, write_status
 from spark_apps.common.streaming.listener import StatusReporter
 
 
@@ -65,5 +67,24 @@ def test_final_state_keeps_the_last_figures_and_the_table_lists_the_app(settings
     reporter.final("failed", "boom")
     status = read_status(settings, "status-test-e")
     assert (status["state"], status["error"], status["batch_id"]) == ("failed", "boom", 3)
-    table = format_table([s for s in read_all(settings) if s["app"] == "status-test-e"])
-    assert "status-test-e" in table and "failed" in table
+    table = format_table([s for s in read_all(settings) if s["app"] == "status-test-e"],
+                         now=status["written_at"] + 12.0)
+    assert cells(table)["status-test-e"]["state"] == "failed"
+    assert cells(table)["status-test-e"]["age s"] == "12.0"
+
+
+def cells(table: str) -> dict[str, dict[str, str]]:
+    """``{app: {column title: cell}}`` of a status table (columns are two or more spaces apart)."""
+    header, *rows = table.splitlines()
+    titles = [title for title, _ in COLUMNS]
+    assert re.split(r"\s{2,}", header) == titles
+    return {row.split()[0]: dict(zip(titles, re.split(r"\s{2,}", row))) for row in rows}
+
+
+def test_the_table_shows_each_apps_age_at_the_given_time(settings):
+    write_status(settings, "status-test-f", {"state": "running"}, now=1_000.0)
+    write_status(settings, "status-test-g", {"state": "stopped"}, now=1_030.5)
+    statuses = [s for s in read_all(settings) if s["app"] in ("status-test-f", "status-test-g")]
+    table = cells(format_table(statuses, now=1_042.5))
+    assert {app: row["age s"] for app, row in table.items()} == {
+        "status-test-f": "42.5", "status-test-g": "12.0"}
