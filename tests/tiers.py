@@ -29,20 +29,13 @@ SERVER_FIXTURES = frozenset({
     "fresh_kafka",  # tests/spark_apps/ops/conftest.py: a broker per test
     "own_broker",   # tests/include/test_kafka_local.py: a broker per test
 })
-# (fixture, parameter) of an indirectly parametrized fixture that requests a server fixture at run
-# time (request.getfixturevalue), which item.fixturenames cannot show.
-SERVER_PARAMS = frozenset({
-    ("engine", "jvm"),  # tests/spark_apps/ops/test_attribution_processor.py: the JVM TwsTester
-})
 JVM_PROGRAMS = frozenset({"java", "javac", "jar", "spark-submit", "spark-class"})
 
 
 def starts_servers(item: pytest.Item) -> bool:
-    if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
-        return True
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    return any((name, value) in SERVER_PARAMS for name, value in params.items()
-               if isinstance(value, str))
+    # A fixture that asks for a server at run time (request.getfixturevalue) is invisible
+    # here: such parameters carry the integration mark themselves (pytest.param(..., marks=)).
+    return bool(SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())))
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything

@@ -42,8 +42,10 @@ CONFIG = AttributionConfig(window_ms=WINDOW, skew_ms=SKEW, lateness_ms=0, ttl_ms
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "engine" in metafunc.fixturenames:
         python_only = metafunc.definition.get_closest_marker("python_only") is not None
-        metafunc.parametrize("engine", ["python"] if python_only else list(ENGINES),
-                             indirect=True)
+        # The JVM engine's tester needs the session (a JVM): those cases are integration.
+        engines = [pytest.param(e, marks=pytest.mark.integration) if e == "jvm" else e
+                   for e in (["python"] if python_only else ENGINES)]
+        metafunc.parametrize("engine", engines, indirect=True)
 
 
 _make: list = []  # the current test's tester factory, set by the ``engine`` fixture

@@ -1,0 +1,358 @@
+"""``make up`` / ``make down``: the whole platform on embedded defaults, on one machine.
+
+``up`` starts, in order, each step idempotent (a part already running is left alone and said so):
+
+1. the local Kafka broker (``adlake.kafka_local``) with the registry's topics;
+2. Airflow 3 — api-server, scheduler, dag-processor, triggerer — as detached processes with
+   their home under ``<runtime>/airflow``: metadata on SQLite (``airflow db migrate`` first; the
+   LocalExecutor runs on SQLite, as ``airflow standalone`` does), the DAGs of ``dags/``, the
+   Spark connections from the configuration, one admin login whose password is generated once
+   and kept in ``<runtime>/airflow/passwords.json``;
+3. every DAG unpaused, and each streaming app started **through Airflow**: a run of its
+   ``app_<name>`` DAG with ``action=start`` (so the start is in the DAG's audit trail).
+
+``down`` reverses it: each app is stopped gracefully and waited for (``adlake.apps.stop``:
+stop marker, SIGTERM, the running batch commits, SIGKILL only after the drain timeout), then
+Airflow's processes (each in its own process group, so their workers go with them), then the
+broker. No process is left behind; a second ``down`` finds nothing to do.
+
+    python -m adlake.platform up      # make up
+    python -m adlake.platform status
+    python -m adlake.platform down    # make down
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from adlake import registry
+from adlake.config import REPO_ROOT, Settings, load_settings
+from adlake.helpformat import HelpFormatter
+
+AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+ADMIN = "admin"
+DEFAULT_AIRFLOW_PORT = 8080
+
+
+def log(message: str) -> None:
+    print(f"[platform] {message}", flush=True)
+
+
+def airflow_home(settings: Settings) -> Path:
+    return settings.runtime_dir / "airflow"
+
+
+def airflow_port() -> int:
+    return int(os.environ.get("AIRFLOW__API__PORT", DEFAULT_AIRFLOW_PORT))
+
+
+def airflow_url() -> str:
+    return f"http://127.0.0.1:{airflow_port()}"
+
+
+def _jwt_secret(home: Path) -> str:
+    """One secret for every component (they sign and check each other's task tokens)."""
+    path = home / "jwt_secret"
+    if not path.exists():
+        home.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(32))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def admin_password(settings: Settings) -> str:
+    """The admin's password, generated at the first ``up`` and kept (SimpleAuthManager reads
+    this file)."""
+    path = airflow_home(settings) / "passwords.json"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({ADMIN: secrets.token_urlsafe(12)}))
+        path.chmod(0o600)
+    return json.loads(path.read_text())[ADMIN]
+
+
+def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of every Airflow process (and of the tasks it runs): its home, DAGs and
+    plugins, SQLite metadata, the LocalExecutor, the Spark connections, and the lake
+    environment's ``bin`` first on PATH (``spark-submit``, ``airflow``)."""
+    from adlake.airflow.factory import connection_env
+
+    home = airflow_home(settings)
+    env = dict(os.environ if base is None else base)
+    bin_dir = str(Path(sys.executable).parent)
+    env.update({
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO_ROOT / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "false",
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        # Two cores: a few tasks at a time (each lake task is a Spark driver).
+        "AIRFLOW__CORE__PARALLELISM": "4",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(airflow_port()),
+        "AIRFLOW__API__BASE_URL": airflow_url(),
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{airflow_url()}/execution/",
+        "AIRFLOW__API_AUTH__JWT_SECRET": _jwt_secret(home),
+        "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "true",
+        "PATH": bin_dir + os.pathsep + env.get("PATH", ""),
+        **connection_env(settings),
+    })
+    return env
+
+
+# -- processes -------------------------------------------------------------------------------
+
+def _pid_file(settings: Settings, component: str) -> Path:
+    return airflow_home(settings) / "pids" / f"{component}.pid"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie (exited, not yet reaped) counts as gone
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def running_pid(settings: Settings, component: str) -> int | None:
+    """The component's pid if it runs (its pid file names a live process of ours)."""
+    path = _pid_file(settings, component)
+    try:
+        pid = int(path.read_text())
+    except (OSError, ValueError):
+        return None
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        cmdline = ""
+    if _alive(pid) and component in cmdline:
+        return pid
+    path.unlink(missing_ok=True)  # stale: the process is gone, or the pid was reused
+    return None
+
+
+def _airflow(settings: Settings, *args: str, check: bool = True,
+             timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).parent / "airflow"), *args],
+                          env=airflow_env(settings), capture_output=True, text=True,
+                          timeout=timeout, check=check)
+
+
+def migrate(settings: Settings) -> None:
+    started = time.monotonic()
+    log("airflow db migrate (first time: about a minute)")
+    done = _airflow(settings, "db", "migrate", check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"[platform] airflow db migrate failed:\n{done.stderr[-3000:]}")
+    log(f"metadata database ready in {time.monotonic() - started:.0f}s")
+
+
+def start_component(settings: Settings, component: str) -> int:
+    pid = running_pid(settings, component)
+    if pid:
+        log(f"airflow {component} already running (pid {pid})")
+        return pid
+    logs = settings.runtime_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with open(logs / f"airflow-{component}.log", "ab") as out:
+        proc = subprocess.Popen([str(Path(sys.executable).parent / "airflow"), component],
+                                env=airflow_env(settings), stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    path = _pid_file(settings, component)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(str(proc.pid))
+    log(f"airflow {component} started (pid {proc.pid}, log {logs}/airflow-{component}.log)")
+    return proc.pid
+
+
+def stop_component(settings: Settings, component: str, timeout_s: float = 30) -> bool:
+    """SIGTERM the component's process group, SIGKILL after ``timeout_s``; True if it ran."""
+    pid = running_pid(settings, component)
+    if pid is None:
+        return False
+    for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and _group_alive(pid):
+            time.sleep(0.2)
+        if not _group_alive(pid):
+            break
+        log(f"airflow {component} did not exit on SIGTERM within {timeout_s:.0f}s: SIGKILL")
+    _pid_file(settings, component).unlink(missing_ok=True)
+    log(f"airflow {component} stopped")
+    return True
+
+
+def _group_alive(pgid: int) -> bool:
+    """Does any live (non-zombie) process remain in the process group?"""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def wait_ready(timeout_s: float = 300) -> None:
+    """Until the api-server answers its health check and reports a healthy scheduler."""
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{airflow_url()}/api/v2/monitor/health",
+                                        timeout=5) as response:
+                health = json.loads(response.read())
+            if health.get("scheduler", {}).get("status") == "healthy":
+                return
+            last = json.dumps(health)
+        except OSError as error:
+            last = str(error)
+        time.sleep(2)
+    raise SystemExit(f"[platform] Airflow was not ready within {timeout_s:.0f}s ({last}); "
+                     f"see {airflow_home(load_settings())}/../logs/airflow-*.log")
+
+
+def wait_dags_parsed(settings: Settings, timeout_s: float = 300) -> list[str]:
+    """Until the dag-processor has stored every DAG the factory builds."""
+    from adlake.airflow.factory import expected_dag_ids
+
+    expected = expected_dag_ids()
+    deadline = time.monotonic() + timeout_s
+    seen: set[str] = set()
+    while time.monotonic() < deadline:
+        done = _airflow(settings, "dags", "list", "-o", "json", check=False)
+        if done.returncode == 0:
+            seen = {d["dag_id"] for d in _json_output(done.stdout)}
+            if expected <= seen:
+                return sorted(expected)
+        time.sleep(3)
+    raise SystemExit(f"[platform] DAGs not parsed within {timeout_s:.0f}s: missing "
+                     f"{sorted(expected - seen)}; see the dag-processor log")
+
+
+def _json_output(stdout: str) -> list:
+    """The JSON document of an ``airflow … -o json`` command (warnings may precede it)."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("["):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                break
+    return []
+
+
+def trigger_app(settings: Settings, app: str, action: str) -> None:
+    conf = json.dumps({"action": action})
+    _airflow(settings, "dags", "trigger", f"app_{app}", "--conf", conf)
+    log(f"triggered app_{app} with action={action}")
+
+
+def ops_apps() -> list[str]:
+    return [a.name for a in registry.APPS.values() if a.runtime == "ops"]
+
+
+def up(settings: Settings, start_apps: bool = True, app_timeout_s: float = 300) -> None:
+    from adlake import apps
+    from adlake.kafka_local import LocalKafka
+
+    started = time.monotonic()
+    broker = LocalKafka(settings)
+    broker.start()
+    broker.create_topics()
+    admin_password(settings)
+    if all(running_pid(settings, c) for c in AIRFLOW_COMPONENTS):
+        log("Airflow is already running")
+    else:
+        migrate(settings)
+        for component in AIRFLOW_COMPONENTS:
+            start_component(settings, component)
+    wait_ready()
+    for dag_id in wait_dags_parsed(settings):
+        _airflow(settings, "dags", "unpause", dag_id, check=False)
+    log("every DAG unpaused")
+    if start_apps:
+        for app in ops_apps():
+            if apps.holder(settings, app):
+                log(f"{app} already running ({apps.holder(settings, app)})")
+            else:
+                trigger_app(settings, app, "start")
+        deadline = time.monotonic() + app_timeout_s
+        while time.monotonic() < deadline and not all(apps.holder(settings, a)
+                                                      for a in ops_apps()):
+            time.sleep(2)
+        missing = [a for a in ops_apps() if not apps.holder(settings, a)]
+        if missing:
+            raise SystemExit(f"[platform] not running after {app_timeout_s:.0f}s: {missing}; "
+                             "see the app_<name> DAG runs in the UI and <runtime>/logs/")
+        log("streaming apps running: " + ", ".join(ops_apps()))
+    log(f"ready in {time.monotonic() - started:.0f}s")
+    print(f"\n  Airflow UI  {airflow_url()}   login: {ADMIN} / {admin_password(settings)}\n",
+          flush=True)
+
+
+def down(settings: Settings) -> None:
+    from adlake import apps
+    from adlake.kafka_local import LocalKafka
+
+    for app in ops_apps():
+        if apps.holder(settings, app):
+            # The supervisor must not restart what we stop: stop() records the desired state.
+            result = apps.stop(settings, app, reason="make down")
+            log(f"{app} stopped: {result}")
+    for component in reversed(AIRFLOW_COMPONENTS):
+        stop_component(settings, component)
+    LocalKafka(settings).stop()
+    log("platform stopped")
+
+
+def status(settings: Settings) -> dict:
+    from adlake import apps
+
+    return {"airflow": {c: running_pid(settings, c) for c in AIRFLOW_COMPONENTS},
+            "url": airflow_url(),
+            "apps": {a: apps.app_status(settings, a) for a in ops_apps()}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m adlake.platform",
+                                     description=__doc__, formatter_class=HelpFormatter)
+    parser.add_argument("command", choices=("up", "down", "status"),
+                        help="start the platform, stop it, or show what runs")
+    parser.add_argument("--no-apps", action="store_true",
+                        help="up: do not start the streaming apps")
+    args = parser.parse_args(argv)
+    settings = load_settings()
+    if args.command == "up":
+        up(settings, start_apps=not args.no_apps)
+    elif args.command == "down":
+        down(settings)
+    else:
+        print(json.dumps(status(settings), indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
