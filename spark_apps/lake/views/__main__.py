@@ -1,8 +1,8 @@
-"""``python -m spark_apps.lake.views``: see :mod:`spark_apps.lake.views.engine`."""
+"""``python -m spark_apps.lake.views``: see :mod:`spark_apps.lake.views.cli`."""
 
 import sys
 
-from spark_apps.lake.views.engine import main
+from spark_apps.lake.views.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,4 +1,4 @@
-"""Tests of the incremental materialized-view engine (``spark_apps/lake/views.py``).
+"""Tests of the incremental materialized-view engine (``spark_apps/lake/views/``).
 
 Each test gets its own runtime directory (``lake`` fixture), declares its own ``View`` over a
 small source table with Change Data Feed on, changes the source with Delta DML and refreshes.

@@ -1,0 +1,177 @@
+"""Reading Delta tables and their log, and the bookkeeping of what a view reflects: the latest
+version (from the JVM snapshot, no Spark job), pinned reads and the change feed, the
+``txnAppId``/``txnVersion`` a view's commits record, the progress table, and the idempotent
+MERGE. See the package docstring (:mod:`spark_apps.lake.views`) for the exactly-once argument."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from adlake import registry
+from adlake.config import Settings
+from spark_apps.lake.tables import table_path
+from spark_apps.lake.views.layout import COUNT, view_columns
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+PROGRESS_TABLE = "_view_progress"
+# How far back in the view's history to look for the last commit of this engine.
+HISTORY_LOOKBACK = 50
+
+_TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+_TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+
+
+def _snapshot(spark: SparkSession, path: str) -> Any:
+    """The latest snapshot (JVM ``Snapshot``) of the Delta table at ``path``: Delta lists the log
+    and reuses the state it already holds for the table, so this runs no Spark job, where reading
+    ``history()`` costs a DataFrame and half a second."""
+    jvm = spark._jvm
+    none = jvm.scala.Option.empty()
+    return (jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+            .update(False, none, none))
+
+
+def latest_version(spark: SparkSession, path: str) -> int:
+    """The latest committed version of the Delta table at ``path``."""
+    return int(_snapshot(spark, path).version())
+
+
+def read_version(spark: SparkSession, path: str, version: int) -> DataFrame:
+    """The table at ``version`` (pinned: a DataFrame over a bare path would see later commits
+    each time it is evaluated)."""
+    return spark.read.format("delta").option("versionAsOf", version).load(path)
+
+
+def read_changes(spark: SparkSession, path: str, start: int, end: int) -> DataFrame:
+    """The change feed of versions ``start..end`` (both included)."""
+    return (spark.read.format("delta").option("readChangeFeed", "true")
+            .option("startingVersion", start).option("endingVersion", end).load(path))
+
+
+def _is_delta(spark: SparkSession, path: str) -> bool:
+    from delta.tables import DeltaTable
+
+    return DeltaTable.isDeltaTable(spark, path)
+
+
+def _progress_path(settings: Settings) -> str:
+    return table_path(settings, PROGRESS_TABLE)
+
+
+def recorded_version(spark: SparkSession, settings: Settings, view: registry.View) -> int | None:
+    """The last source version the progress table records for ``view`` (its newest row)."""
+    from pyspark.sql import functions as F
+
+    path = _progress_path(settings)
+    if not _is_delta(spark, path):
+        return None
+    row = (spark.read.format("delta").load(path).filter(F.col("view") == view.name)
+           .orderBy(F.col("refreshed_at").desc(), F.col("source_version").desc()).first())
+    return None if row is None else row.source_version
+
+
+def committed_version(spark: SparkSession, settings: Settings, view: registry.View
+                      ) -> int | None:
+    """The source version the view table itself records (see :func:`_view_state`), or None."""
+    return _view_state(spark, settings, view)[0]
+
+
+def _txn_app_id(view: registry.View) -> str:
+    return f"view:{view.name}"
+
+
+def _view_state(spark: SparkSession, settings: Settings, view: registry.View
+                ) -> tuple[int | None, int | None]:
+    """``(source version the view reflects, latest version of the view table)``, both from one
+    snapshot of the view table: the ``txnVersion`` its last MERGE or full refresh recorded under
+    ``view:<name>``. A table without it (last written before full refreshes recorded it) falls
+    back to the ``userMetadata`` of its commits."""
+    path = table_path(settings, view.name)
+    if not _is_delta(spark, path):
+        return None, None
+    snapshot = _snapshot(spark, path)
+    txn = snapshot.transactions().get(_txn_app_id(view))
+    if txn.isDefined():
+        return int(txn.get()), int(snapshot.version())
+    return _view_history(spark, path, view)
+
+
+def _view_history(spark: SparkSession, path: str, view: registry.View
+                  ) -> tuple[int | None, int | None]:
+    """``(source version in the userMetadata of the engine's newest commit among the last
+    ``HISTORY_LOOKBACK``, latest version of the view table)``."""
+    from delta.tables import DeltaTable
+
+    rows = (DeltaTable.forPath(spark, path).history(HISTORY_LOOKBACK)
+            .select("version", "userMetadata").orderBy("version", ascending=False).collect())
+    for row in rows:
+        try:
+            meta = json.loads(row.userMetadata or "")
+        except ValueError:
+            continue
+        if isinstance(meta, dict) and meta.get("adlake_view") == view.name:
+            return int(meta["source_version"]), rows[0].version
+    return None, rows[0].version
+
+
+def record_progress(spark: SparkSession, settings: Settings, view: registry.View,
+                    source_version: int) -> None:
+    """Append ``(view, source_version, refreshed_at)`` to the progress table (an append-only log:
+    appends of different views never conflict; the newest row of a view is its state)."""
+    from datetime import datetime, timezone
+
+    from delta.tables import DeltaTable
+    from pyspark.sql import types as T
+
+    schema = T.StructType([T.StructField("view", T.StringType()),
+                           T.StructField("source_version", T.LongType()),
+                           T.StructField("refreshed_at", T.TimestampType())])
+    path = _progress_path(settings)
+    DeltaTable.createIfNotExists(spark).location(path).addColumns(schema).execute()
+    row = (view.name, source_version, datetime.now(timezone.utc).replace(tzinfo=None))
+    spark.createDataFrame([row], schema).write.format("delta").mode("append").save(path)
+
+
+@contextmanager
+def _commit_options(spark: SparkSession, options: dict[str, str]) -> Iterator[None]:
+    """Session confs for the writes inside the block only (they apply to every Delta commit of
+    the session, so they must not outlive the one they are meant for)."""
+    for key, value in options.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key in options:
+            spark.conf.unset(key)
+
+
+def _metadata(view: registry.View, source_version: int, mode: str) -> str:
+    return json.dumps({"adlake_view": view.name, "source_version": source_version, "mode": mode})
+
+
+def merge_into_view(spark: SparkSession, path: str, view: registry.View, new_state: DataFrame,
+                    source_version: int) -> dict[str, int] | None:
+    """MERGE ``new_state`` (``transform_new_state``) into the view at ``path``: update the
+    matched groups, insert the new ones, delete the groups whose count is 0. Returns Delta's
+    metrics row, or None when Delta skipped the MERGE because a commit with the same
+    ``txnAppId``/``txnVersion`` (``view:<name>``, ``source_version``) is already in the view.
+    """
+    from delta.tables import DeltaTable
+
+    cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in view.keys)
+    values = {f"`{c}`": f"s.`{c}`" for c in view_columns(view)}
+    merge = (DeltaTable.forPath(spark, path).alias("t").merge(new_state.alias("s"), cond)
+             .whenMatchedDelete(condition=f"s.{COUNT} = 0")
+             .whenMatchedUpdate(set=values)
+             .whenNotMatchedInsert(condition=f"s.{COUNT} > 0", values=values))
+    with _commit_options(spark, {_TXN_APP_ID: _txn_app_id(view),
+                                 _TXN_VERSION: str(source_version),
+                                 _USER_METADATA: _metadata(view, source_version, "incremental")}):
+        rows = merge.execute().collect()
+    return rows[0].asDict() if rows else None
