@@ -44,6 +44,7 @@ from datetime import datetime, timezone
 
 from adlake import registry
 from adlake.config import Settings, load_settings
+from adlake.helpformat import HelpFormatter
 from spark_apps.lake import views
 from spark_apps.lake.tables import ensure_table, table_path
 
@@ -133,15 +134,19 @@ def timed(fn, *args, **kwargs):
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="spark_apps.lake.views_benchmark",
-                                     description=__doc__.split("\n")[0])
+                                     description=__doc__.split("\n")[0],
+                                     formatter_class=HelpFormatter)
     parser.add_argument("--rows", type=int, nargs="+", default=[10_000_000],
                         help="source rows; several sizes are run one after the other")
-    parser.add_argument("--change-fraction", type=float, default=0.01)
-    parser.add_argument("--spread", choices=("recent", "uniform"), default="recent")
-    parser.add_argument("--aggregates", choices=("all", "decomposable"), default="all")
-    parser.add_argument("--campaigns", type=int, default=500)
-    parser.add_argument("--days", type=int, default=30)
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--change-fraction", type=float, default=0.01,
+                        help="share of the source rows changed (inserts, updates, deletes)")
+    parser.add_argument("--spread", choices=("recent", "uniform"), default="recent",
+                        help="recent: the changes fall in the last two days; uniform: on any day")
+    parser.add_argument("--aggregates", choices=("all", "decomposable"), default="all",
+                        help="decomposable: a view of count, sum and avg only (no min, max, HLL)")
+    parser.add_argument("--campaigns", type=int, default=500, help="distinct campaigns")
+    parser.add_argument("--days", type=int, default=30, help="distinct event dates")
+    parser.add_argument("--seed", type=int, default=7, help="random seed of the generated data")
     parser.add_argument("--no-verify", action="store_true",
                         help="skip checking the incremental result against a recomputation")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
