@@ -4,6 +4,8 @@ own, set before Airflow is first imported, so no test touches a developer's Airf
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -27,3 +29,29 @@ def dagbag():
     from airflow.models import DagBag
 
     return DagBag(str(DAGS_DIR))
+
+
+@pytest.fixture(scope="session")
+def airflow_db():
+    """``airflow db migrate`` once per test session, into this session's own Airflow home."""
+    airflow = os.path.join(os.path.dirname(sys.executable), "airflow")
+    done = subprocess.run([airflow, "db", "migrate"], capture_output=True, text=True,
+                          timeout=600, env=os.environ.copy())
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def task_env(settings, **extra: str) -> dict[str, str]:
+    """What Airflow's tasks must see to work on ``settings``: its ADLAKE_* values, the Spark
+    connections (masters from the settings), the lake environment's bin first on PATH."""
+    from adlake.airflow.factory import connection_env
+
+    return {
+        "ADLAKE_PROFILE": settings.profile, "ADLAKE_RUNTIME_DIR": str(settings.runtime_dir),
+        "ADLAKE_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
+        "ADLAKE_KAFKA_CONTROLLER_PORT": str(settings.kafka_controller_port),
+        "ADLAKE_SHUFFLE_PARTITIONS": str(settings.shuffle_partitions),
+        "ADLAKE_SPARK_MASTER_LAKE": settings.spark_master_lake,
+        "ADLAKE_DRIVER_MEMORY": "1g",
+        "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
+        **connection_env(settings), **extra,
+    }

@@ -1,0 +1,127 @@
+"""The compose profile's path without Docker: a Spark standalone master and worker, started from
+the pinned lake runtime's own distribution (PySpark's jars, ``spark-class``) on loopback, and a
+lake DAG's Spark task submitted to its ``spark://`` URL by ``SparkSubmitOperator`` (the task's
+Spark connection takes its master from the configuration). The output table is checked."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from adlake import registry
+from adlake.airflow import factory
+from adlake.kafka_local import free_port
+from tests.conftest import private_settings
+from tests.dags.conftest import DAGS_DIR, task_env
+
+pytestmark = pytest.mark.integration
+
+DAY = dt.date(2026, 11, 21)
+
+
+def _spark_class() -> str:
+    return os.path.join(os.path.dirname(sys.executable), "spark-class")
+
+
+def _wait_for(condition, timeout_s: float, what: str, log: Path) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{what} not up within {timeout_s:.0f}s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory):
+    """A master and one worker (2 cores) on 127.0.0.1; yields the master URL and a function
+    returning the master's state (its JSON API)."""
+    work = tmp_path_factory.mktemp("standalone")
+    port, ui, worker_ui = free_port(), free_port(), free_port()
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_WORKER_DIR": str(work / "worker")}
+    procs = []
+    logs = {name: work / f"{name}.log" for name in ("master", "worker")}
+    with open(logs["master"], "wb") as out:
+        procs.append(subprocess.Popen(
+            [_spark_class(), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+             "--port", str(port), "--webui-port", str(ui)],
+            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+    url = f"spark://127.0.0.1:{port}"
+
+    def master_state() -> dict:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=5) as response:
+            return json.loads(response.read())
+
+    def workers_alive() -> bool:
+        try:
+            return master_state().get("aliveworkers", 0) >= 1
+        except OSError:
+            return False
+
+    try:
+        _wait_for(lambda: "Starting Spark master" in logs["master"].read_text()
+                  and "I have been elected leader" in logs["master"].read_text(),
+                  120, "master", logs["master"])
+        with open(logs["worker"], "wb") as out:
+            procs.append(subprocess.Popen(
+                [_spark_class(), "org.apache.spark.deploy.worker.Worker", url, "--host",
+                 "127.0.0.1", "--cores", "2", "--memory", "2g", "--webui-port",
+                 str(worker_ui)], stdout=out, stderr=subprocess.STDOUT, env=env,
+                start_new_session=True))
+        _wait_for(workers_alive, 120, "worker", logs["worker"])
+        yield url, master_state
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def test_a_lake_dag_task_runs_on_a_standalone_cluster(standalone, tmp_path, spark, airflow_db):
+    url, master_state = standalone
+    from airflow.models import DagBag
+    from airflow.utils.state import DagRunState, TaskInstanceState
+    from pyspark.sql import Row
+
+    from spark_apps.lake.tables import ensure_table, read_table, table_path
+
+    settings = private_settings(tmp_path / "rt").with_overrides(spark_master_lake=url)
+    # Silver page clicks of one day, written here; the DAG's gold task reads them on the cluster.
+    clicks = registry.table("silver_page_clicks")
+    ensure_table(spark, settings, clicks)
+    t0 = dt.datetime(2026, 11, 21, 10, 0, 5)
+    rows = [Row(click_id=f"c{i}", page_id="home" if i < 3 else "news",
+                event_time=t0 + dt.timedelta(seconds=i), user_id=f"u{i % 2}", topic="page_clicks",
+                partition=0, offset=i, kafka_timestamp=t0, event_date=DAY) for i in range(5)]
+    (spark.createDataFrame(rows, clicks.schema.spark()).write.format("delta").mode("append")
+     .save(table_path(settings, clicks)))
+
+    lake = DagBag(str(DAGS_DIR)).dags[factory.LAKE_DAG_ID]
+    hour = dt.datetime(2026, 11, 21, 10, tzinfo=dt.timezone.utc)
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in task_env(settings, SPARK_LOCAL_IP="127.0.0.1").items():
+            patch.setenv(key, value)
+        # bronze and silver would need a broker; the cluster path is the same for every task
+        run = lake.test(logical_date=hour, mark_success_pattern="^(bronze|silver)$")
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert run.state == DagRunState.SUCCESS, states
+    assert states["gold"] == TaskInstanceState.SUCCESS
+
+    traffic = {(r.page_id, r.clicks, r.distinct_users)
+               for r in read_table(spark, settings, "page_traffic").collect()}
+    assert traffic == {("home", 3, 2), ("news", 2, 2)}
+    # The task really ran on the cluster: the master lists it (the only application submitted
+    # to it) as completed.
+    assert len(master_state()["completedapps"]) == 1
