@@ -69,18 +69,19 @@ bench-attribution: setup
 bench-lake: setup
 	$(LAKE_PY) -m spark_apps.lake.benchmark --bronze-records 1000000 --rows 10000000
 
-# The platform on embedded defaults: the broker, both operational apps in the background (logs
-# and status under .runtime/), and live generated traffic in the foreground.
-up: kafka-up
-	mkdir -p .runtime/logs
-	$(OPS_PY) -m spark_apps.ops.attribution > .runtime/logs/attribution.log 2>&1 & echo $$! > .runtime/attribution.pid
-	$(OPS_PY) -m spark_apps.ops.click_surge --threshold $(THRESHOLD) > .runtime/logs/click_surge.log 2>&1 & echo $$! > .runtime/click_surge.pid
+# The platform on embedded defaults (adlake.platform): the broker, Airflow (api-server, scheduler,
+# dag-processor, triggerer; metadata on SQLite), every DAG unpaused, both streaming apps started
+# through their Airflow DAGs; then live generated traffic in the foreground for DURATION seconds.
+# Every path comes from the configuration (ADLAKE_RUNTIME_DIR). Idempotent: a second `make up`
+# finds everything running and only sends traffic.
+up: setup
+	$(LAKE_PY) -m adlake.platform up --set click_surge.threshold=$(THRESHOLD)
 	$(LAKE_PY) -m adlake.generator --rate $(RATE) --duration $(DURATION) --seed $(SEED)
-	@echo "apps still running; 'make status' shows them, 'make down' stops everything"
+	@echo "the platform keeps running: 'make status' shows the apps, 'make down' stops everything"
 
+# Stops the apps gracefully (and waits for them), then Airflow, then the broker.
 down:
-	-for app in attribution click_surge; do [ -f .runtime/$$app.pid ] && kill -TERM $$(cat .runtime/$$app.pid) && rm -f .runtime/$$app.pid; done
-	$(LAKE_PY) -m adlake.kafka_local down
+	$(LAKE_PY) -m adlake.platform down
 
 clean: down
-	rm -rf .runtime
+	rm -rf "$$($(LAKE_PY) -c 'from adlake.config import load_settings; print(load_settings().runtime_dir)')"

@@ -264,17 +264,32 @@ def _json_output(stdout: str) -> list:
     return []
 
 
-def trigger_app(settings: Settings, app: str, action: str) -> None:
-    conf = json.dumps({"action": action})
+def trigger_app(settings: Settings, app: str, action: str, knobs: dict | None = None) -> None:
+    """A run of the app's DAG, as the UI's trigger form makes one."""
+    conf = json.dumps({"action": action, **(knobs or {})})
     _airflow(settings, "dags", "trigger", f"app_{app}", "--conf", conf)
-    log(f"triggered app_{app} with action={action}")
+    log(f"triggered app_{app} with {conf}")
+
+
+def parse_knobs(pairs: list[str]) -> dict[str, dict]:
+    """``["click_surge.threshold=50"]`` → ``{"click_surge": {"threshold": 50}}``, typed by the
+    registry's knob declaration."""
+    out: dict[str, dict] = {}
+    for pair in pairs:
+        target, _, text = pair.partition("=")
+        app_name, _, knob_name = target.partition(".")
+        knob = registry.app(app_name).knob(knob_name)
+        value = {"integer": int, "number": float, "string": str}[knob.type](text)
+        out.setdefault(app_name, {})[knob_name] = value
+    return out
 
 
 def ops_apps() -> list[str]:
     return [a.name for a in registry.APPS.values() if a.runtime == "ops"]
 
 
-def up(settings: Settings, start_apps: bool = True, app_timeout_s: float = 300) -> None:
+def up(settings: Settings, start_apps: bool = True, knobs: dict[str, dict] | None = None,
+       app_timeout_s: float = 300) -> None:
     from adlake import apps
     from adlake.kafka_local import LocalKafka
 
@@ -298,7 +313,7 @@ def up(settings: Settings, start_apps: bool = True, app_timeout_s: float = 300) 
             if apps.holder(settings, app):
                 log(f"{app} already running ({apps.holder(settings, app)})")
             else:
-                trigger_app(settings, app, "start")
+                trigger_app(settings, app, "start", (knobs or {}).get(app))
         deadline = time.monotonic() + app_timeout_s
         while time.monotonic() < deadline and not all(apps.holder(settings, a)
                                                       for a in ops_apps()):
@@ -343,10 +358,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="start the platform, stop it, or show what runs")
     parser.add_argument("--no-apps", action="store_true",
                         help="up: do not start the streaming apps")
+    parser.add_argument("--set", action="append", default=[], metavar="APP.KNOB=VALUE",
+                        help="up: a knob of an app's start (repeatable), e.g. "
+                             "click_surge.threshold=50")
     args = parser.parse_args(argv)
     settings = load_settings()
     if args.command == "up":
-        up(settings, start_apps=not args.no_apps)
+        up(settings, start_apps=not args.no_apps, knobs=parse_knobs(args.set))
     elif args.command == "down":
         down(settings)
     else:
