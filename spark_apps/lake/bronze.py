@@ -10,9 +10,15 @@ Delta sink commits the batch with the batch id as its transaction version, so a 
 anywhere and rerun neither skips nor repeats a record: a batch whose Delta commit happened is
 recognised and skipped, one whose commit did not is written again from the same offsets.
 
-``AvailableNow`` reads what the topic holds when the run starts and stops; the Airflow data
-interval (``--start``/``--end``) is recorded in the log but does not limit what is read: bronze
-keeps up with Kafka, the interval matters from silver on.
+Bronze catches up; it is never backfilled by interval. ``AvailableNow`` reads everything the
+topics hold past the checkpoint when the run starts, then stops. The Airflow data interval
+(``--start``/``--end``) is printed in the log and limits nothing: a run, whatever its interval,
+ingests what is new, so a backfill of bronze over past dates ingests nothing more than the latest
+run would (usually nothing). The interval could not select records anyway: a record's Kafka
+timestamp says when it arrived, not what day it is about, and the topics keep only their
+retention. Bronze keeps every record it ever ingested, so it, not Kafka, is what later layers are
+rebuilt from: silver catches up from bronze through its own checkpoint, and gold rebuilds any
+interval from silver (see ``spark_apps/lake/gold.py``).
 
     .venv/lake/bin/python -m spark_apps.lake.bronze --start 2026-11-21 --end 2026-11-22
 """

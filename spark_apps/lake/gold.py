@@ -1,25 +1,53 @@
 """Gold: business tables rebuilt from silver for a data interval, one event date at a time.
 
 Every table is partitioned by ``event_date`` and rebuilt for ``[start, end)`` with Delta's
-``replaceWhere``: the dates of the interval are recomputed from all of silver and swapped in one
-commit. A rerun, an overlapping interval or an Airflow backfill therefore gives the same table:
-no row is appended twice, and a date outside the interval is never touched.
+``replaceWhere``: the dates of the interval are recomputed from silver and swapped in one commit.
+A rerun, an overlapping interval or an Airflow backfill therefore gives the same table: no row is
+appended twice, and a date outside the interval is never touched. An interval is widened to the
+whole days it touches (:func:`days_of`): the hourly lake DAG's run of 13:00-14:00 rebuilds its
+day, as far as silver holds it.
 
-Tables (registry ``TABLES``, layer ``gold``):
+**A day's partition is a function of silver alone**, never of the interval that recomputed it:
+``[D, D+1)``, a week around ``D`` and a backfill over a year write the same rows for ``D``. Rows of
+one day can depend on events of another (a click just after midnight on an impression just
+before it), so each table reads what its rows need *around* the interval, a margin taken from
+the attribution contract (:class:`~spark_apps.common.attribution.contract.AttributionConfig`),
+and keeps only the interval's own dates. Per table, what the partition of date ``D`` is made of:
 
 * ``campaign_delivery`` — per campaign, creative, date and hour: impressions, clicks, quartiles,
-  completes, conversions, click-through and completion rates. A callback counts in the hour of
-  its own event time, for the campaign of its impression.
+  completes, conversions, click-through and completion rates. The impressions of ``D``, counted
+  in their hour; the callbacks of ``D``, counted in the hour of their own event time, for the
+  campaign of their impression **if the callback falls in the attribution window of it**
+  (``-skew <= callback - impression <= window``, the contract's ``in_window``, the rule the
+  attribution app pairs them by); a callback outside it counts for no campaign. Impressions are
+  read from ``window`` before the interval to ``skew`` after it.
 * ``attribution_funnel`` — per campaign and date: filled requests (distinct requests with an
   impression of the campaign), impressions, clicks, conversions; campaign ``*`` is the day's
   total, the only row with requests and a fill rate (a request has no campaign until filled).
-* ``page_traffic`` — per page and minute: clicks and distinct users.
-* ``surge_history`` — one row per page and surging window: the highest count reported.
+  Requests, impressions and callbacks of ``D`` by their own event time; the ``*`` row counts
+  every callback of ``D``, a campaign's row those paired with its impressions as in
+  ``campaign_delivery`` (same margins).
+* ``page_traffic`` — per page and minute: clicks and distinct users. The clicks of ``D``; no
+  margin (a minute never crosses midnight).
+* ``surge_history`` — one row per page and surging window: the highest count reported. The
+  reports of windows starting on ``D`` (silver dates a surge by its window start); no margin.
 * ``attribution_reconciliation`` — per date and record type: the attribution processor run in
-  batch over silver requests, impressions and callbacks (the rules the operational
-  app streams, :func:`~spark_apps.common.attribution.batch.attribute_batch`), compared with
-  the real-time ``attributed_events`` by record id: matched, missing in real time, extra in
-  real time.
+  batch over silver requests, impressions and callbacks (the rules the operational app streams,
+  :func:`~spark_apps.common.attribution.batch.attribute_batch`), compared with the real-time
+  ``attributed_events`` by record id: matched, missing in real time, extra in real time. A record
+  is dated by :func:`record_date` (its request's date, else its impression's, else its
+  callback's), the earlier side's if batch and real time disagree. Batch attribution runs over
+  the events from :func:`attribution_margin_ms` before the interval to as much after it, so a
+  request of 23:59 on ``D`` keeps its impressions and callbacks of ``D+1`` and an impression of
+  00:01 on ``D`` its request of the day before; real-time records are read whole. The partition
+  of ``D`` is exact (the same as batch attribution over all of silver would give) for every
+  request whose events lie within the margin of each other: the margin is the key lifetime bound
+  (``ttl``, at least two windows plus skews), past which the stream itself no longer holds a
+  request's key together.
+
+"Function of silver" means of silver as it is when the day is rebuilt: an event that reaches
+silver later (a late event, or the next day's first minutes that a day's rows read within their
+margin) shows in the day's rows once that day is rebuilt again, by a backfill over it.
 
     .venv/lake/bin/python -m spark_apps.lake.gold --start 2026-11-21 --end 2026-11-22
 """
@@ -30,7 +58,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from datetime import date, datetime
+from datetime import date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from adlake import registry
@@ -41,13 +69,77 @@ from spark_apps.lake.tables import ensure_table, read_table, table_path
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from spark_apps.common.attribution.contract import AttributionConfig
+
 ALL_CAMPAIGNS = "*"
+_DAY_MS = 24 * 60 * 60 * 1000
+
+
+def _attribution_config(config: AttributionConfig | None = None) -> AttributionConfig:
+    from spark_apps.common.attribution.contract import AttributionConfig
+
+    return config or AttributionConfig()
+
+
+def attribution_margin_ms(config: AttributionConfig | None = None) -> int:
+    """How far before and after the interval batch attribution reads events: the key lifetime
+    bound ``ttl`` (the stream holds no request's key longer), and never less than the rules'
+    own reach, a request → impression → callback chain (two windows plus two skews).
+
+    >>> attribution_margin_ms()  # the contract's defaults: ttl 1 h, window 5 min, skew 10 s
+    3600000
+    """
+    config = _attribution_config(config)
+    return max(config.ttl_ms, 2 * (config.window_ms + config.skew_ms))
 
 
 def _in_interval(df: DataFrame, start: date, end: date) -> DataFrame:
     from pyspark.sql import functions as F
 
     return df.where((F.col("event_date") >= F.lit(start)) & (F.col("event_date") < F.lit(end)))
+
+
+def _around(df: DataFrame, start: date, end: date, before_ms: int, after_ms: int,
+            time_col: str = "event_time") -> DataFrame:
+    """Rows whose ``time_col`` lies in ``[start - before_ms, end + after_ms)``, the interval's
+    midnights taken in the session time zone (the one silver's ``event_date`` comes from). The
+    ``event_date`` bounds only let Delta skip the partitions that cannot hold such a row.
+
+    For ``[2026-11-21, 2026-11-22)`` with 5 minutes before and 10 s after: from
+    2026-11-20T23:55:00 to 2026-11-22T00:00:10, in partitions 2026-11-20 to 2026-11-22.
+    """
+    from pyspark.sql import functions as F
+
+    def shifted(day: date, ms: int):
+        return F.timestamp_millis(F.unix_millis(F.lit(day).cast("timestamp")) + F.lit(ms))
+
+    first_day = start - timedelta(days=-(-before_ms // _DAY_MS))
+    after_day = end + timedelta(days=-(-after_ms // _DAY_MS))
+    return df.where((F.col("event_date") >= F.lit(first_day))
+                    & (F.col("event_date") < F.lit(after_day))
+                    & (F.col(time_col) >= shifted(start, -before_ms))
+                    & (F.col(time_col) < shifted(end, after_ms)))
+
+
+def transform_paired_callbacks(impressions: DataFrame, callbacks: DataFrame,
+                               config: AttributionConfig | None = None) -> DataFrame:
+    """The callbacks that belong to an impression, with its ``campaign_id`` and ``creative_id``.
+
+    A callback belongs to the impression it names when it falls in the attribution window of
+    it, the contract's ``in_window``: ``-skew <= callback.event_time - impression.event_time <=
+    window``. With the defaults (5 min, 10 s), for an impression at 23:59:55 a click at 00:04:55
+    the next day belongs to it, one at 00:04:55.001 belongs to no impression, and so does a
+    callback whose impression is not in ``impressions``.
+    """
+    from pyspark.sql import functions as F
+
+    config = _attribution_config(config)
+    shown = (impressions.select("impression_id", "campaign_id", "creative_id",
+                                F.col("event_time").alias("_impression_time")).distinct())
+    lag_ms = F.unix_millis(F.col("event_time")) - F.unix_millis(F.col("_impression_time"))
+    return (callbacks.join(shown, "impression_id")
+            .where(lag_ms.between(-config.skew_ms, config.window_ms))
+            .drop("_impression_time"))
 
 
 def _callback_counts() -> list:
@@ -66,15 +158,18 @@ def _rate(numerator: str, denominator: str):
     return F.when(F.col(denominator) > 0, F.col(numerator) / F.col(denominator))
 
 
-def transform_campaign_delivery(impressions: DataFrame, callbacks: DataFrame) -> DataFrame:
-    """Silver impressions and callbacks of the interval (callbacks joined to any impression)."""
+def transform_campaign_delivery(impressions: DataFrame, callbacks: DataFrame,
+                                config: AttributionConfig | None = None) -> DataFrame:
+    """Silver impressions and callbacks → rows per campaign, creative, date and hour; a callback
+    counts in its own hour for the impression it belongs to (:func:`transform_paired_callbacks`).
+    """
     from pyspark.sql import functions as F
 
     keys = ["campaign_id", "creative_id", "event_date", "hour"]
     imp = (impressions.withColumn("hour", F.hour("event_time"))
            .groupBy(*keys).agg(F.count(F.lit(1)).alias("impressions")))
-    campaign_of = impressions.select("impression_id", "campaign_id", "creative_id").distinct()
-    cbs = (callbacks.join(campaign_of, "impression_id").withColumn("hour", F.hour("event_time"))
+    cbs = (transform_paired_callbacks(impressions, callbacks, config)
+           .withColumn("hour", F.hour("event_time"))
            .groupBy(*keys).agg(*_callback_counts()))
     table = registry.table("campaign_delivery")
     out = imp.join(cbs, keys, "full_outer").fillna(0)
@@ -84,14 +179,18 @@ def transform_campaign_delivery(impressions: DataFrame, callbacks: DataFrame) ->
 
 
 def transform_attribution_funnel(requests: DataFrame, impressions: DataFrame,
-                                 callbacks: DataFrame) -> DataFrame:
+                                 callbacks: DataFrame,
+                                 config: AttributionConfig | None = None) -> DataFrame:
+    """Silver requests, impressions and callbacks → rows per campaign and date, each event on
+    its own date; a campaign's clicks and conversions are the callbacks that belong to its
+    impressions (:func:`transform_paired_callbacks`), the day's total (``*``) counts them all."""
     from pyspark.sql import functions as F
 
-    campaign_of = impressions.select("impression_id", "campaign_id").distinct()
     per_campaign = (impressions.groupBy("campaign_id", "event_date")
                     .agg(F.countDistinct("request_id").alias("filled_requests"),
                          F.count(F.lit(1)).alias("impressions")))
-    cb = (callbacks.join(campaign_of, "impression_id").groupBy("campaign_id", "event_date")
+    cb = (transform_paired_callbacks(impressions, callbacks, config)
+          .groupBy("campaign_id", "event_date")
           .agg(F.count(F.when(F.col("event_type") == registry.CLICK, 1)).alias("clicks"),
                F.count(F.when(F.col("event_type") == registry.CONVERSION, 1)).alias("conversions")))
     campaigns = (per_campaign.join(cb, ["campaign_id", "event_date"], "full_outer").fillna(0)
@@ -174,39 +273,50 @@ def _null_safe_outer_join(left: DataFrame, right: DataFrame, ids: list[str],
     return joined.select(*restored, *others)
 
 
+def _silver(spark: SparkSession, settings: Settings, topic: str) -> DataFrame:
+    # A silver table no run has created yet reads as empty, not as an error.
+    ensure_table(spark, settings, registry.table(f"silver_{topic}"))
+    return read_table(spark, settings, f"silver_{topic}")
+
+
 def _reconciliation(spark: SparkSession, settings: Settings, start: date, end: date
                     ) -> DataFrame:
     from spark_apps.common.attribution.batch import attribute_batch
 
-    def silver(name: str) -> DataFrame:
-        ensure_table(spark, settings, registry.table(f"silver_{name}"))
-        return _in_interval(read_table(spark, settings, f"silver_{name}"), start, end)
+    margin = attribution_margin_ms()
 
-    batch = attribute_batch(silver("ad_requests"), silver("ad_impressions"),
-                            silver("ad_callbacks"))
-    ensure_table(spark, settings, registry.table("silver_attributed_events"))
-    realtime = read_table(spark, settings, "silver_attributed_events")
-    out = transform_reconciliation(batch, realtime)
-    return _in_interval(out, start, end)
+    def events(topic: str) -> DataFrame:
+        return _around(_silver(spark, settings, topic), start, end, margin, margin)
+
+    batch = attribute_batch(events("ad_requests"), events("ad_impressions"),
+                            events("ad_callbacks"))
+    # Whole: a record's date is the earlier of its two sides', and a real-time record reaches
+    # Kafka (silver's date for it) any time after its events.
+    realtime = _silver(spark, settings, "attributed_events")
+    return _in_interval(transform_reconciliation(batch, realtime), start, end)
 
 
 def _builders(spark: SparkSession, settings: Settings, start: date, end: date
               ) -> dict[str, Callable[[], DataFrame]]:
-    def silver(name: str, interval: bool = True) -> DataFrame:
-        # A silver table no run has created yet reads as empty, not as an error.
-        ensure_table(spark, settings, registry.table(f"silver_{name}"))
-        df = read_table(spark, settings, f"silver_{name}")
-        return _in_interval(df, start, end) if interval else df
+    config = _attribution_config()
+
+    def of_interval(topic: str) -> DataFrame:
+        return _in_interval(_silver(spark, settings, topic), start, end)
+
+    def impressions() -> DataFrame:
+        # Every impression a callback of the interval can belong to: from one window before
+        # the interval (a click after midnight on an impression before it) to one skew after.
+        return _around(_silver(spark, settings, "ad_impressions"), start, end,
+                       config.window_ms, config.skew_ms)
 
     return {
-        # Every impression may give its campaign to a callback of the interval; only the
-        # interval's own rows are kept.
         "campaign_delivery": lambda: _in_interval(transform_campaign_delivery(
-            silver("ad_impressions", interval=False), silver("ad_callbacks")), start, end),
-        "attribution_funnel": lambda: transform_attribution_funnel(
-            silver("ad_requests"), silver("ad_impressions"), silver("ad_callbacks")),
-        "page_traffic": lambda: transform_page_traffic(silver("page_clicks")),
-        "surge_history": lambda: transform_surge_history(silver("page_surges")),
+            impressions(), of_interval("ad_callbacks"), config), start, end),
+        "attribution_funnel": lambda: _in_interval(transform_attribution_funnel(
+            of_interval("ad_requests"), impressions(), of_interval("ad_callbacks"), config),
+            start, end),
+        "page_traffic": lambda: transform_page_traffic(of_interval("page_clicks")),
+        "surge_history": lambda: transform_surge_history(of_interval("page_surges")),
         "attribution_reconciliation": lambda: _reconciliation(spark, settings, start, end),
     }
 
@@ -228,22 +338,42 @@ def rebuild(spark: SparkSession, settings: Settings, name: str, start: date, end
         rows.unpersist()
 
 
-def _date(text: str) -> date:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).date()
+def _instant(text: str) -> datetime:
+    """A date (its midnight) or an ISO timestamp, in UTC (the session's time zone)."""
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return value.astimezone(timezone.utc) if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def days_of(start: datetime, end: datetime) -> tuple[date, date]:
+    """The dates ``[first, after)`` an interval ``[start, end)`` touches: gold rebuilds whole
+    days, so an hour's run rebuilds its day (so far) and a day's run that day.
+
+    >>> days_of(datetime(2026, 11, 21, 13), datetime(2026, 11, 21, 14))
+    (datetime.date(2026, 11, 21), datetime.date(2026, 11, 22))
+    >>> days_of(datetime(2026, 11, 21, 23), datetime(2026, 11, 22))
+    (datetime.date(2026, 11, 21), datetime.date(2026, 11, 22))
+    """
+    midnight = end.time() == datetime.min.time()
+    return start.date(), end.date() if midnight else end.date() + timedelta(days=1)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Arguments, with ``start``/``end`` the interval's dates (see :func:`days_of`)."""
     parser = argparse.ArgumentParser(prog="spark_apps.lake.gold", description=__doc__,
                                      formatter_class=HelpFormatter)
-    parser.add_argument("--start", required=True, type=_date,
-                        help="interval start (inclusive); a date or ISO timestamp")
-    parser.add_argument("--end", required=True, type=_date,
-                        help="interval end (exclusive); a date or ISO timestamp")
+    parser.add_argument("--start", required=True, type=_instant,
+                        help="interval start (inclusive), a date or ISO timestamp: its day is "
+                             "the first rebuilt")
+    parser.add_argument("--end", required=True, type=_instant,
+                        help="interval end (exclusive), a date or ISO timestamp: its day is the "
+                             "last rebuilt, unless it is a midnight")
     parser.add_argument("--tables", default=",".join(GOLD_TABLES),
                         help="comma-separated gold tables to rebuild")
     args = parser.parse_args(argv)
     if args.end <= args.start:
-        parser.error(f"--end ({args.end}) must be after --start ({args.start})")
+        parser.error(f"--end ({args.end.isoformat()}) must be after --start "
+                     f"({args.start.isoformat()})")
+    args.start, args.end = days_of(args.start, args.end)
     for name in args.tables.split(","):
         if name not in GOLD_TABLES:
             parser.error(f"unknown gold table {name!r}; gold tables: {', '.join(GOLD_TABLES)}")

@@ -371,9 +371,9 @@ def callback(cb: str, imp: str, event_type: str, when: datetime) -> dict:
 def test_campaign_delivery_counts_per_campaign_creative_and_hour_with_rates(spark):
     impressions = silver(spark, "ad_impressions", [
         impression("i1", "r1", "A", "a1", at("10:05:00")),
-        impression("i2", "r2", "A", "a1", at("10:40:00")),
+        impression("i2", "r2", "A", "a1", at("10:58:00")),
         impression("i3", "r3", "A", "a2", at("10:10:00")),
-        impression("i4", "r4", "B", "b1", at("23:50:00")),
+        impression("i4", "r4", "B", "b1", at("23:59:50")),
     ])
     callbacks = silver(spark, "ad_callbacks", [
         callback("c1", "i1", "click", at("10:06:00")),
@@ -381,10 +381,10 @@ def test_campaign_delivery_counts_per_campaign_creative_and_hour_with_rates(spar
         callback("c3", "i1", "midpoint", at("10:06:02")),
         callback("c4", "i1", "third_quartile", at("10:06:03")),
         callback("c5", "i1", "complete", at("10:06:04")),
-        callback("c6", "i2", "first_quartile", at("10:41:00")),
+        callback("c6", "i2", "first_quartile", at("10:59:00")),
         # In the hour of its own event time: an hour with no impression (rates null).
-        callback("c7", "i1", "conversion", at("11:15:00")),
-        # The next day, for B's impression of 23:50.
+        callback("c7", "i2", "conversion", at("11:01:00")),
+        # The next day, for B's impression of 23:59:50.
         callback("c8", "i4", "click", at("00:01:00", day=22)),
         callback("c9", "i4", "click", at("00:02:00", day=22)),
         # No impression of its own: it has no campaign and is not counted.
@@ -424,13 +424,13 @@ def test_attribution_funnel_per_campaign_and_day_total(spark):
     ] + [{"request_id": "r9", "event_time": at("09:00:00", day=23)}])
     impressions = silver(spark, "ad_impressions", [
         impression("i1", "r1", "A", "a1", at("09:00:01")),
-        impression("i2", "r1", "A", "a1", at("09:00:02")),  # a second impression of r1 for A
+        impression("i2", "r1", "A", "a1", at("23:59:58")),  # a second impression of r1 for A
         impression("i3", "r2", "B", "b1", at("09:00:03")),
         impression("i4", "r1", "B", "b1", at("09:00:04")),  # r1 filled by both campaigns
     ])
     callbacks = silver(spark, "ad_callbacks", [
         callback("c1", "i1", "click", at("09:01:00")),
-        callback("c2", "i1", "conversion", at("09:30:00")),
+        callback("c2", "i1", "conversion", at("09:04:00")),
         callback("c3", "i3", "click", at("09:02:00")),
         callback("c4", "i3", "midpoint", at("09:02:30")),  # neither a click nor a conversion
         callback("c5", "i2", "click", at("00:00:05", day=22)),  # a day with no request
