@@ -1,23 +1,10 @@
 """Parse and validate JSON payloads against the registry's schemas; route failures with a reason.
 
 Shared by the operational apps (Kafka → DLQ topic) and the silver jobs (bronze → quarantine), on
-both runtimes. One rule set, derived from the registry's field declarations:
-
-==================  =====================================================================
-reason              when
-==================  =====================================================================
-``invalid_json``    the value is not a JSON object (unparseable, an array, a scalar, null)
-``missing_field:F`` required field ``F`` is absent or JSON null
-``wrong_type:F``    ``F`` has the wrong JSON type (e.g. a string for a double), or is not an
-                    ISO-8601 timestamp with a time of day where one is declared (a bare date
-                    is not an event time)
-``invalid_value:F`` ``F`` is outside its declared enumeration or range, a number too large
-                    to be finite (``1e400``), or a time that is not plausible: before
-                    ``EARLIEST_TIME``, or more than ``MAX_AHEAD_OF_KAFKA`` after the record's
-                    Kafka timestamp (where the caller names that column)
-==================  =====================================================================
-
-The first failing rule, in field order, is the reason. A valid row has ``dlq_reason`` null.
+both runtimes. The rules are declared in :mod:`adlake.rules` (reasons, JSON types, enumerations,
+ranges, plausible times, the timestamp pattern) and built into Spark columns here, check by check
+in :func:`adlake.rules.checks` order: the first failing check is the reason, the same one
+:func:`adlake.rules.check_record` gives in plain Python. A valid row has ``reason`` null.
 
 >>> parsed = parse_json(df, registry.topic("ad_callbacks"))          # doctest: +SKIP
 >>> valid, rejected = split_valid(parsed)                             # doctest: +SKIP
@@ -27,110 +14,114 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from adlake import registry
+from adlake import registry, rules
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-REASON = "dlq_reason"
+REASON = rules.REASON  # "reason": the DataFrame column, the DLQ field, the quarantine column
 RAW = "raw_value"
 
-# JSON types (as Spark's schema_of_variant names them) accepted for each declared field type.
-_JSON_TYPES = {
-    "string": ("STRING",),
-    "timestamp": ("STRING",),
-    "long": ("BIGINT",),
-    "int": ("BIGINT",),
-    "double": ("BIGINT", "DOUBLE", "DECIMAL"),
-    "boolean": ("BOOLEAN",),
+# Spark's names (schema_of_variant) of the JSON kinds adlake.rules declares.
+_VARIANT_TYPES = {
+    rules.STRING: ("STRING",),
+    rules.INTEGER: ("BIGINT",),  # a literal beyond 64 bits is a DECIMAL or a DOUBLE
+    rules.NUMBER: ("DECIMAL", "DOUBLE"),
+    rules.BOOLEAN: ("BOOLEAN",),
 }
-
-# Value rules beyond type, per topic and field.
-ENUMERATIONS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("ad_callbacks", "event_type"): registry.CALLBACK_EVENT_TYPES,
-}
-NON_NEGATIVE: frozenset[tuple[str, str]] = frozenset({
-    ("ad_requests", "floor_price"), ("ad_requests", "bid_count"),
-    ("ad_impressions", "win_price"), ("ad_callbacks", "value"),
-})
-# Plausible times, for every timestamp field. Nothing happened before EARLIEST_TIME: an epoch-0
-# default or seconds read as milliseconds land in 1970. Nothing is sent from the future: an event
-# time more than MAX_AHEAD_OF_KAFKA after its record reached Kafka is a broken clock or
-# milliseconds read as seconds (thousands of years ahead). Let through, one such event would
-# move a streaming app's watermark to its time, and every later event would be late; in silver
-# it would create a partition for that date. The bound is the record's own Kafka timestamp, not
-# the clock, so a rerun over the same records classifies them the same way.
-EARLIEST_TIME = "2000-01-01 00:00:00"
-MAX_AHEAD_OF_KAFKA = "1 hour"
-# What a timestamp's text starts with: a date and a time of day. Spark alone would read a bare
-# date ("2026-11-22") as midnight, which no producer of events means.
-_DATE_AND_TIME = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}"
+# The whole text, not a prefix: Java's "$" would also match before a final line break.
+_TIMESTAMP_TEXT = f"^(?:{rules.TIMESTAMP_PATTERN})\\z"
 
 
-def _type_ok(json_type: Column, field: registry.Field) -> Column:
+def json_document(raw: Column) -> Column:
+    """``try_parse_json(raw)`` where ``raw`` is UTF-8 text of exactly one JSON value (whitespace
+    around it allowed), else null.
+
+    Spark's JSON parsers stop after the first value: ``{"a":1} xyz`` and ``{"a":1}{"b":2}``
+    parse as ``{"a":1}``. Wrapped in brackets, the text must be an array of exactly one element,
+    and with ``,0`` appended one of exactly two. Trailing text either breaks the array or closes
+    it early, inside ``raw`` (``{"a":1}] xyz``), where the appended element is never reached.
+    """
     from pyspark.sql import functions as F
 
-    base = F.regexp_extract(json_type, r"^([A-Z]+)", 1)
-    return base.isin(*_JSON_TYPES[field.type])
+    one = F.json_array_length(F.concat(F.lit("["), raw, F.lit("]"))) == 1
+    two = F.json_array_length(F.concat(F.lit("["), raw, F.lit(",0]"))) == 2
+    return F.when(F.is_valid_utf8(raw) & one & two, F.try_parse_json(raw))
+
+
+def _condition(check: rules.Check, topic: registry.Topic, variant: Column, parsed: Column,
+               received: Column | None) -> Column:
+    """Where ``check`` fails, as a Spark condition (see :func:`adlake.rules.validate`)."""
+    from pyspark.sql import functions as F
+
+    name = check.field.name
+    json_value = F.variant_get(variant, f"$.{name}", "variant")
+    json_type = F.schema_of_variant(json_value)
+    present = json_value.isNotNull() & (json_type != "VOID")
+    if check.rule == rules.REQUIRED:
+        return ~present
+    value = parsed[name]
+    if check.rule == rules.TYPE:
+        accepted = [t for kind in rules.JSON_KINDS[check.field.type] for t in _VARIANT_TYPES[kind]]
+        wrong = ~F.regexp_extract(json_type, r"^([A-Z]+)", 1).isin(*accepted) | value.isNull()
+        if check.field.type == "timestamp":
+            text = F.variant_get(variant, f"$.{name}", "string")
+            wrong = wrong | ~F.coalesce(text.rlike(_TIMESTAMP_TEXT), F.lit(False))
+        failed = wrong
+    elif check.rule == rules.ENUMERATION:
+        failed = ~value.isin(*check.allowed)
+    elif check.rule == rules.FINITE:
+        failed = F.isnan(value) | (F.abs(value) == F.lit(float("inf")))
+    elif check.rule == rules.NON_NEGATIVE_CHECK:
+        failed = value < 0
+    elif check.rule == rules.PLAUSIBLE_TIME:
+        micros = F.unix_micros(value)
+        failed = micros < F.lit(rules.EARLIEST_US)
+        if received is not None:
+            failed = failed | (micros > F.unix_micros(received) + F.lit(rules.MAX_AHEAD_US))
+        failed = F.coalesce(failed, F.lit(False))
+    else:
+        raise ValueError(f"{topic.name}: no Spark condition for rule {check.rule!r}")
+    return present & failed
 
 
 def reason_column(variant: Column, topic: registry.Topic, parsed: Column,
                   received: Column | None = None) -> Column:
-    """The reason a raw JSON value (``variant``: ``try_parse_json`` of it) fails ``topic``'s
-    rules, or null if it passes. ``received``: the record's Kafka timestamp, the upper bound of
-    a plausible time (without it, only the lower bound is checked)."""
+    """The reason a raw JSON value fails ``topic``'s rules, or null if it passes. ``variant``:
+    :func:`json_document` of the value; ``parsed``: ``from_json`` of it with the topic's schema;
+    ``received``: the record's Kafka timestamp, the upper bound of a plausible time (without
+    it, only the lower bound is checked)."""
     from pyspark.sql import functions as F
 
-    checks: list[tuple[Column, Column]] = [
+    checks: list[tuple[Column, str]] = [
         (variant.isNull() | ~F.schema_of_variant(variant).startswith("OBJECT"),
-         F.lit("invalid_json")),
-    ]
-    for field in topic.schema.fields:
-        json_type = F.schema_of_variant(F.variant_get(variant, f"$.{field.name}", "variant"))
-        present = F.variant_get(variant, f"$.{field.name}", "variant").isNotNull() & \
-            (json_type != "VOID")
-        value = parsed[field.name]
-        if field.required:
-            checks.append((~present, F.lit(f"missing_field:{field.name}")))
-        wrong = ~_type_ok(json_type, field) | value.isNull()
-        if field.type == "timestamp":
-            text = F.variant_get(variant, f"$.{field.name}", "string")
-            wrong = wrong | ~F.coalesce(text.rlike(_DATE_AND_TIME), F.lit(False))
-        checks.append((present & wrong, F.lit(f"wrong_type:{field.name}")))
-        allowed = ENUMERATIONS.get((topic.name, field.name))
-        if allowed:
-            checks.append((present & ~value.isin(*allowed), F.lit(f"invalid_value:{field.name}")))
-        if field.type == "double":
-            # JSON has no Infinity or NaN, but a literal beyond the double range (1e400)
-            # parses as Infinity: no price or value is infinite.
-            checks.append((present & (F.isnan(value) | (F.abs(value) == F.lit(float("inf")))),
-                           F.lit(f"invalid_value:{field.name}")))
-        if (topic.name, field.name) in NON_NEGATIVE:
-            checks.append((present & (value < 0), F.lit(f"invalid_value:{field.name}")))
-        if field.type == "timestamp":
-            implausible = value < F.to_timestamp(F.lit(EARLIEST_TIME))
-            if received is not None:
-                implausible = implausible | (
-                    value > received + F.expr(f"INTERVAL {MAX_AHEAD_OF_KAFKA}"))
-            checks.append((present & F.coalesce(implausible, F.lit(False)),
-                           F.lit(f"invalid_value:{field.name}")))
+         rules.INVALID_JSON)]
+    checks += [(_condition(c, topic, variant, parsed, received), c.reason)
+               for c in rules.checks(topic.name)]
     reason = F.lit(None).cast("string")
     for condition, label in reversed(checks):
-        reason = F.when(condition, label).otherwise(reason)
+        reason = F.when(condition, F.lit(label)).otherwise(reason)
     return reason
+
+
+def _refuse_clash(schema: registry.Schema) -> None:
+    clash = [n for n in (RAW, REASON) if n in schema.names]
+    if clash:
+        raise ValueError(f"payload fields {clash} would clash with parsing's own columns")
 
 
 def parse_json(df: DataFrame, topic: registry.Topic, value_col: str = "value",
                received_col: str | None = None) -> DataFrame:
     """Add the registry schema's fields (parsed from ``value_col``), ``raw_value`` and
-    ``dlq_reason`` to ``df``; the other columns (Kafka metadata) are kept. ``received_col``: the
+    ``reason`` to ``df``; the other columns (Kafka metadata) are kept. ``received_col``: the
     column of the record's Kafka timestamp, which bounds a plausible event time."""
     from pyspark.sql import functions as F
 
+    _refuse_clash(topic.schema)
     raw = F.col(value_col).cast("string")
     with_parsed = (df.withColumn(RAW, raw)
                    .withColumn("_parsed", F.from_json(F.col(RAW), topic.schema.spark()))
-                   .withColumn("_variant", F.try_parse_json(F.col(RAW))))
+                   .withColumn("_variant", json_document(F.col(RAW))))
     reason = reason_column(F.col("_variant"), topic, F.col("_parsed"),
                            F.col(received_col) if received_col else None)
     # The source value is replaced by raw_value; its other columns stay unless a payload field
@@ -146,7 +137,7 @@ def parse_json_by_topic(df: DataFrame, topics: list[registry.Topic],
                         received_col: str | None = None) -> DataFrame:
     """:func:`parse_json` for records of several topics in one pass: each row is validated
     against the schema of the topic named in its ``topic_col``. The result has the union of the
-    topics' fields (a field another topic declares is null), ``raw_value`` and ``dlq_reason``.
+    topics' fields (a field another topic declares is null), ``raw_value`` and ``reason``.
 
     One projection, so a streaming source feeding it is read once per batch; filtering the
     source per topic would instead plan (and read and count) one source scan per branch.
@@ -161,11 +152,12 @@ def parse_json_by_topic(df: DataFrame, topics: list[registry.Topic],
                 raise ValueError(f"field {field.name!r} is {other.type} in one topic and "
                                  f"{field.type} in {topic.name}: they cannot be parsed together")
     merged = registry.Schema(tuple(fields.values()))
+    _refuse_clash(merged)
     raw = F.col(value_col).cast("string")
     with_parsed = (df.withColumn(RAW, raw)
                    .withColumn("_parsed", F.from_json(F.col(RAW), merged.spark()))
-                   .withColumn("_variant", F.try_parse_json(F.col(RAW))))
-    reason = F.lit("unknown_topic")
+                   .withColumn("_variant", json_document(F.col(RAW))))
+    reason = F.lit(rules.UNKNOWN_TOPIC)
     for topic in reversed(topics):
         reason = F.when(F.col(topic_col) == topic.name,
                         reason_column(F.col("_variant"), topic, F.col("_parsed"),

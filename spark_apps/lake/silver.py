@@ -5,19 +5,28 @@ each micro-batch:
 
 1. parses and validates every row with the registry's rules (``spark_apps.common.parsing``, the
    same rules the operational apps apply); a row that fails goes to the ``quarantine`` table with
-   the rule, the raw value and its bronze coordinates;
-2. deduplicates the valid rows by event id: within the batch the earliest Kafka record wins; across
-   batches a ``MERGE`` inserts a row only if its id is not already in silver **for the same
-   event date**. That date is the watermark's bound: a duplicate carries its original's payload,
-   hence its event time and date, so the lookup only touches the batch's own date partitions.
+   the reason, the raw value and its bronze coordinates;
+2. deduplicates the valid rows. **An event is its id and its event date**: of the records with
+   one id and one event date, silver keeps the earliest Kafka record (timestamp, partition,
+   offset), whatever the batching. Within a batch a window picks it; across batches a ``MERGE``
+   inserts a row whose (id, date) silver lacks and replaces one that silver holds from a later
+   Kafka record. Both paths give the same table for the same bronze rows, in one run or many.
+
+Why the date is part of the identity: a duplicate (a producer's retry, the generator's
+duplicates) carries its original's payload, hence its event time and date, so the ``MERGE``
+looks only at the batch's own date partitions, at a cost that does not grow with the table.
+An id unique across dates would need every date partition read (or an index) for every batch.
+Two records with one id and different dates are two rows (not a retry: their payloads differ);
+grouping the table by id and keeping counts above 1 finds them.
 
 Every bronze row ends up in exactly one of: silver (its coordinates are there), quarantine (its
-coordinates are there), or the duplicates (valid, but another record of its id is in silver);
-:func:`accounting` counts the three.
+coordinates are there), or the duplicates (valid, but an earlier record of its id and date is in
+silver); :func:`accounting` counts the three.
 
-Exactly once: both writes are insert-if-absent MERGEs keyed by id (silver) and by bronze
-coordinates (quarantine), so replaying a batch after a crash inserts nothing twice; the
-checkpoint then records the batch and the stream moves on.
+Exactly once: the quarantine write is an insert-if-absent MERGE keyed by bronze coordinates, and
+the silver write skips every row whose (id, date) silver already holds from the same or an
+earlier record, so replaying a batch after a crash changes nothing; the checkpoint then records
+the batch and the stream moves on.
 
     .venv/lake/bin/python -m spark_apps.lake.silver --start 2026-11-21 --end 2026-11-22
 """
@@ -57,20 +66,51 @@ def transform_validate(bronze: DataFrame, topic: str) -> tuple[DataFrame, DataFr
     valid = valid.withColumn("event_date",
                              F.to_date(F.col(registry.silver_time_field(topic))))
     quarantine = bad.select(
-        F.lit(table.name).alias("source_table"), F.col(REASON).alias("rule"),
+        F.lit(table.name).alias("source_table"), REASON,
         F.col(RAW).alias("raw_value"), "topic", "partition", "offset", "kafka_timestamp",
         "ingest_date")
     return valid.select(*table.schema.names), quarantine.select(*QUARANTINE.schema.names)
 
 
+# Which of two records of one event silver keeps: the earliest in Kafka.
+_EARLIEST_FIRST = ("kafka_timestamp", "partition", "offset")
+
+
+def event_key(topic: str) -> list[str]:
+    """The columns that identify one event of ``topic`` in silver: its id fields and its date."""
+    return [*silver_table(topic).keys, "event_date"]
+
+
 def transform_dedup_batch(valid: DataFrame, topic: str) -> DataFrame:
-    """Keep the earliest Kafka record (timestamp, partition, offset) of each event id."""
+    """Keep the earliest Kafka record (timestamp, partition, offset) of each event (id, date)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    ids = list(silver_table(topic).keys)
-    first = Window.partitionBy(*ids).orderBy("kafka_timestamp", "partition", "offset")
+    first = Window.partitionBy(*event_key(topic)).orderBy(*_EARLIEST_FIRST)
     return (valid.withColumn("_n", F.row_number().over(first)).where("_n = 1").drop("_n"))
+
+
+def _earlier(a: str, b: str) -> str:
+    """SQL: record ``a`` is earlier in Kafka than record ``b`` (aliases of silver rows)."""
+    def coords(alias: str) -> str:
+        return "struct(" + ", ".join(f"{alias}.`{c}`" for c in _EARLIEST_FIRST) + ")"
+    return f"{coords(a)} < {coords(b)}"
+
+
+def transform_supersede(rows: DataFrame, stored: DataFrame, topic: str) -> DataFrame:
+    """The deduplicated batch ``rows`` that change silver, given the ``stored`` silver rows of
+    their dates: an event silver lacks, or holds from a later Kafka record. A row whose event
+    silver holds from the same record (a replay) or an earlier one is dropped."""
+    from pyspark.sql import functions as F
+
+    keep_stored = F.expr(f"NOT ({_earlier('s', 't')})")
+    same = [F.col(f"s.{c}").eqNullSafe(F.col(f"t.{c}")) for c in event_key(topic)]
+    condition = same[0]
+    for part in same[1:]:
+        condition = condition & part
+    return (rows.alias("s")
+            .join(stored.select(*event_key(topic), *_EARLIEST_FIRST).alias("t"),
+                  condition & keep_stored, "left_anti"))
 
 
 def _null_safe_match(columns: list[str]) -> str:
@@ -101,10 +141,15 @@ def _write_batch(spark: SparkSession, settings: Settings, topic: str, batch: Dat
             return
         # The literal date list lets Delta prune the target to the batch's own partitions.
         in_dates = ", ".join(f"DATE'{d.isoformat()}'" for d in dates)
-        condition = (f"t.event_date IN ({in_dates}) AND t.event_date = s.event_date AND "
-                     + _null_safe_match(list(silver_table(topic).keys)))
-        (DeltaTable.forPath(spark, table_path(settings, silver_table(topic))).alias("t")
-         .merge(rows.alias("s"), condition).whenNotMatchedInsertAll().execute())
+        target = DeltaTable.forPath(spark, table_path(settings, silver_table(topic)))
+        stored = target.toDF().where(f"event_date IN ({in_dates})")
+        # Only new events and earlier records of stored ones reach the MERGE, so it rewrites
+        # no file for a plain duplicate (a matched row would make Delta rewrite its file).
+        changes = transform_supersede(rows, stored, topic)
+        condition = f"t.event_date IN ({in_dates}) AND " + _null_safe_match(event_key(topic))
+        (target.alias("t").merge(changes.alias("s"), condition)
+         .whenMatchedUpdateAll(condition=_earlier("s", "t"))
+         .whenNotMatchedInsertAll().execute())
     finally:
         rows.unpersist()
 

@@ -78,10 +78,10 @@ def test_bronze_then_silver_account_for_every_record(spark, chain):
             "duplicates": by_kind["duplicate"],
             "silver": report["sent"][topic] - malformed - by_kind["duplicate"],
         }, topic
-        # Every quarantined row names a rule of the kind the generator injected.
+        # Every quarantined row names a reason of the kind the generator injected.
         rules = (read_table(spark, settings, "quarantine")
                  .where(F.col("source_table") == f"silver_{topic}")
-                 .select(F.split("rule", ":")[0].alias("kind")).groupBy("kind").count().collect())
+                 .select(F.split("reason", ":")[0].alias("kind")).groupBy("kind").count().collect())
         assert {r.kind: r["count"] for r in rules} == {
             k: by_kind[k] for k in MALFORMED if by_kind[k]}, topic
 

@@ -4,8 +4,9 @@ Every function tested here is DataFrame in, DataFrame out; no broker, no Delta t
 
 * bronze: ``transform_bronze`` (Kafka source rows → the registry's bronze columns);
 * silver: ``transform_validate`` (bronze rows → typed silver rows and quarantine rows with the
-  rule that failed, see ``spark_apps/common/parsing.py``) and ``transform_dedup_batch`` (the
-  earliest Kafka record of each event id);
+  reason they failed, see ``adlake/rules.py``), ``transform_dedup_batch`` (the earliest Kafka
+  record of each event: id and event date) and ``transform_supersede`` (which of those change
+  silver, given the rows it holds);
 * gold: ``transform_campaign_delivery``, ``transform_attribution_funnel``,
   ``transform_page_traffic``, ``transform_surge_history`` and ``transform_reconciliation``.
 
@@ -36,7 +37,7 @@ from spark_apps.lake.gold import (
     transform_reconciliation,
     transform_surge_history,
 )
-from spark_apps.lake.silver import transform_dedup_batch, transform_validate
+from spark_apps.lake.silver import transform_dedup_batch, transform_supersede, transform_validate
 
 # The columns of Spark's Kafka source with ``includeHeaders``.
 KAFKA_SCHEMA = T.StructType([
@@ -189,7 +190,7 @@ def test_valid_callbacks_become_typed_silver_rows(spark):
     assert quarantine.count() == 0
 
 
-def test_failing_callbacks_are_quarantined_with_the_rule_raw_value_and_coordinates(spark):
+def test_failing_callbacks_are_quarantined_with_the_reason_raw_value_and_coordinates(spark):
     bad = [
         (payload(CALLBACK, callback_id=MISSING), "missing_field:callback_id"),
         (payload(CALLBACK, event_type=None), "missing_field:event_type"),
@@ -202,22 +203,27 @@ def test_failing_callbacks_are_quarantined_with_the_rule_raw_value_and_coordinat
         (payload(CALLBACK, event_type="Click"), "invalid_value:event_type"),  # case matters
         (payload(CALLBACK, value=-0.5), "invalid_value:value"),
         ('{"callback_id":"cb-9","event_type":"click"', "invalid_json"),
+        # Spark's JSON parsers stop after one object: the rest of the text must be checked.
+        (payload(CALLBACK) + " xyz", "invalid_json"),
+        (payload(CALLBACK) + payload(CALLBACK, callback_id="cb-10"), "invalid_json"),
         ('["cb-9", "click"]', "invalid_json"),
         ('"cb-9"', "invalid_json"),
         (None, "invalid_json"),  # a tombstone
     ]
-    records = [(payload(CALLBACK), 0, 0, at("10:00:01"), d(21))]
+    records = [(payload(CALLBACK), 0, 0, at("10:00:01"), d(21)),
+               # One object with whitespace around it is valid.
+               (" " + payload(CALLBACK, callback_id="cb-ws") + "\n", 0, 1, at("10:00:01"), d(21))]
     records += [(value, 1 + i % 2, 100 + i, at(f"10:00:{10 + i:02d}"), d(21 + i % 2))
-                for i, (value, _rule) in enumerate(bad)]
+                for i, (value, _reason) in enumerate(bad)]
 
     valid, quarantine = transform_validate(bronze_rows(spark, "ad_callbacks", records),
                                            "ad_callbacks")
 
-    assert [r.callback_id for r in valid.collect()] == ["cb-ok"]
+    assert sorted(r.callback_id for r in valid.collect()) == ["cb-ok", "cb-ws"]
     assertDataFrameEqual(quarantine, frame(spark, "quarantine", [
-        ("silver_ad_callbacks", rule, value, "ad_callbacks", 1 + i % 2, 100 + i,
+        ("silver_ad_callbacks", reason, value, "ad_callbacks", 1 + i % 2, 100 + i,
          at(f"10:00:{10 + i:02d}"), d(21 + i % 2))
-        for i, (value, rule) in enumerate(bad)]))
+        for i, (value, reason) in enumerate(bad)]))
 
 
 def test_event_times_must_be_plausible_against_the_records_kafka_timestamp(spark):
@@ -238,8 +244,8 @@ def test_event_times_must_be_plausible_against_the_records_kafka_timestamp(spark
                                            "ad_callbacks")
 
     assert sorted(r.callback_id for r in valid.collect()) == ["cb-0", "cb-2"]
-    assert sorted((r.offset, r.rule) for r in quarantine.collect()) == [
-        (i, rule) for i, (_time, rule) in enumerate(cases) if rule]
+    assert sorted((r.offset, r.reason) for r in quarantine.collect()) == [
+        (i, reason) for i, (_time, reason) in enumerate(cases) if reason]
 
 
 REQUEST = {"request_id": "req-ok", "event_time": iso("10:00:00.000"), "device_id": "dev-1",
@@ -270,8 +276,8 @@ def test_the_first_failing_rule_in_field_order_is_the_reason(spark):
 
     assert [(r.request_id, r.floor_price, r.bid_count) for r in valid.collect()] == [
         ("req-ok", 2.0, 0)]
-    assert sorted((r.offset, r.rule) for r in quarantine.collect()) == [
-        (offset, rule) for offset, (_value, rule) in records.items()]
+    assert sorted((r.offset, r.reason) for r in quarantine.collect()) == [
+        (offset, reason) for offset, (_value, reason) in records.items()]
 
 
 def test_surge_event_date_is_the_date_of_its_window_start(spark):
@@ -354,6 +360,56 @@ def test_dedup_treats_null_id_parts_as_equal(spark):
                              event("request_closed", "req-2", None, 3),
                              event("attributed_impression", "req-1", "imp-1", 5),
                          ]))
+
+
+def test_dedup_keeps_one_row_per_event_id_and_event_date(spark):
+    def click(click_id: str, day: int, offset: int, kafka_ts: datetime) -> dict:
+        return {"click_id": click_id, "page_id": "home", "event_time": at("10:00:00", day=day),
+                "user_id": "u-1", "offset": offset, "kafka_timestamp": kafka_ts}
+
+    valid = silver(spark, "page_clicks", [
+        click("c1", 21, 1, at("10:00:02")),
+        click("c1", 21, 2, at("10:00:01")),  # the earlier record of c1 on the 21st
+        click("c1", 22, 3, at("10:00:00")),  # the same id on another date: another event
+        click("c2", 22, 4, at("10:00:03", day=22)),
+    ])
+
+    assertDataFrameEqual(transform_dedup_batch(valid, "page_clicks"), silver(spark, "page_clicks", [
+        click("c1", 21, 2, at("10:00:01")),
+        click("c1", 22, 3, at("10:00:00")),
+        click("c2", 22, 4, at("10:00:03", day=22)),
+    ]))
+
+
+def test_supersede_keeps_new_events_and_earlier_records_of_stored_ones(spark):
+    def event(record_type: str, impression: str | None, partition: int, offset: int,
+              kafka_ts: str) -> dict:
+        return {"record_type": record_type, "request_id": "req-1", "impression_id": impression,
+                "source_kafka_ts": at("10:05:00"), "partition": partition, "offset": offset,
+                "kafka_timestamp": at(kafka_ts)}
+
+    stored = silver(spark, "attributed_events", [
+        event("request_closed", None, 0, 10, "10:05:01"),
+        event("attributed_impression", "imp-1", 0, 11, "10:05:02"),
+        event("attributed_impression", "imp-2", 1, 12, "10:05:02"),
+        event("attributed_impression", "imp-3", 1, 13, "10:05:02"),
+    ])
+    rows = silver(spark, "attributed_events", [
+        event("request_closed", None, 0, 10, "10:05:01"),  # the stored record itself: a replay
+        event("attributed_impression", "imp-1", 0, 5, "10:05:03"),  # later than the stored one
+        event("attributed_impression", "imp-2", 0, 20, "10:05:02"),  # same time, lower partition
+        event("attributed_impression", "imp-3", 1, 9, "10:05:02"),  # same partition, lower offset
+        event("attributed_impression", "imp-4", 2, 1, "10:05:09"),  # not stored: new
+        event("attributed_impression", None, 2, 2, "10:05:09"),  # null id part: not request_closed
+    ])
+
+    assertDataFrameEqual(transform_supersede(rows, stored, "attributed_events"),
+                         silver(spark, "attributed_events", [
+        event("attributed_impression", "imp-2", 0, 20, "10:05:02"),
+        event("attributed_impression", "imp-3", 1, 9, "10:05:02"),
+        event("attributed_impression", "imp-4", 2, 1, "10:05:09"),
+        event("attributed_impression", None, 2, 2, "10:05:09"),
+    ]))
 
 
 # -- gold ----------------------------------------------------------------------------------------

@@ -1,0 +1,66 @@
+"""Spark's side of the payload rules (``spark_apps/common/parsing.py``) on this runtime.
+
+The same tests run on the ops runtime (``ops/test_parsing_ops.py`` imports them): both apps'
+DLQs parse on Spark 4.3, silver on Spark 4.2. The shared vector
+(``tests/support/parsing_cases.py``) also runs through the pure-Python checker
+(``tests/include/test_rules.py``), so both implementations give every case the same reason.
+"""
+
+from __future__ import annotations
+
+from pyspark.testing import assertDataFrameEqual
+
+from adlake import registry
+from spark_apps.common.parsing import RAW, REASON, parse_json
+from tests.support.parsing_cases import CASES, click, reasons_by_spark
+
+ATTRIBUTION_INPUTS = ("ad_requests", "ad_impressions", "ad_callbacks")
+
+
+def test_a_value_is_exactly_one_json_object(spark):
+    ok = click().decode()
+    values = [
+        ok,
+        ok + " xyz",  # trailing text: Spark's parsers alone stop after the object
+        ok + ok,  # two objects
+        " \n" + ok + "\t ",  # whitespace around one object
+        f"[{ok}]",  # an array
+        '"c1"',  # a scalar
+    ]
+    df = spark.createDataFrame([(v.encode(),) for v in values], "value binary")
+
+    parsed = parse_json(df, registry.topic("page_clicks")).select(RAW, REASON, "click_id")
+
+    assertDataFrameEqual(parsed, spark.createDataFrame([
+        (ok, None, "c1"),
+        (ok + " xyz", "invalid_json", "c1"),
+        (ok + ok, "invalid_json", "c1"),
+        (" \n" + ok + "\t ", None, "c1"),
+        (f"[{ok}]", "invalid_json", None),
+        ('"c1"', "invalid_json", None),
+    ], f"{RAW} string, {REASON} string, click_id string"))
+
+
+def test_parse_json_gives_every_case_of_the_shared_vector_its_reason(spark):
+    got = reasons_by_spark(spark, CASES)
+
+    assert {c.name: got[c.name] for c in CASES} == {c.name: c.expected for c in CASES}
+
+
+def test_parse_json_by_topic_gives_the_same_reasons(spark):
+    cases = [c for c in CASES if c.topic in ATTRIBUTION_INPUTS]
+    assert {c.topic for c in cases} >= {"ad_requests", "ad_callbacks"}
+
+    got = reasons_by_spark(spark, cases, by_topic=True)
+
+    assert {c.name: got[c.name] for c in cases} == {c.name: c.expected for c in cases}
+
+
+def test_a_topic_none_of_the_schemas_name_is_unknown_topic(spark):
+    from spark_apps.common.parsing import parse_json_by_topic
+
+    df = spark.createDataFrame([("page_clicks", click())], "topic string, value binary")
+
+    parsed = parse_json_by_topic(df, [registry.topic(t) for t in ATTRIBUTION_INPUTS])
+
+    assert [r[REASON] for r in parsed.select(REASON).collect()] == ["unknown_topic"]
