@@ -40,6 +40,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 from datetime import UTC, datetime, timedelta
 
 from adlake import registry
@@ -185,11 +186,11 @@ def timestamp_us(text: str) -> int | None:
     m = _TIMESTAMP.fullmatch(text)
     if m is None:
         return None
-    y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
+    ys, mos, ds, hs, mis, ss, fraction, zone = m.groups()
+    y, mo, d, h, mi, s = int(ys), int(mos), int(ds), int(hs), int(mis), int(ss)
     if not (1 <= mo <= 12 and 1 <= d <= _days_in_month(y, mo) and h < 24 and mi < 60 and s < 60):
         return None
     offset_s = 0
-    zone = m.group(8)
     if zone and zone != "Z":
         digits = zone[1:].replace(":", "")
         oh, om = int(digits[:2]), int(digits[2:] or 0)
@@ -197,7 +198,7 @@ def timestamp_us(text: str) -> int | None:
         if om >= 60 or abs(offset_s) > MAX_OFFSET.total_seconds():
             return None
     seconds = _days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s - offset_s
-    return seconds * 1_000_000 + int((m.group(7) or "").ljust(6, "0")[:6])
+    return seconds * 1_000_000 + (int(fraction[:6].ljust(6, "0")) if fraction else 0)
 
 
 class _NotJson(ValueError):
@@ -279,41 +280,66 @@ def _typed(ftype: str, value: object) -> object | None:
     return value
 
 
+class Checked(NamedTuple):
+    """What :func:`validate` finds in one record value."""
+
+    reason: str | None  # None: the value passes
+    obj: dict | None  # the parsed JSON object (None for invalid_json)
+    # The fields checked so far as Spark reads them into the schema's types (a timestamp in
+    # epoch microseconds); every field when the value passes.
+    values: dict[str, object]
+
+
+@functools.cache
+def _plan(topic_name: str) -> tuple[tuple[registry.Field, str | None, str, tuple[Check, ...]],
+                                     ...]:
+    """:func:`checks` grouped by field: (field, missing reason or None, wrong-type reason, the
+    value checks), in the same order."""
+    out = []
+    for field in registry.topic(topic_name).schema.fields:
+        own = [c for c in checks(topic_name) if c.field == field]
+        required = next((c.reason for c in own if c.rule == REQUIRED), None)
+        wrong_type = next(c.reason for c in own if c.rule == TYPE)
+        out.append((field, required, wrong_type,
+                    tuple(c for c in own if c.rule not in (REQUIRED, TYPE))))
+    return tuple(out)
+
+
 def validate(topic: registry.Topic | str, value: bytes | str | None,
-             kafka_ts_ms: int | None = None) -> tuple[str | None, dict | None]:
-    """``(reason or None, the parsed JSON object or None)`` of one record value; see
+             kafka_ts_ms: int | None = None) -> Checked:
+    """The reason, the parsed object and the typed field values of one record value; see
     :func:`check_record`."""
     name = topic if isinstance(topic, str) else topic.name
     obj = parse_object(value)
+    values: dict[str, object] = {}
     if obj is None:
-        return INVALID_JSON, None
-    typed: dict[str, object] = {}
-    for check in checks(name):
-        field = check.field
-        present = obj.get(field.name) is not None
-        if check.rule == REQUIRED:
-            if not present:
-                return check.reason, obj
+        return Checked(INVALID_JSON, None, values)
+    for field, missing, wrong_type, value_checks in _plan(name):
+        raw = obj.get(field.name)
+        if raw is None:
+            if missing is not None:
+                return Checked(missing, obj, values)
+            values[field.name] = None
             continue
-        if not present:
-            continue
-        if check.rule == TYPE:
-            typed[field.name] = _typed(field.type, obj[field.name])
-            failed = typed[field.name] is None
-        else:
-            v = typed[field.name]
-            if check.rule == ENUMERATION:
+        v = values[field.name] = _typed(field.type, raw)
+        if v is None:
+            return Checked(wrong_type, obj, values)
+        for check in value_checks:
+            rule = check.rule
+            if rule == ENUMERATION:
                 failed = v not in check.allowed
-            elif check.rule == FINITE:
+            elif rule == FINITE:
                 failed = not math.isfinite(v)
-            elif check.rule == NON_NEGATIVE_CHECK:
+            elif rule == NON_NEGATIVE_CHECK:
                 failed = v < 0
-            else:  # PLAUSIBLE_TIME
+            elif rule == PLAUSIBLE_TIME:
                 failed = v < EARLIEST_US or (
                     kafka_ts_ms is not None and v > kafka_ts_ms * 1000 + MAX_AHEAD_US)
-        if failed:
-            return check.reason, obj
-    return None, obj
+            else:
+                raise ValueError(f"{name}: no Python check for rule {rule!r}")
+            if failed:
+                return Checked(check.reason, obj, values)
+    return Checked(None, obj, values)
 
 
 def check_record(topic: registry.Topic | str, value: bytes | str | None,
@@ -329,4 +355,4 @@ def check_record(topic: registry.Topic | str, value: bytes | str | None,
     ...              b'"event_time":"2026-11-21T12:00:00Z"}', kafka_ts_ms=1795255200000)
     'invalid_value:event_time'
     """
-    return validate(topic, value, kafka_ts_ms)[0]
+    return validate(topic, value, kafka_ts_ms).reason

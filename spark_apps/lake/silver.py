@@ -205,13 +205,17 @@ def accounting(spark: SparkSession, settings: Settings, topic: str) -> dict[str,
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from adlake.helpformat import HelpFormatter
+
     parser = argparse.ArgumentParser(prog="spark_apps.lake.silver", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=HelpFormatter)
     parser.add_argument("--start", help="data interval start (logged: the stream reads what "
                                         "bronze holds, its checkpoint decides what is new)")
-    parser.add_argument("--end")
-    parser.add_argument("--topics", default=",".join(registry.SILVER_TOPICS))
-    parser.add_argument("--max-files-per-trigger", type=int, default=None)
+    parser.add_argument("--end", help="data interval end (logged, like --start)")
+    parser.add_argument("--topics", default=",".join(registry.SILVER_TOPICS),
+                        help="comma-separated topics whose silver tables to refine")
+    parser.add_argument("--max-files-per-trigger", type=int, default=None,
+                        help="bronze files per micro-batch (default: all in one batch)")
     args = parser.parse_args(argv)
     for name in args.topics.split(","):
         if name not in registry.SILVER_TOPICS:

@@ -17,6 +17,7 @@ import pytest
 
 from adlake import generator, registry
 from adlake.generator import GeneratorConfig, Traffic
+from tests.support.parsing_cases import CASES
 
 START = 1_795_304_444_000  # 2026-11-21T23:40:44.000Z
 NO_ANOMALIES = dict(out_of_order=0.0, duplicates=0.0, late=0.0, malformed=0.0, orphans=0.0,
@@ -24,8 +25,10 @@ NO_ANOMALIES = dict(out_of_order=0.0, duplicates=0.0, late=0.0, malformed=0.0, o
 HEAVY = dict(out_of_order=0.05, duplicates=0.05, late=0.05, malformed=0.05, orphans=0.05,
              surge_pages=3, surge_rate=50.0)
 INPUT_NAMES = sorted({name for a in registry.APPS.values() for name in a.inputs})
-KINDS = ("invalid_json", "missing_field", "wrong_type", "duplicate", "late", "out_of_order",
-         "orphan_impression", "orphan_callback", "surge_click")
+KINDS = ("invalid_json", "missing_field", "wrong_type", "invalid_value", "duplicate", "late",
+         "out_of_order", "orphan_impression", "orphan_callback", "surge_click")
+# What the knobs inject: every kind but invalid_value (the generator writes no invalid values).
+INJECTED = tuple(k for k in KINDS if k != "invalid_value")
 
 
 def plan(**knobs):
@@ -239,7 +242,7 @@ def test_a_knob_at_zero_gives_none_of_its_anomaly(knob, kinds, also_off):
         assert on[kind] > 0, kind
         assert off[kind] == 0, kind
     # The other knobs still work (late and out_of_order go together, see above).
-    others = [k for k in KINDS if k not in kinds and k not in ("late", "out_of_order")]
+    others = [k for k in INJECTED if k not in kinds and k not in ("late", "out_of_order")]
     assert all(off[k] > 0 for k in others), off
 
 
@@ -308,7 +311,7 @@ def test_report_counts_equal_a_recount_of_what_was_sent():
     assert result["anomalies"] == totals(expected)
     assert result["sent"] == {n: sum(1 for s in sent if s[0] == n) for n in INPUT_NAMES}
     assert result["surge_pages"] == traffic.surge_pages and len(traffic.surge_pages) == 3
-    assert all(result["anomalies"][k] > 0 for k in KINDS)
+    assert all(result["anomalies"][k] > 0 for k in INJECTED)
 
 
 def test_late_is_counted_from_the_real_send_time_when_the_sender_falls_behind():
@@ -359,15 +362,35 @@ def test_classify_small_inline_sequence():
             "event_type": "click", "event_time": "2026-11-21T10:00:01.000Z"}).encode(), t0 + 11),
         ("ad_callbacks", 3, b'{"callback_id": "cb2", "impression_id": "i2"}', t0 + 12),
         ("ad_requests", 0, b'{"request_id": "r1",', t0 + 13),
+        # One object and more text: what Spark alone would take for the object.
+        ("page_clicks", 1, click("c5", "page-0001", "2026-11-21T10:00:00.000Z") + b" x", t0 + 14),
+        # Rejected like silver and the DLQs do: an event type not in the registry, and an event
+        # time more than an hour after the record's Kafka timestamp.
+        ("ad_callbacks", 3, json.dumps({
+            "callback_id": "cb3", "impression_id": "i1", "request_id": "r-never-sent",
+            "event_type": "hover", "event_time": "2026-11-21T10:00:01.000Z"}).encode(), t0 + 15),
+        ("page_clicks", 1, click("c6", "page-0001", "2026-11-21T11:00:00.017Z"), t0 + 16),
     ]
     tally = generator.classify(records, lateness_s=30, surge_pages=["page-0150"])
     assert tally.anomalies() == {
-        "invalid_json": 1, "missing_field": 1, "wrong_type": 1, "duplicate": 1, "late": 1,
-        "out_of_order": 1, "orphan_impression": 1, "orphan_callback": 0, "surge_click": 2,
+        "invalid_json": 2, "missing_field": 1, "wrong_type": 1, "invalid_value": 2,
+        "duplicate": 1, "late": 1, "out_of_order": 1, "orphan_impression": 1,
+        "orphan_callback": 0, "surge_click": 2,
     }
     assert tally.anomalies_by_topic()["page_clicks"]["wrong_type"] == 1
-    assert dict(tally.sent) == {"page_clicks": 5, "ad_impressions": 1, "ad_callbacks": 2,
+    assert dict(tally.sent) == {"page_clicks": 7, "ad_impressions": 1, "ad_callbacks": 3,
                                 "ad_requests": 1}
+
+
+def test_the_tally_counts_rejected_records_by_the_kind_of_their_reason():
+    # The shared vector of the payload rules (also run through Spark on both runtimes): the
+    # report counts what the DLQs and silver's quarantine will hold.
+    cases = [c for c in CASES if c.topic in INPUT_NAMES and c.kafka_ts_ms is not None]
+    tally = generator.classify([(c.topic, 0, c.value, c.kafka_ts_ms) for c in cases],
+                               lateness_s=3600, surge_pages=[])
+    expected = Counter(c.expected.split(":")[0] for c in cases if c.expected)
+    assert {k: tally.anomalies()[k] for k in expected} == dict(expected)
+    assert set(expected) == {"invalid_json", "missing_field", "wrong_type", "invalid_value"}
 
 
 def test_command_line_defaults_and_errors():

@@ -34,11 +34,17 @@ def test_the_reason_has_one_name_everywhere():
     assert REASON in registry.table("quarantine").schema.names
 
 
-def test_validate_returns_the_parsed_object_for_a_checked_value():
+def test_validate_returns_the_parsed_object_and_the_typed_values():
     value = b'{"click_id":"c","page_id":"p","event_time":"2026-11-21T10:00:00Z","user_id":"u"}'
-    assert rules.validate("page_clicks", value) == (None, {
-        "click_id": "c", "page_id": "p", "event_time": "2026-11-21T10:00:00Z", "user_id": "u"})
-    assert rules.validate(registry.topic("page_clicks"), value + b"x") == ("invalid_json", None)
+    obj = {"click_id": "c", "page_id": "p", "event_time": "2026-11-21T10:00:00Z", "user_id": "u"}
+    assert rules.validate("page_clicks", value) == (None, obj, {
+        "click_id": "c", "page_id": "p", "event_time": 1_795_255_200_000_000, "user_id": "u"})
+    assert rules.validate(registry.topic("page_clicks"), value + b"x") == (
+        "invalid_json", None, {})
+    # The values checked before the failing one.
+    assert rules.validate("page_clicks", value.replace(b'"u"', b"7")) == (
+        "wrong_type:user_id", {**obj, "user_id": 7},
+        {"click_id": "c", "page_id": "p", "event_time": 1_795_255_200_000_000, "user_id": None})
 
 
 @pytest.mark.parametrize("text, expected", [

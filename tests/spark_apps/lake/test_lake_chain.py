@@ -7,14 +7,15 @@ import datetime as dt
 
 import pytest
 
-from adlake import generator, registry
+from adlake import generator, registry, rules
 from spark_apps.lake.tables import read_table
 from tests.conftest import private_settings
 
 pytestmark = pytest.mark.integration
 
 INPUTS = ("ad_requests", "ad_impressions", "ad_callbacks", "page_clicks")
-MALFORMED = ("invalid_json", "missing_field", "wrong_type")
+# Every kind of reject reason: the quarantine must hold what the report counts, kind by kind.
+MALFORMED = rules.REASON_KINDS
 
 
 @pytest.fixture(scope="module")

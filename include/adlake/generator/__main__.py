@@ -1,0 +1,7 @@
+"""``python -m adlake.generator``."""
+
+import sys
+
+from adlake.generator.cli import main
+
+sys.exit(main())

@@ -1,0 +1,207 @@
+"""What a generator run produces: its settings, the records it plans, and their encoding.
+
+:class:`GeneratorConfig` says what to generate (rates, anomaly knobs); :class:`OutRecord` is one
+record to produce; the constants are the traffic's populations and the registry's topics by
+role. :mod:`adlake.generator.traffic` plans the records from them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+import uuid
+import zlib
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from adlake import registry, rules
+from adlake.registry import Topic
+
+# The four topics the generator writes, by role. Nothing else is ever produced to.
+AD_REQUESTS = registry.topic("ad_requests")
+AD_IMPRESSIONS = registry.topic("ad_impressions")
+AD_CALLBACKS = registry.topic("ad_callbacks")
+PAGE_CLICKS = registry.topic("page_clicks")
+INPUT_TOPICS: tuple[Topic, ...] = (AD_REQUESTS, AD_IMPRESSIONS, AD_CALLBACKS, PAGE_CLICKS)
+_BY_NAME = {t.name: t for t in INPUT_TOPICS}
+
+# The event-time field every input topic carries (checked at import, below).
+EVENT_TIME = "event_time"
+
+# The malformed records the generator injects, by the kind of reason they are rejected with.
+MALFORMED_KINDS = (rules.INVALID_JSON, rules.MISSING_FIELD, rules.WRONG_TYPE)
+# What the report counts: every kind of reject reason (adlake.rules, the DLQs' and silver's), then
+# the anomalies of well-formed records. The generator injects no invalid values; a consumer
+# reading the topics back may still count some (a record another producer wrote, say).
+ANOMALY_KINDS = rules.REASON_KINDS + (
+    "duplicate", "late", "out_of_order", "orphan_impression", "orphan_callback", "surge_click",
+)
+
+
+def _event_type(name: str) -> str:
+    if name not in registry.CALLBACK_EVENT_TYPES:
+        raise KeyError(f"callback event type {name!r} is not in registry.CALLBACK_EVENT_TYPES "
+                       f"{registry.CALLBACK_EVENT_TYPES}")
+    return name
+
+
+QUARTILES = tuple(_event_type(n)
+                  for n in ("first_quartile", "midpoint", "third_quartile", "complete"))
+CLICK = _event_type("click")
+CONVERSION = _event_type("conversion")
+
+for _t in INPUT_TOPICS:
+    if _t.schema.field(EVENT_TIME).type != "timestamp":
+        raise TypeError(f"{_t.name}.{EVENT_TIME} must be a timestamp in the registry")
+
+# Traffic shape: small, fixed populations, so keys repeat the way real ones do.
+_GEOS = ("US-CA", "US-NY", "US-TX", "US-FL", "GB", "DE", "FR", "ES", "BR", "IN", "JP", "AU")
+_SLOTS = ("pre-roll", "mid-roll-1", "mid-roll-2", "post-roll", "pause", "banner")
+_N_HOUSEHOLDS = 2000
+_N_CONTENT = 300
+_N_CAMPAIGNS = 24
+_N_PAGES = 200
+_N_USERS = 5000
+# Probability of going on to each quartile, given the previous one was reached (drop-off).
+_QUARTILE_CONTINUE = (0.92, 0.88, 0.9, 0.94)
+_CLICK_P = 0.04
+_CONVERSION_P = 0.25  # given a click
+_HOLD_MAX = 50
+_CLICKS, _CHAINS = "<clicks>", "<chains>"  # base sources; the other sources are surge page ids
+_LATE_EXTRA_MS = (1_000, 60_000)
+
+# Wrong-type values by field type. Only non-string required fields are made wrong: a Spark JSON
+# reader turns any token into a string column silently, and a wrong optional field reads as null,
+# so neither would be detectable downstream. Numbers get non-numeric strings ("NaN" would parse).
+_WRONG_VALUES = {
+    "timestamp": ("yesterday", "not-a-timestamp", "21/11/2026 23:40"),
+    "double": ("n/a", "twelve", "high"),
+    "long": ("n/a", "seven", "many"),
+    "int": ("n/a", "seven", "many"),
+    "boolean": ("n/a", "yes", "maybe"),
+}
+
+
+class GeneratorError(ValueError):
+    """A generator setting is not allowed, or the registry no longer matches the generator."""
+
+
+@dataclass(frozen=True)
+class GeneratorConfig:
+    """What to generate. Rates are per second; every anomaly knob is a probability.
+
+    ``rate`` is the target rate of base events (requests, impressions, callbacks, clicks);
+    surge clicks come on top of it. The run stops starting new chains after ``duration_s``
+    seconds or once ``count`` base events (surge clicks included, anomalies excluded) are
+    planned, whichever comes first, and then drains the chain events already scheduled.
+    """
+
+    rate: float = 1000.0
+    duration_s: float | None = None
+    count: int | None = None
+    seed: int = 0
+    fill_rate: float = 0.8
+    click_share: float = 0.3
+    out_of_order: float = 0.01
+    duplicates: float = 0.01
+    late: float = 0.005
+    lateness_s: float = 30.0
+    malformed: float = 0.005
+    orphans: float = 0.01
+    surge_pages: int = 2
+    surge_rate: float = 20.0
+
+    def __post_init__(self) -> None:
+        for name in ("fill_rate", "click_share", "out_of_order", "duplicates", "late",
+                     "malformed", "orphans"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise GeneratorError(f"{name}={value!r}: expected a probability from 0 to 1")
+        if not self.rate > 0:
+            raise GeneratorError(f"rate={self.rate!r}: expected events per second > 0")
+        if self.count is None and self.duration_s is None:
+            raise GeneratorError("give count (base events) or duration_s (seconds), or both")
+        if self.count is not None and self.count < 0:
+            raise GeneratorError(f"count={self.count!r}: expected >= 0")
+        if self.duration_s is not None and self.duration_s < 0:
+            raise GeneratorError(f"duration_s={self.duration_s!r}: expected >= 0")
+        if self.lateness_s < 0:
+            raise GeneratorError(f"lateness_s={self.lateness_s!r}: expected >= 0")
+        if not 0 <= self.surge_pages <= _N_PAGES // 2:
+            raise GeneratorError(f"surge_pages={self.surge_pages!r}: expected 0 to {_N_PAGES // 2}")
+        if self.surge_rate < 0:
+            raise GeneratorError(f"surge_rate={self.surge_rate!r}: expected clicks/s >= 0")
+
+
+@dataclass(frozen=True)
+class OutRecord:
+    """One record to produce, ``due_ms`` after the start of the run.
+
+    ``kind`` is ``event``, ``duplicate`` or a malformed kind; ``injected`` names the knobs that
+    touched this record (``late``, ``held_back``, ``orphan_impression``, ``orphan_callback``,
+    ``surge``). Both are for tests and logs: the report never reads them.
+    """
+
+    due_ms: int
+    topic: str
+    partition: int
+    key: str
+    value: bytes
+    kind: str = "event"
+    injected: tuple[str, ...] = ()
+
+
+@dataclass
+class _Event:
+    due_ms: int  # after the start of the run
+    topic: Topic
+    values: dict  # every schema field except event_time
+    event_ms: int  # epoch milliseconds
+    injected: tuple[str, ...] = ()
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def partition_for(topic: Topic, key: str) -> int:
+    """The partition the generator writes ``key`` to: a stable hash, so it knows every
+    partition's delivery order.
+
+    >>> partition_for(registry.topic("page_clicks"), "page-0001")
+    1
+    """
+    return zlib.crc32(key.encode("utf-8")) % topic.partitions
+
+
+def iso_ms(epoch_ms: int) -> str:
+    """``iso_ms(1795304444123) == '2026-11-21T23:40:44.123Z'``: UTC, milliseconds, 'Z'."""
+    return f"{_iso_seconds(epoch_ms // 1000)}.{epoch_ms % 1000:03d}Z"
+
+
+@functools.lru_cache(maxsize=256)
+def _iso_seconds(epoch_s: int) -> str:
+    return (_EPOCH + timedelta(seconds=epoch_s)).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _uuid(rng: random.Random) -> str:
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+_NAMES = {t.name: tuple(t.schema.names) for t in INPUT_TOPICS}
+
+
+def _ordered(topic: Topic, values: dict) -> dict:
+    """``values`` in the registry's field order; refuses a field set that drifted from it."""
+    names = _NAMES[topic.name]
+    if len(values) != len(names) or any(n not in values for n in names):
+        missing = [n for n in names if n not in values]
+        extra = [n for n in values if n not in names]
+        raise GeneratorError(f"{topic.name}: the generator does not build fields {missing} and "
+                             f"builds unknown fields {extra}; update adlake.generator to the "
+                             f"registry")
+    return {n: values[n] for n in names}
+
+
+def _encode(obj: object) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode("utf-8")
