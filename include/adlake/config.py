@@ -60,6 +60,26 @@ class Settings:
     driver_memory: str
     spark_ui: bool
     log_level: str
+    # Streaming-app lifecycle (adlake.apps). The interpreter of the ops runtime runs the apps,
+    # whichever interpreter asks (Airflow's is the lake's).
+    ops_python: Path
+    # A stop waits this long after SIGTERM for the app to commit its batch and exit, then kills
+    # it. Real-Time Mode ends its long-running batch at the next checkpoint interval (30 s by
+    # default) before it stops, and the JVM then shuts down.
+    app_drain_timeout_s: int
+    # The supervisor's restart backoff: the first restart at once, then min, doubling up to max
+    # between restarts (30 s to 10 minutes by default); reset once the app has been healthy for
+    # reset seconds.
+    app_backoff_min_s: int
+    app_backoff_max_s: int
+    app_backoff_reset_s: int
+    # Stale status: a micro-batch app reports after every batch and, when idle, a heartbeat
+    # (every ~10 s); a Real-Time Mode app once per checkpoint interval, so it is stale after
+    # 2 intervals plus this margin (the boundary itself pauses for seconds).
+    app_stale_after_s: int
+    app_stale_margin_s: int
+    # How long a started app may take before its first report (JVM start, query planning).
+    app_start_grace_s: int
     jars_dir: Path = field(default=REPO_ROOT / ".cache" / "jars")
 
     # Every path below derives from runtime_dir, so one setting moves all state.
@@ -92,6 +112,20 @@ class Settings:
         return self.runtime_dir / "warehouse"
 
     @property
+    def apps_dir(self) -> Path:
+        """Streaming apps' desired state, restarts and exits (adlake.apps)."""
+        return self.runtime_dir / "apps"
+
+    @property
+    def locks_dir(self) -> Path:
+        """One lock file per streaming app, held by the running app for its whole life."""
+        return self.runtime_dir / "locks"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.runtime_dir / "logs"
+
+    @property
     def kafka_host(self) -> str:
         return self.kafka_bootstrap.split(",")[0].rsplit(":", 1)[0]
 
@@ -113,6 +147,18 @@ class Settings:
         return dataclasses.replace(self, **changes)
 
 
+# The same in every profile (see Settings for what they mean).
+_APP_DEFAULTS = {
+    "ops_python": str(REPO_ROOT / ".venv" / "ops" / "bin" / "python"),
+    "app_drain_timeout_s": "120",
+    "app_backoff_min_s": "30",
+    "app_backoff_max_s": "600",
+    "app_backoff_reset_s": "600",
+    "app_stale_after_s": "120",
+    "app_stale_margin_s": "60",
+    "app_start_grace_s": "300",
+}
+
 # Profile defaults. The ops master needs enough task slots for Real-Time Mode, which runs one
 # long-lived task per source partition plus one per shuffle partition, all at once: 4 Kafka
 # partitions + 4 shuffle partitions = 8 slots on a 2-core machine (tasks mostly wait on I/O).
@@ -127,6 +173,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         "driver_memory": "2g",
         "spark_ui": "false",
         "log_level": "WARN",
+        **_APP_DEFAULTS,
     },
     "compose": {
         "runtime_dir": "/opt/adlake/data",
@@ -138,6 +185,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         "driver_memory": "2g",
         "spark_ui": "true",
         "log_level": "WARN",
+        **_APP_DEFAULTS,
     },
 }
 
@@ -201,7 +249,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
     raw = {k: env.get(_var(k), default) for k, default in _DEFAULTS[profile].items()}
     jars_dir = env.get(_var("jars_dir"))
-    return Settings(
+    settings = Settings(
         profile=profile,
         runtime_dir=Path(raw["runtime_dir"]).expanduser().resolve(),
         kafka_bootstrap=_match("kafka_bootstrap", raw["kafka_bootstrap"], _BOOTSTRAP,
@@ -219,7 +267,17 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
                          re.compile("^(" + "|".join(_LOG_LEVELS) + ")$"),
                          f"allowed values are {', '.join(_LOG_LEVELS)}"),
         **({"jars_dir": Path(jars_dir).expanduser().resolve()} if jars_dir else {}),
+        # Not resolved: a venv's bin/python is a symlink to the base interpreter, and only the
+        # link's path runs it with the venv's packages.
+        ops_python=Path(raw["ops_python"]).expanduser().absolute(),
+        **{name: _int(name, raw[name], 1, 86_400) for name in _APP_DEFAULTS
+           if name.startswith("app_")},
     )
+    if settings.app_backoff_min_s > settings.app_backoff_max_s:
+        raise ConfigError(
+            f"{_var('app_backoff_min_s')}={settings.app_backoff_min_s} is not valid: it must not "
+            f"exceed {_var('app_backoff_max_s')}={settings.app_backoff_max_s}")
+    return settings
 
 
 # Variables with the prefix that are not settings of this module (read by other tools).

@@ -27,6 +27,11 @@ COLUMNS = [
     ("batch ms", "batch_duration_ms"), ("state rows", "state_rows"),
     ("state MB", "state_memory_mb"), ("watermark", "watermark"), ("late rows", "late_rows"),
     ("lat p50", "latency_p50_ms"), ("lat p95", "latency_p95_ms"), ("lat p99", "latency_p99_ms"),
+    # From the app's lifecycle (adlake.apps, see with_lifecycle): the state derived from its lock,
+    # status and desired state (running, starting, stale, failed, restarting, stopping, stopped),
+    # what it should be doing, its pid, and the supervisor's restarts.
+    ("app state", "app_state"), ("desired", "desired"), ("pid", "pid"),
+    ("restarts", "restarts"),
 ]
 
 
@@ -86,13 +91,44 @@ def format_table(statuses: list[dict], now: float | None = None) -> str:
                      for row in rows)
 
 
+def with_lifecycle(settings: Settings, statuses: list[dict], now: float | None = None
+                   ) -> list[dict]:
+    """``statuses`` with each streaming app's lifecycle added (``adlake.apps.app_status``):
+    ``app_state``, ``desired`` (state/trigger), ``pid`` (the lock's holder), ``restarts`` (how
+    many, and the last reason) and ``lifecycle`` (everything, for ``--json``). A registry app
+    with no status file yet gets a row of its own when it should run or holds its lock."""
+    from adlake import apps, registry
+
+    out = [dict(s) for s in statuses]
+    known = {s.get("app") for s in out}
+    for name, spec in registry.APPS.items():
+        if spec.runtime != "ops":
+            continue
+        info = apps.app_status(settings, name, now=now)
+        if name not in known:
+            if info["holder"] is None and info["desired"]["state"] == "stopped":
+                continue
+            out.append({"app": name})
+        row = next(s for s in out if s.get("app") == name)
+        restarts = info["restarts"]
+        row.update(
+            app_state=info["state"],
+            desired=f"{info['desired']['state']}/{info['desired']['trigger']}",
+            pid=info["holder"]["pid"] if info["holder"] else None,
+            restarts=(f"{restarts['count']} ({restarts['reason']})" if restarts["count"]
+                      else 0),
+            lifecycle=info)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m adlake.status",
                                      description="Show every streaming app's status.",
                                      formatter_class=HelpFormatter)
     parser.add_argument("--json", action="store_true", help="print the raw status records")
     args = parser.parse_args(argv)
-    statuses = read_all(load_settings())
+    settings = load_settings()
+    statuses = with_lifecycle(settings, read_all(settings))
     if args.json:
         print(json.dumps(statuses, indent=2))
     elif not statuses:

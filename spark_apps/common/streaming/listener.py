@@ -83,6 +83,21 @@ class StatusReporter:
               f"state {rows} rows", flush=True)
         return status
 
+    def heartbeat(self, now: float | None = None) -> dict:
+        """The query is running and idle (no new input): refresh the status file, so that an idle
+        app does not look stale to the supervisor (``adlake.apps``), and stamp
+        ``last_heartbeat_at``. Spark reports idleness about every 10 s
+        (``spark.sql.streaming.noDataProgressEventInterval``) in micro-batch mode; a Real-Time
+        Mode batch is never idle (it reports at each checkpoint interval instead)."""
+        from adlake.status import read_status
+
+        now = time.time() if now is None else now
+        last = read_status(self.settings, self.app) or {"mode": self.mode, **self.extra}
+        # an idle query is a running one, also before its first batch (empty input)
+        last.update(state="running", error=None, last_heartbeat_at=now)
+        write_status(self.settings, self.app, last, now=now)
+        return last
+
     def final(self, state: str, error: str | None = None) -> None:
         from adlake.status import read_status
 
@@ -130,7 +145,7 @@ def attach_listener(spark: SparkSession, reporter: StatusReporter) -> object:
             reporter.update(json.loads(event.progress.json))
 
         def onQueryIdle(self, event):  # noqa: N802
-            pass
+            reporter.heartbeat()
 
         def onQueryTerminated(self, event):  # noqa: N802
             reporter.final("failed" if event.exception else "stopped", event.exception)
