@@ -37,9 +37,10 @@ seconds and a retried task could start a second driver, so a task only *acts*:
 
 **Staleness.** A micro-batch app reports after every batch and, when idle, a heartbeat (Spark's
 idle event, about every 10 s), so it is stale after ``app_stale_after_s`` (120 s) without a
-report. A Real-Time Mode batch lasts a checkpoint interval and the app reports at its end only, so
-it is stale after 2 intervals + ``app_stale_margin_s``. A started app has ``app_start_grace_s``
-more to report at all.
+report. A Real-Time Mode batch lasts a checkpoint interval (``app_rtm_interval_s``, 30 s, given to
+the app as ``--trigger-interval``) and the app reports at its end only, so it is stale after
+2 intervals + ``app_stale_margin_s`` (60 s). A started app has ``app_start_grace_s`` more to
+report at all.
 
 **Backoff.** The first restart after a failure is immediate; each further one waits twice as
 long as the last, from ``app_backoff_min_s`` (30 s) up to ``app_backoff_max_s`` (10 minutes);
@@ -117,11 +118,6 @@ DESIRED_STATES = ("running", "stopped")
 # Derived states (app_status()["state"]).
 STATES = ("running", "starting", "stale", "failed", "stopping", "restarting", "stopped")
 LAUNCHER = "adlake.app_launcher"
-
-# Real-Time Mode's checkpoint interval when an app is given none (its runner's
-# DEFAULT_RTM_INTERVAL, "30 seconds"; a unit test keeps the two equal): apps started here get
-# none, and a Real-Time Mode app reports once per interval.
-RTM_INTERVAL_S = 30.0
 
 # Trigger switches Spark resumes on the same checkpoint, per app (measured: module docstring).
 # Any other switch starts a new checkpoint from the old one's committed offsets.
@@ -368,15 +364,21 @@ def _knob_value(app: str, knob: registry.Knob, value: object) -> object:
     return value
 
 
-def app_argv(app: str, trigger: str, knobs: Mapping[str, object]) -> list[str]:
-    """The app's own arguments (after ``-m <module>``): the trigger and every knob as a flag;
-    never ``--checkpoint`` (the default keeps restarts on the same checkpoint).
+def app_argv(app: str, trigger: str, knobs: Mapping[str, object],
+             rtm_interval_s: int | None = None) -> list[str]:
+    """The app's own arguments (after ``-m <module>``): the trigger (with Real-Time Mode's
+    checkpoint interval, if given) and every knob as a flag; never ``--checkpoint`` (the default
+    keeps restarts on the same checkpoint).
 
-    >>> app_argv("click_surge", "realtime", {"threshold": 50})
-    ['--trigger', 'realtime', '--threshold', '50']
+    >>> app_argv("click_surge", "realtime", {"threshold": 50}, rtm_interval_s=30)
+    ['--trigger', 'realtime', '--trigger-interval', '30 seconds', '--threshold', '50']
+    >>> app_argv("click_surge", "processing_time", {"threshold": 50}, rtm_interval_s=30)
+    ['--trigger', 'processing_time', '--threshold', '50']
     """
     spec = _app(app)
     argv = ["--trigger", _check_trigger(trigger)]
+    if trigger == "realtime" and rtm_interval_s is not None:
+        argv += ["--trigger-interval", f"{rtm_interval_s} seconds"]
     for knob in spec.knobs:
         argv += [knob.flag, str(knobs[knob.name])]
     return argv
@@ -612,7 +614,8 @@ def _start(settings: Settings, app: str, trigger: str | None,
 
     argv = [str(python), "-m", LAUNCHER, "--lock", str(lock_path(settings, app)),
             "--exit-file", str(exit_path(settings, app)), "--mode", trigger,
-            "--", spec.module, *app_argv(app, trigger, knobs), *extra]
+            "--", spec.module, *app_argv(app, trigger, knobs, settings.app_rtm_interval_s),
+            *extra]
     log = log_path(settings, app)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
@@ -827,7 +830,7 @@ def restart(settings: Settings, app: str, trigger: str | None = None,
 def stale_after_s(settings: Settings, mode: str) -> float:
     """How long an app of trigger ``mode`` may go without a report (module docstring)."""
     if mode == "realtime":
-        return 2 * RTM_INTERVAL_S + settings.app_stale_margin_s
+        return 2 * settings.app_rtm_interval_s + settings.app_stale_margin_s
     return float(settings.app_stale_after_s)
 
 

@@ -77,6 +77,9 @@ class Settings:
     # (every ~10 s); a Real-Time Mode app once per checkpoint interval, so it is stale after
     # 2 intervals plus this margin (the boundary itself pauses for seconds).
     app_stale_after_s: int
+    # Real-Time Mode's checkpoint interval for the apps adlake.apps starts (--trigger-interval):
+    # how often the long-running batch commits, the watermark advances and timers fire.
+    app_rtm_interval_s: int
     app_stale_margin_s: int
     # How long a started app may take before its first report (JVM start, query planning).
     app_start_grace_s: int
@@ -155,6 +158,7 @@ _APP_DEFAULTS = {
     "app_backoff_max_s": "600",
     "app_backoff_reset_s": "600",
     "app_stale_after_s": "120",
+    "app_rtm_interval_s": "30",
     "app_stale_margin_s": "60",
     "app_start_grace_s": "300",
 }

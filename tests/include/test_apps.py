@@ -204,10 +204,10 @@ def test_the_app_process_gets_the_callers_settings(settings):
     assert load_settings(apps.settings_env(settings)) == settings
 
 
-def test_the_rtm_interval_is_the_runners_default():
+def test_the_default_rtm_interval_is_the_runners(settings):
     from spark_apps.common.streaming.triggers import DEFAULT_RTM_INTERVAL
 
-    assert apps.interval_s(DEFAULT_RTM_INTERVAL) == apps.RTM_INTERVAL_S
+    assert apps.interval_s(DEFAULT_RTM_INTERVAL) == settings.app_rtm_interval_s
 
 
 # -- backoff ---------------------------------------------------------------------------------------
@@ -390,10 +390,12 @@ def test_start_runs_the_app_detached_in_its_own_session_holding_its_lock(fake):
     assert session_of(pid) == pid != os.getsid(0)
     assert started["mode"] == "realtime"
     # (the fake interpreter put the fake app in the app module's place)
-    assert started["argv"][1:] == ["-m", "fake_app", "--trigger", "realtime", "--threshold", "50"]
+    assert started["argv"][1:] == ["-m", "fake_app", "--trigger", "realtime",
+                                   "--trigger-interval", "30 seconds", "--threshold", "50"]
     assert "-m adlake.app_launcher" in apps.log_path(fake, APP).read_text()
     wait_for(lambda: (read_status(fake, APP) or {}).get("argv"), message="no status")
-    assert read_status(fake, APP)["argv"] == ["--trigger", "realtime", "--threshold", "50"]
+    assert read_status(fake, APP)["argv"] == ["--trigger", "realtime", "--trigger-interval",
+                                              "30 seconds", "--threshold", "50"]
     assert apps.read_desired(fake, APP) == apps.Desired(
         "running", "realtime", {"threshold": 50}, apps.read_desired(fake, APP).updated_at, "test")
     assert f"start click_surge (test)" in apps.log_path(fake, APP).read_text()
