@@ -417,8 +417,9 @@ JOBS: dict[str, Job] = {j.name: j for j in [
     Job("gold", "spark_apps.lake.gold", "lake",
         tuple(dict.fromkeys(src for t in _GOLD for src in t.sources)),
         tuple(t.name for t in _GOLD), "hourly",
-        description="Silver → the gold tables (" + ", ".join(t.name for t in _GOLD) + "), the "
-                    "dates of the interval rebuilt from all of silver and replaced."),
+        description="Silver → the gold tables (" + ", ".join(t.name for t in _GOLD) + "): "
+                    "every day the interval touches is rebuilt from silver (read with the "
+                    "margin its rows need around it) and replaced in one commit."),
     *[Job(f"view_{v.name}", "spark_apps.lake.views", "lake", (v.source,), (v.name,),
           "on_update", args=("--view", v.name),
           description=f"Incremental refresh of the view `{v.name}` (MERGE of the change feed of "
