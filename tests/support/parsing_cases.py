@@ -72,6 +72,8 @@ CASES: list[Case] = [
     Case("trailing NUL", "page_clicks", OK + b"\x00", "invalid_json"),
     Case("a trailing comment", "page_clicks", OK + b" // c", "invalid_json"),
     Case("whitespace around", "page_clicks", b" \t\r\n" + OK + b" \n\t ", None),
+    Case("a request and trailing text", "ad_requests", request() + b"x", "invalid_json"),
+    Case("two callbacks", "ad_callbacks", callback() + callback(), "invalid_json"),
     Case("an array", "page_clicks", b"[" + OK + b"]", "invalid_json"),
     Case("a string", "page_clicks", b'"c1"', "invalid_json"),
     Case("a number", "page_clicks", b"42", "invalid_json"),
