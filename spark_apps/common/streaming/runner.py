@@ -18,6 +18,7 @@ means the same for every app:
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,23 @@ class StreamingApp:
     check: Callable[[argparse.Namespace], str | None] = field(default=lambda args: None)
 
 
+def _starting_offsets(text: str) -> str:
+    """``earliest``, ``latest`` or a JSON object ``{"topic": {"partition": offset}}``."""
+    if text in ("earliest", "latest"):
+        return text
+    try:
+        offsets = json.loads(text)
+    except json.JSONDecodeError:
+        offsets = None
+    if not isinstance(offsets, dict) or not all(
+            isinstance(parts, dict) and all(isinstance(o, int) for o in parts.values())
+            for parts in offsets.values()):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not earliest, latest or a JSON object of offsets per topic and "
+            'partition, e.g. {"page_clicks": {"0": 42, "1": 40}}')
+    return text
+
+
 def build_parser(spec: StreamingApp) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=spec.app.module, description=spec.description,
                                      formatter_class=HelpFormatter)
@@ -68,8 +86,10 @@ def build_parser(spec: StreamingApp) -> argparse.ArgumentParser:
     parser.add_argument("--checkpoint", default=None, type=Path,
                         help="checkpoint directory; a relative path is under "
                              "<runtime>/checkpoints/ (unset: <runtime>/checkpoints/<query name>)")
-    parser.add_argument("--starting-offsets", default="earliest", choices=("earliest", "latest"),
-                        help="where a new checkpoint starts reading")
+    parser.add_argument("--starting-offsets", default="earliest", type=_starting_offsets,
+                        help="where a new checkpoint starts reading: earliest, latest, or "
+                             "Spark's JSON of offsets per topic and partition (a mode switch "
+                             "to a new checkpoint starts at the old one's committed offsets)")
     parser.add_argument("--max-offsets-per-trigger", type=int, default=None,
                         help="cap on records per micro-batch (unset: no cap)")
     parser.add_argument("--stop-after-s", type=float, default=None,

@@ -87,3 +87,17 @@ def test_attribution_help_tells_the_truth_about_engines_and_modes(capsys, monkey
     assert "--engine python runs" not in text  # that is an error message, not help
     assert "Real-Time Mode" in text and "micro-batch" in text
     assert "spark_apps/common/attribution" in text
+
+
+@pytest.mark.parametrize("value, ok", [
+    ("earliest", True), ("latest", True), ('{"page_clicks": {"0": 42, "1": 40}}', True),
+    ("newest", False), ('{"page_clicks": 42}', False), ("[1, 2]", False),
+])
+def test_starting_offsets_are_a_position_or_offsets_per_partition(value, ok, capsys):
+    spec = spec_of(registry.app("click_surge"))
+    if ok:
+        assert parse_args(spec, ["--starting-offsets", value]).starting_offsets == value
+    else:
+        with pytest.raises(SystemExit):
+            parse_args(spec, ["--starting-offsets", value])
+        assert "is not earliest, latest or a JSON object" in capsys.readouterr().err
