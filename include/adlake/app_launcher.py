@@ -88,17 +88,22 @@ def _exit_code(code: object) -> tuple[int, str | None]:
 
 def main(argv: list[str] | None = None) -> int:
     global _LOCK_FD
+    from adlake.helpformat import HelpFormatter
+
     argv = sys.argv[1:] if argv is None else argv
-    if "--" not in argv:
-        print("usage: python -m adlake.app_launcher --lock L --exit-file E --mode M "
-              "-- MODULE [ARGS...]", file=sys.stderr)
-        return 2
-    split = argv.index("--")
-    parser = argparse.ArgumentParser(prog="python -m adlake.app_launcher")
-    parser.add_argument("--lock", type=Path, required=True)
-    parser.add_argument("--exit-file", type=Path, required=True)
-    parser.add_argument("--mode", required=True)
+    split = argv.index("--") if "--" in argv else len(argv)
+    parser = argparse.ArgumentParser(
+        prog="python -m adlake.app_launcher", formatter_class=HelpFormatter,
+        usage="%(prog)s --lock L --exit-file E --mode M -- MODULE [ARGS...]",
+        description="Run MODULE as __main__ holding an exclusive flock on L for the whole life "
+                    "of this process (adlake.apps starts every streaming app this way).")
+    parser.add_argument("--lock", type=Path, required=True, help="the app's lock file")
+    parser.add_argument("--exit-file", type=Path, required=True,
+                        help="where to record how the app ended (exit code, error)")
+    parser.add_argument("--mode", required=True, help="the app's trigger, kept in the lock file")
     args = parser.parse_args(argv[:split])
+    if len(argv) < split + 2:
+        parser.error("missing -- MODULE [ARGS...]")
     module, app_args = argv[split + 1], argv[split + 2:]
 
     fd = acquire(args.lock)

@@ -246,6 +246,17 @@ def test_switching_real_time_mode_to_micro_batches_and_back_keeps_the_input_and_
             traffic_done.result()
             wait_state(settings, "running")
             modes.append(read_status(settings, APP.name)["mode"])
+            if new_trigger == "processing_time":
+                # Once it has read everything, the idle micro-batch app keeps its status fresh
+                # with heartbeats (Spark's idle event), so the supervisor does not see it stale.
+                idle_from = time.time()
+                end = input_end(settings.kafka_bootstrap)
+                wait_for(lambda: committed_offsets(checkpoint) == end, APP_TIMEOUT_S, 0.5,
+                         lambda: log(settings))
+                wait_for(lambda: (read_status(settings, APP.name) or {}).get(
+                    "last_heartbeat_at", 0) > idle_from, 60, 0.5,
+                    lambda: f"no heartbeat: {read_status(settings, APP.name)}")
+                assert state(settings) == "running"
 
     assert modes == ["processing_time", "realtime"]
     # Spark resumed the same checkpoint each time: nothing moved aside
