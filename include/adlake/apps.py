@@ -296,7 +296,7 @@ def _iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
 
 
-# -- the registry's side: apps, triggers, knobs ------------------------------------------------------
+# -- the registry's side: apps, triggers, knobs ----------------------------------------------------
 
 def _app(name: str) -> registry.App:
     app = registry.APPS.get(name)
@@ -422,7 +422,7 @@ def write_desired(settings: Settings, app: str, desired: Desired) -> None:
     _write_json(_desired_path(settings, app), {"app": app, **record})
 
 
-# -- the lock ----------------------------------------------------------------------------------------
+# -- the lock --------------------------------------------------------------------------------------
 
 def holder(settings: Settings, app: str) -> Holder | None:
     """Who holds the app's lock right now, or None if nobody does.

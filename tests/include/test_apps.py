@@ -19,7 +19,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -380,7 +379,7 @@ def test_the_launcher_refuses_to_run_an_app_whose_lock_is_held(fake, lock_holder
     assert read_status(fake, APP) is None  # the app never ran
 
 
-# -- start, stop, supervise with the fake app --------------------------------------------------------
+# -- start, stop, supervise with the fake app ------------------------------------------------------
 
 def test_start_runs_the_app_detached_in_its_own_session_holding_its_lock(fake):
     result = apps.act(fake, APP, "start", knobs={"threshold": 50}, reason="test")
@@ -398,7 +397,7 @@ def test_start_runs_the_app_detached_in_its_own_session_holding_its_lock(fake):
                                               "30 seconds", "--threshold", "50"]
     assert apps.read_desired(fake, APP) == apps.Desired(
         "running", "realtime", {"threshold": 50}, apps.read_desired(fake, APP).updated_at, "test")
-    assert f"start click_surge (test)" in apps.log_path(fake, APP).read_text()
+    assert "start click_surge (test)" in apps.log_path(fake, APP).read_text()
     wait_for(lambda: apps.app_status(fake, APP)["state"] == "running")
     # a second start is refused and still exactly one process holds the lock
     with pytest.raises(apps.AlreadyRunning, match=f"pid {pid}"):
@@ -568,7 +567,7 @@ def test_committed_offsets_are_those_of_the_last_committed_batch(tmp_path):
     assert apps.committed_offsets(tmp_path / "cp") == {"t": {"0": 5, "1": 2}}
 
 
-# -- the status listener's heartbeat -----------------------------------------------------------------
+# -- the status listener's heartbeat ---------------------------------------------------------------
 
 def test_an_idle_query_refreshes_its_status_with_a_heartbeat(settings):
     from spark_apps.common.streaming.listener import StatusReporter

@@ -272,7 +272,7 @@ def test_switching_real_time_mode_to_micro_batches_and_back_keeps_the_input_and_
           f"windows counted across each switch (clicks before, final count): {splits}")
 
 
-# -- attribution: a switch Spark refuses on the same checkpoint --------------------------------------
+# -- attribution: a switch Spark refuses on the same checkpoint ------------------------------------
 
 def _runner_takes_json_offsets() -> bool:
     from spark_apps.common.streaming.runner import build_parser
