@@ -10,8 +10,8 @@ counts then prove that nothing was lost and nothing counted twice, and, for wind
 before a switch and partly after it, that the state crossed the switch.
 
 Attribution's checkpoint cannot switch trigger (Spark refuses to change its output mode on a
-checkpoint), so its switch starts a new checkpoint at the old one's committed offsets; that test
-runs once the runner's ``--starting-offsets`` takes a JSON value (it is skipped until then).
+checkpoint), so its switch starts a new checkpoint at the old one's committed offsets (given to
+the app as ``--starting-offsets`` JSON).
 
 The apps' Real-Time Mode checkpoint interval is 5 s here (``app_rtm_interval_s``) instead of 30,
 so that commits, stops and the staleness bound come sooner. Traffic is produced in a background
@@ -274,18 +274,6 @@ def test_switching_real_time_mode_to_micro_batches_and_back_keeps_the_input_and_
 
 # -- attribution: a switch Spark refuses on the same checkpoint ------------------------------------
 
-def _runner_takes_json_offsets() -> bool:
-    from spark_apps.common.streaming.runner import build_parser
-    from spark_apps.ops.attribution import SPEC
-
-    action = next(a for a in build_parser(SPEC)._actions if "--starting-offsets" in
-                  a.option_strings)
-    return action.choices is None
-
-
-@pytest.mark.skipif(not _runner_takes_json_offsets(),
-                    reason="the runner's --starting-offsets takes earliest/latest only; the "
-                           "switch passes the committed offsets as JSON")
 def test_an_attribution_switch_starts_a_new_checkpoint_at_the_committed_offsets(
         fresh_kafka, tmp_path):
     """Attribution's checkpoint cannot switch (output mode append in micro-batches, update in
