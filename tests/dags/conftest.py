@@ -21,6 +21,8 @@ os.environ.update({
     "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_DIR),
     "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{_HOME / 'airflow.db'}",
     "AIRFLOW__CORE__UNIT_TEST_MODE": "false",
+    # As `make up` leaves them: an asset event queues only DAGs that are not paused.
+    "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "false",
 })
 
 

@@ -60,10 +60,16 @@ def connection_env(settings: Settings) -> dict[str, str]:
         "extra": {"spark-binary": "spark-submit"}}) for runtime in ("lake", "ops")}
 
 
-def asset(name: str, settings: Settings | None = None) -> Asset:
-    """The Asset of a registry table or view: its Delta path."""
-    settings = settings or load_settings()
-    return Asset(name=name, uri=f"file://{settings.table_path(name)}", group="adlake")
+def asset(name: str) -> Asset:
+    """The Asset of a registry table or view. Its identity is the registry name, not the
+    Delta path: a path follows the configuration (ADLAKE_RUNTIME_DIR), and an asset whose URI
+    moved would be a new asset, its history and consumers left behind."""
+    return Asset(name=name, uri=f"adlake://tables/{name}", group="adlake",
+                 extra={"layer": _layer(name)})
+
+
+def _layer(name: str) -> str:
+    return registry.TABLES[name].layer if name in registry.TABLES else "view"
 
 
 def _is_table(name: str) -> bool:
@@ -82,7 +88,7 @@ def _default_args(retries: int) -> dict:
             "retry_exponential_backoff": retries > 0, "max_retry_delay": timedelta(minutes=10)}
 
 
-def spark_task(job: registry.Job, settings: Settings):
+def spark_task(job: registry.Job):
     """The job as a spark-submit; its argv (module, args, interval) is a templated field, so the
     UI shows exactly what ran."""
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
@@ -95,19 +101,18 @@ def spark_task(job: registry.Job, settings: Settings):
         jars="{{ adlake_jars('%s') }}" % job.runtime, name=f"adlake-{job.name}",
         conf={"spark.pyspark.python": python, "spark.pyspark.driver.python": python},
         doc_md=job.description, retries=job.retries,
-        outlets=[asset(t, settings) for t in job.writes if _is_table(t)])
+        outlets=[asset(t) for t in job.writes if _is_table(t)])
 
 
-def build_lake_dag(settings: Settings | None = None) -> DAG:
+def build_lake_dag() -> DAG:
     """The hourly chain: every ``hourly`` job, ordered by what it reads and writes."""
-    settings = settings or load_settings()
     jobs = [j for j in registry.JOBS.values() if j.schedule == "hourly"]
     with DAG(LAKE_DAG_ID, schedule=CronDataIntervalTimetable(HOURLY, timezone="UTC"),
              start_date=START, catchup=False, max_active_runs=1,
              tags=["lake", "hourly"], default_args=_default_args(retries=2),
              user_defined_macros={"adlake_jars": runtime_jars_macro},
              doc_md=_lake_doc(jobs)) as dag:
-        tasks = {j.name: spark_task(j, settings) for j in jobs}
+        tasks = {j.name: spark_task(j) for j in jobs}
         writer = {table: j.name for j in jobs for table in j.writes}
         for j in jobs:
             for upstream in sorted({writer[t] for t in j.reads if t in writer} - {j.name}):
@@ -124,18 +129,17 @@ def _lake_doc(jobs: list[registry.Job]) -> str:
     return "\n".join(lines)
 
 
-def build_view_dag(job: registry.Job, settings: Settings | None = None) -> DAG:
+def build_view_dag(job: registry.Job) -> DAG:
     """An ``on_update`` job: runs when any table it reads is updated."""
-    settings = settings or load_settings()
     with DAG(job.name,
-             schedule=[asset(t, settings) for t in job.reads], start_date=START, catchup=False,
+             schedule=[asset(t) for t in job.reads], start_date=START, catchup=False,
              max_active_runs=1, tags=["lake", "view"], default_args=_default_args(job.retries),
              user_defined_macros={"adlake_jars": runtime_jars_macro},
              doc_md=f"# {job.name}\n\n{job.description}\n\nRuns when "
                     f"{', '.join(f'`{t}`' for t in job.reads)} is updated; an asset-triggered "
                     "run has no data interval, and the refresh needs none: it catches up to "
                     "the source's latest version.") as dag:
-        spark_task(job, settings)
+        spark_task(job)
     return dag
 
 
@@ -202,9 +206,8 @@ def ops_apps() -> list[registry.App]:
     return [a for a in registry.APPS.values() if a.runtime == "ops"]
 
 
-def build_view_dags(settings: Settings | None = None) -> list[DAG]:
-    settings = settings or load_settings()
-    return [build_view_dag(j, settings) for j in registry.JOBS.values()
+def build_view_dags() -> list[DAG]:
+    return [build_view_dag(j) for j in registry.JOBS.values()
             if j.schedule == "on_update"]
 
 
