@@ -229,12 +229,13 @@ def test_switching_real_time_mode_to_micro_batches_and_back_keeps_the_input_and_
     committed_at_switch, modes = [], []
     with ThreadPoolExecutor(1) as pool:
         for seed, new_trigger in ((71, "processing_time"), (72, "realtime")):
-            # Traffic runs across the switch, so windows are open when the old mode stops.
+            # Traffic runs across the switch, so windows are open when the old mode stops: the
+            # stop comes once ~5 s of it (250 clicks, past the burst's first, partial windows)
+            # are committed.
             before = clicks_in_broker(settings)
-            traffic_done = produce_in_background(pool, settings, tmp_path, seed, duration_s=20)
-            wait_for(lambda: traffic_done.done() or (
-                committed_clicks(settings) > before and clicks_in_broker(settings) > before),
-                APP_TIMEOUT_S, 0.5, lambda: log(settings))
+            traffic_done = produce_in_background(pool, settings, tmp_path, seed, duration_s=30)
+            wait_for(lambda: traffic_done.done() or committed_clicks(settings) > before + 250,
+                     APP_TIMEOUT_S, 0.5, lambda: log(settings))
             # The switch, as the app's DAG does it (restart = stop, then start), in two steps
             # here to see what the old mode committed.
             stop_gracefully(settings)
