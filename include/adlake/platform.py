@@ -143,7 +143,8 @@ def running_pid(settings: Settings, component: str) -> int | None:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         cmdline = ""
-    if _alive(pid) and component in cmdline:
+    # the api-server renames its process ("airflow api_server -- host:… port:…")
+    if _alive(pid) and (component in cmdline or component.replace("-", "_") in cmdline):
         return pid
     path.unlink(missing_ok=True)  # stale: the process is gone, or the pid was reused
     return None
@@ -165,11 +166,23 @@ def migrate(settings: Settings) -> None:
     log(f"metadata database ready in {time.monotonic() - started:.0f}s")
 
 
+def _port_in_use(port: int) -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
 def start_component(settings: Settings, component: str) -> int:
     pid = running_pid(settings, component)
     if pid:
         log(f"airflow {component} already running (pid {pid})")
         return pid
+    if component == "api-server" and _port_in_use(airflow_port()):
+        raise SystemExit(
+            f"[platform] port {airflow_port()} is in use by another process (not this "
+            "platform's api-server): stop it, or choose another port with "
+            "AIRFLOW__API__PORT=<port> make up")
     logs = settings.runtime_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with open(logs / f"airflow-{component}.log", "ab") as out:
