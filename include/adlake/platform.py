@@ -347,9 +347,10 @@ def down(settings: Settings) -> None:
 
     for app in ops_apps():
         if apps.holder(settings, app):
-            # The supervisor must not restart what we stop: stop() records the desired state.
-            result = apps.stop(settings, app, reason="make down")
-            log(f"{app} stopped: {result}")
+            # act(stop) records the desired state first, so the supervisor (still running
+            # until Airflow stops below) does not restart what we stop.
+            result = apps.act(settings, app, "stop", reason="make down")
+            log(f"{app} stopped: {result.get('result', result)}")
     for component in reversed(AIRFLOW_COMPONENTS):
         stop_component(settings, component)
     LocalKafka(settings).stop()
