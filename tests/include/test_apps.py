@@ -493,7 +493,7 @@ def test_supervise_stops_an_app_that_should_be_stopped(fake):
 def test_a_killed_apps_leftover_processes_are_killed_before_the_next_start(fake, monkeypatch):
     # The app's JVM outlives a SIGKILL of its driver until it notices; a leftover that does not
     # exit must not share the checkpoint with the next run.
-    monkeypatch.setattr(apps, "LEFTOVER_GRACE_S", 0.5)
+    monkeypatch.setattr(apps.process, "LEFTOVER_GRACE_S", 0.5)
     flag(fake, "leave-a-child")
     pid = apps.act(fake, APP, "start")["result"]["started"]["pid"]
     child_file = fake.runtime_dir / "fake-child.pid"
