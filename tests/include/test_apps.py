@@ -6,7 +6,7 @@ processes: a helper holding the lock, and a *fake app* started by the real ``sta
 app comes from a fake ops interpreter (``settings.ops_python``) that runs every command as the real
 one would, except that the app module is replaced by :data:`FAKE_APP`, a few lines of Python
 that write a status file like an app, stop on SIGTERM, or misbehave on request (ignore SIGTERM,
-leave a child behind, exit at once). Everything apps.py does around the app (launcher, lock,
+leave a child behind, exit at once). Everything adlake.apps does around the app (launcher, lock,
 session, log, environment, stop marker, exit record, backoff) is the real thing; the real apps
 run in ``tests/spark_apps/ops/test_app_lifecycle.py``.
 """
@@ -160,7 +160,7 @@ def test_a_desired_state_write_that_fails_half_way_leaves_the_previous_one(setti
         handle.write('{"state": "stop')
         raise OSError("disk full")
 
-    monkeypatch.setattr(apps.json, "dump", dump_half)
+    monkeypatch.setattr(apps.state.json, "dump", dump_half)
     with pytest.raises(OSError, match="disk full"):
         apps.write_desired(settings, APP, dataclasses.replace(first, state="stopped"))
     monkeypatch.undo()
@@ -310,7 +310,7 @@ def test_supervise_waits_for_the_backoff_and_leaves_stopped_apps_alone(settings)
                        apps.Desired("running", "realtime", {"threshold": 5}, 0, "test"))
     restarts = apps.Restarts(count=2, consecutive=2, last_restart_at=NOW - 15,
                              next_allowed_at=NOW + 45)
-    apps._write_restarts(settings, "click_surge", restarts)
+    apps.state._write_restarts(settings, "click_surge", restarts)
     assert apps.supervise(settings, now=NOW) == [
         {"app": "click_surge", "action": "wait", "ok": True,
          "why": "not running; next restart allowed in 45s (backoff)",
@@ -372,7 +372,7 @@ def test_the_launcher_refuses_to_run_an_app_whose_lock_is_held(fake, lock_holder
         [str(fake.ops_python), "-m", apps.LAUNCHER, "--lock", str(apps.lock_path(fake, APP)),
          "--exit-file", str(apps.exit_path(fake, APP)), "--mode", "realtime", "--",
          "spark_apps.ops.click_surge", "--trigger", "realtime"],
-        capture_output=True, text=True, env=apps._app_env(fake), timeout=DEADLINE_S)
+        capture_output=True, text=True, env=apps.process._app_env(fake), timeout=DEADLINE_S)
     assert done.returncode == LOCK_HELD, done.stderr
     assert f'"pid": {lock_holder.pid}' in done.stderr
     assert time.monotonic() - started < 10

@@ -1,0 +1,306 @@
+"""The streaming-app lifecycle's vocabulary and files (:mod:`adlake.apps`): its actions, triggers
+and states, its errors, its records (desired state, lock holder, stop result, restarts), the paths
+and atomic JSON files under the runtime directory, the registry's side (apps, triggers, knobs) and
+the desired state. No processes here: :mod:`adlake.apps.process` starts and stops them."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from adlake import registry
+from adlake.config import Settings
+
+ACTIONS = registry.APP_ACTIONS  # ("start", "stop", "restart", "status")
+TRIGGERS = registry.TRIGGERS  # ("realtime", "processing_time")
+DESIRED_STATES = ("running", "stopped")
+# Derived states (app_status()["state"]).
+STATES = ("running", "starting", "stale", "failed", "stopping", "restarting", "stopped")
+
+
+# -- errors --------------------------------------------------------------------------------------
+
+class AppError(RuntimeError):
+    """A lifecycle action could not be done; the message says why and what to do."""
+
+
+class AlreadyRunning(AppError):
+    """The app's lock is held: it runs already (``holder`` says who)."""
+
+    def __init__(self, app: str, holder: Holder | None) -> None:
+        self.app, self.holder = app, holder
+        who = ("pid ?" if holder is None else
+               f"pid {holder.pid}, mode {holder.mode}, started {_iso(holder.started_at)}, "
+               f"argv {' '.join(holder.argv)}")
+        super().__init__(f"{app} is already running: {who}; stop it first (action stop) or "
+                         "use restart")
+
+
+class AppStartError(AppError):
+    """The app exited (or never took its lock) during its start; the message has its log."""
+
+
+class AppStopError(AppError):
+    """The app's lock is still held after SIGKILL."""
+
+
+class InvalidRequest(AppError, ValueError):
+    """An unknown app, action, trigger or knob, or a knob value of the wrong type or range."""
+
+
+class Busy(AppError):
+    """Another action on the same app is still in progress."""
+
+
+# Named where they are re-exported, as when adlake.apps was one module (tracebacks, messages).
+for _error in (AppError, AlreadyRunning, AppStartError, AppStopError, InvalidRequest, Busy):
+    _error.__module__ = "adlake.apps"
+
+
+# -- records ---------------------------------------------------------------------------------------
+
+@dataclass
+class Desired:
+    """What the app should be doing. ``knobs`` holds every knob of the app (defaults filled in)."""
+
+    state: str  # "running" | "stopped"
+    trigger: str  # "realtime" | "processing_time"
+    knobs: dict[str, object]
+    updated_at: float
+    reason: str
+
+
+@dataclass
+class Holder:
+    """The process holding an app's lock: the app's driver (its pid is its process group)."""
+
+    pid: int
+    mode: str
+    started_at: float
+    argv: list[str]
+
+
+@dataclass
+class StopResult:
+    """How a stop ended: ``not_running`` (nothing held the lock), ``exited`` (after SIGTERM, within
+    the drain timeout; ``exit_code`` as recorded by the launcher, 0 after a graceful stop) or
+    ``killed`` (SIGKILL after the drain timeout). The lock is free in every case."""
+
+    app: str
+    how: str
+    pid: int | None = None
+    mode: str | None = None
+    exit_code: int | None = None
+    waited_s: float = 0.0
+    reason: str = ""
+
+    @property
+    def graceful(self) -> bool:
+        return self.how == "exited" and self.exit_code == 0
+
+    def to_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "graceful": self.graceful}
+
+
+@dataclass
+class Restarts:
+    """The supervisor's restart record of one app (``apps/<app>.restarts.json``).
+
+    ``consecutive`` counts restarts since the app was last healthy for ``app_backoff_reset_s``;
+    it sets the backoff. ``healthy_since`` is when the supervisor first saw the app running
+    without a failure in between."""
+
+    count: int = 0
+    consecutive: int = 0
+    reason: str | None = None
+    last_error: str | None = None
+    last_restart_at: float | None = None
+    next_allowed_at: float | None = None
+    healthy_since: float | None = None
+    history: list[dict] = field(default_factory=list)
+
+
+# -- paths and small files -----------------------------------------------------------------------
+
+def lock_path(settings: Settings, app: str) -> Path:
+    return settings.locks_dir / f"{app}.lock"
+
+
+def log_path(settings: Settings, app: str) -> Path:
+    return settings.logs_dir / f"{app}.log"
+
+
+def _control_path(settings: Settings, app: str) -> Path:
+    return settings.locks_dir / f"{app}.control.lock"
+
+
+def _desired_path(settings: Settings, app: str) -> Path:
+    return settings.apps_dir / f"{app}.desired.json"
+
+
+def _restarts_path(settings: Settings, app: str) -> Path:
+    return settings.apps_dir / f"{app}.restarts.json"
+
+
+def exit_path(settings: Settings, app: str) -> Path:
+    return settings.apps_dir / f"{app}.exit.json"
+
+
+def _checkpoint_record_path(settings: Settings, app: str) -> Path:
+    return settings.apps_dir / f"{app}.checkpoint.json"
+
+
+def _write_json(path: Path, obj: object) -> None:
+    """Replace ``path`` atomically: a reader sees the old file or the new one, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(obj, handle, indent=2, default=str)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
+
+
+# -- the registry's side: apps, triggers, knobs ----------------------------------------------------
+
+def _app(name: str) -> registry.App:
+    app = registry.APPS.get(name)
+    if app is None or app.runtime != "ops":
+        allowed = ", ".join(sorted(a.name for a in registry.APPS.values() if a.runtime == "ops"))
+        raise InvalidRequest(f"unknown streaming app {name!r}: allowed apps are {allowed}")
+    return app
+
+
+def _check_trigger(trigger: str) -> str:
+    if trigger not in TRIGGERS:
+        raise InvalidRequest(f"trigger {trigger!r} is not valid: allowed values are "
+                             f"{', '.join(TRIGGERS)}")
+    return trigger
+
+
+def default_knobs(app: str) -> dict[str, object]:
+    return {k.name: k.default for k in _app(app).knobs}
+
+
+def check_knobs(app: str, knobs: Mapping[str, object] | None) -> dict[str, object]:
+    """Every knob of ``app``: ``knobs`` over the defaults, each checked and of its registry type
+    (a value may come as a string, as from a form); None means the default.
+
+    >>> check_knobs("click_surge", {"threshold": "50"})
+    {'threshold': 50}
+    >>> check_knobs("click_surge", {"treshold": 50})
+    Traceback (most recent call last):
+    ...
+    adlake.apps.InvalidRequest: unknown knob 'treshold' for click_surge: allowed knobs are threshold
+    """
+    spec = _app(app)
+    by_name = {k.name: k for k in spec.knobs}
+    unknown = sorted(set(knobs or {}) - set(by_name))
+    if unknown:
+        raise InvalidRequest(f"unknown knob {unknown[0]!r} for {app}: allowed knobs are "
+                             f"{', '.join(by_name) or '(none)'}")
+    out = {}
+    for knob in spec.knobs:
+        value = (knobs or {}).get(knob.name)
+        out[knob.name] = knob.default if value is None else _knob_value(app, knob, value)
+    return out
+
+
+def _knob_value(app: str, knob: registry.Knob, value: object) -> object:
+    where = f"knob {knob.name} of {app}"
+    try:
+        if knob.type == "integer":
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError
+            value = int(value)  # type: ignore[arg-type]
+        elif knob.type == "number":
+            if isinstance(value, bool):
+                raise ValueError
+            value = float(value)  # type: ignore[arg-type]
+        elif not isinstance(value, str):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise InvalidRequest(f"{where}: {value!r} is not a valid {knob.type}") from None
+    if knob.choices and value not in knob.choices:
+        raise InvalidRequest(f"{where}: {value!r} is not valid: allowed values are "
+                             f"{', '.join(knob.choices)}")
+    if knob.minimum is not None and value < knob.minimum:  # type: ignore[operator]
+        raise InvalidRequest(f"{where}: {value!r} is below its minimum {knob.minimum:g}")
+    return value
+
+
+# -- desired state -------------------------------------------------------------------------------
+
+def read_desired(settings: Settings, app: str) -> Desired:
+    """The app's desired state; without a record: stopped, its default trigger and knobs."""
+    spec = _app(app)
+    record = _read_json(_desired_path(settings, app))
+    if record is None:
+        return Desired("stopped", spec.default_trigger, default_knobs(app), 0.0, "default")
+    return Desired(state=record.get("state", "stopped"),
+                   trigger=record.get("trigger", spec.default_trigger),
+                   knobs=_stored_knobs(app, record.get("knobs") or {}),
+                   updated_at=float(record.get("updated_at", 0.0)),
+                   reason=str(record.get("reason", "")))
+
+
+def _stored_knobs(app: str, stored: Mapping[str, object]) -> dict[str, object]:
+    """Knobs as recorded, against today's registry: a knob added since gets its default, one
+    removed is dropped, a value no longer allowed falls back to the default."""
+    out = {}
+    for knob in _app(app).knobs:
+        try:
+            out[knob.name] = check_knobs(app, {knob.name: stored.get(knob.name)})[knob.name]
+        except InvalidRequest:
+            out[knob.name] = knob.default
+    return out
+
+
+def write_desired(settings: Settings, app: str, desired: Desired) -> None:
+    """Replace the app's desired state atomically (``apps/<app>.desired.json``)."""
+    if desired.state not in DESIRED_STATES:
+        raise InvalidRequest(f"desired state {desired.state!r} is not valid: allowed values are "
+                             f"{', '.join(DESIRED_STATES)}")
+    _check_trigger(desired.trigger)
+    record = dataclasses.asdict(desired)
+    record["knobs"] = check_knobs(app, desired.knobs)
+    _write_json(_desired_path(settings, app), {"app": app, **record})
+
+
+# -- restarts record -------------------------------------------------------------------------------
+
+def read_restarts(settings: Settings, app: str) -> Restarts:
+    record = _read_json(_restarts_path(settings, app)) or {}
+    names = {f.name for f in dataclasses.fields(Restarts)}
+    return Restarts(**{k: v for k, v in record.items() if k in names})
+
+
+def _write_restarts(settings: Settings, app: str, restarts: Restarts) -> None:
+    _write_json(_restarts_path(settings, app), {"app": app, **dataclasses.asdict(restarts)})
+
