@@ -31,6 +31,7 @@ from pathlib import Path
 from adlake import registry
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
+from adlake.processes import alive
 
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
@@ -72,21 +73,6 @@ def _port_open(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not yet reaped by its parent) still answers kill(0).
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-        return state != "Z"
-    except OSError:
-        return True
-
-
 @dataclass
 class LocalKafka:
     """The broker of one runtime directory. ``bootstrap`` is ``host:port`` on loopback."""
@@ -118,7 +104,7 @@ class LocalKafka:
             pid = int(self.pid_file.read_text().strip())
         except (OSError, ValueError):
             return None
-        return pid if _alive(pid) else None
+        return pid if alive(pid) else None
 
     def is_running(self) -> bool:
         return self.pid() is not None
@@ -249,12 +235,12 @@ class LocalKafka:
             return False
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while _alive(pid) and time.monotonic() < deadline:
+        while alive(pid) and time.monotonic() < deadline:
             _reap(pid)
             time.sleep(0.1)
-        if _alive(pid):
+        if alive(pid):
             os.kill(pid, signal.SIGKILL)
-            while _alive(pid):
+            while alive(pid):
                 _reap(pid)
                 time.sleep(0.05)
         _reap(pid)

@@ -37,6 +37,7 @@ from pathlib import Path
 from adlake import registry
 from adlake.config import REPO_ROOT, Settings, load_settings
 from adlake.helpformat import HelpFormatter
+from adlake.processes import alive, group_alive
 
 AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 ADMIN = "admin"
@@ -118,20 +119,6 @@ def _pid_file(settings: Settings, component: str) -> Path:
     return airflow_home(settings) / "pids" / f"{component}.pid"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie (exited, not yet reaped) counts as gone
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
-
-
 def running_pid(settings: Settings, component: str) -> int | None:
     """The component's pid if it runs (its pid file names a live process of ours)."""
     path = _pid_file(settings, component)
@@ -144,7 +131,7 @@ def running_pid(settings: Settings, component: str) -> int | None:
     except OSError:
         cmdline = ""
     # the api-server renames its process ("airflow api_server -- host:… port:…")
-    if _alive(pid) and (component in cmdline or component.replace("-", "_") in cmdline):
+    if alive(pid) and (component in cmdline or component.replace("-", "_") in cmdline):
         return pid
     path.unlink(missing_ok=True)  # stale: the process is gone, or the pid was reused
     return None
@@ -207,26 +194,14 @@ def stop_component(settings: Settings, component: str, timeout_s: float = 30) ->
         except ProcessLookupError:
             break
         deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline and _group_alive(pid):
+        while time.monotonic() < deadline and group_alive(pid):
             time.sleep(0.2)
-        if not _group_alive(pid):
+        if not group_alive(pid):
             break
         log(f"airflow {component} did not exit on SIGTERM within {timeout_s:.0f}s: SIGKILL")
     _pid_file(settings, component).unlink(missing_ok=True)
     log(f"airflow {component} stopped")
     return True
-
-
-def _group_alive(pgid: int) -> bool:
-    """Does any live (non-zombie) process remain in the process group?"""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
 
 
 def wait_ready(timeout_s: float = 300) -> None:

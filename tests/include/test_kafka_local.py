@@ -5,7 +5,8 @@ import socket
 import pytest
 
 from adlake import registry
-from adlake.kafka_local import KafkaError, LocalKafka, _alive
+from adlake.kafka_local import KafkaError, LocalKafka
+from adlake.processes import alive
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +38,7 @@ def test_start_is_idempotent_and_stop_leaves_no_process(own_broker):
     assert own_broker.pid() == pid
 
     assert own_broker.stop() is True
-    assert not _alive(pid)
+    assert not alive(pid)
     assert not port_open(own_broker.bootstrap)
     assert own_broker.pid() is None and not own_broker.pid_file.exists()
     assert own_broker.stop() is False
