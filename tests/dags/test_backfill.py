@@ -1,0 +1,347 @@
+"""``airflow backfill create`` of ``lake_hourly`` on a real Airflow: the session's SQLite metadata
+DB, a real ``airflow scheduler`` (LocalExecutor) and the ``airflow api-server`` its task runners
+report to, every task a real spark-submit.
+
+Silver is written here, three hours across midnight (2026-11-21 22:00 to 2026-11-22 01:00) of
+requests, impressions, callbacks, page clicks and surges, with chains that cross midnight; the
+topics of a broker of this test are empty, so bronze and silver find nothing new and gold reads
+this silver. Then:
+
+1. the original hourly runs: one ``dag.test()`` per hour (gold only; bronze and silver would find
+   nothing), so the 21st's partition is rebuilt by two runs and the 22nd's by one;
+2. a backfill over the two hours either side of midnight (23:00, 00:00), run by the scheduler:
+   it rebuilds both days, and gives the same gold tables, row for row;
+3. a second, overlapping backfill (00:00, 01:00), latest hour first: the completed 00:00 run
+   reruns, a new run covers 01:00 (no event of its own, it rebuilds the 22nd all the same);
+   every gold table is rewritten (a new Delta version per run), not one row changes.
+
+The gold tables are also checked against totals counted from the silver rows written here, so a
+chain that rebuilt too little (an hour's run replacing no day) fails even when every run agrees.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from adlake import registry
+from adlake.airflow import factory
+from adlake.kafka_local import free_port, scratch_broker
+from adlake.processes import group_alive
+from tests.conftest import private_settings
+from tests.dags.conftest import DAGS_DIR, task_env
+from tests.spark_apps.lake.test_transforms import at, d, silver
+
+pytestmark = pytest.mark.integration
+
+UTC = dt.timezone.utc
+HOUR = dt.timedelta(hours=1)
+# The interval starts of the hours silver spans: two on the 21st, one on the 22nd.
+HOURS = [dt.datetime(2026, 11, 21, 22, tzinfo=UTC), dt.datetime(2026, 11, 21, 23, tzinfo=UTC),
+         dt.datetime(2026, 11, 22, 0, tzinfo=UTC)]
+FIRST = HOURS[1:]  # the first backfill: both sides of midnight
+SECOND = [HOURS[2], HOURS[2] + HOUR]  # the second: one hour of the first, one past silver
+GOLD = [t.name for t in registry.TABLES.values() if t.layer == "gold"]
+AIRFLOW = os.path.join(os.path.dirname(sys.executable), "airflow")
+BACKFILL_TIMEOUT_S = 1200  # a loaded 2-core machine; idle, a backfill run takes about a minute
+
+
+def _requests():
+    return [{"request_id": r, "event_time": t} for r, t in [
+        ("r1", at("22:10:00")), ("r2", at("23:30:00")), ("r3", at("23:59:50")),
+        ("r4", at("23:59:58")), ("r5", at("00:30:00", 22)), ("r6", at("00:45:00", 22))]]
+
+
+def _impressions():
+    return [{"impression_id": i, "request_id": r, "campaign_id": c, "creative_id": f"{c}-a",
+             "event_time": t, "device_id": "dev", "win_price": 1.0} for i, r, c, t in [
+        ("i1", "r1", "c1", at("22:10:01")), ("i2", "r2", "c2", at("23:30:01")),
+        ("i3", "r3", "c1", at("23:59:55")),
+        ("i4", "r4", "c2", at("00:00:02", 22)),  # its request is on the 21st
+        ("i5", "r5", "c1", at("00:30:01", 22))]]
+
+
+def _callbacks():
+    return [{"callback_id": cb, "impression_id": i, "request_id": r, "event_type": e,
+             "event_time": t} for cb, i, r, e, t in [
+        ("cb1", "i1", "r1", "click", at("22:11:00")),
+        ("cb2", "i1", "r1", "conversion", at("22:12:00")),
+        ("cb3", "i2", "r2", "first_quartile", at("23:30:20")),
+        ("cb4", "i3", "r3", "click", at("00:02:00", 22)),  # the 22nd's click of the 21st's i3
+        ("cb5", "i4", "r4", "complete", at("00:00:30", 22)),
+        ("cb6", "i5", "r5", "click", at("00:40:00", 22))]]  # past the window: no campaign's
+
+
+def _clicks():
+    return [{"click_id": k, "page_id": p, "event_time": t, "user_id": u} for k, p, t, u in [
+        ("k1", "home", at("22:05:00"), "u1"), ("k2", "home", at("22:05:30"), "u2"),
+        ("k3", "news", at("23:59:59"), "u1"), ("k4", "news", at("00:00:01", 22), "u1"),
+        ("k5", "home", at("00:30:00", 22), "u3")]]
+
+
+def _surges():
+    # A window reported twice as its count grew: gold keeps the highest count.
+    return [{"page_id": "home", "window_start": start, "window_end": start + dt.timedelta(
+        seconds=5), "click_count": n, "max_event_time": start, "source_kafka_ts": start}
+        for start, n in [(at("23:59:55"), 6), (at("23:59:55"), 7), (at("00:30:00", 22), 9)]]
+
+
+def write_silver(spark, settings) -> None:
+    from spark_apps.lake.tables import ensure_table, table_path
+
+    for topic, rows in [("ad_requests", _requests()), ("ad_impressions", _impressions()),
+                        ("ad_callbacks", _callbacks()), ("page_clicks", _clicks()),
+                        ("page_surges", _surges())]:
+        table = registry.table(f"silver_{topic}")
+        ensure_table(spark, settings, table)
+        rows = [{**row, "offset": n} for n, row in enumerate(rows)]
+        (silver(spark, topic, rows).write.format("delta").mode("append")
+         .save(table_path(settings, table)))
+
+
+# -- Airflow's processes ---------------------------------------------------------------------
+
+class Daemons:
+    """Airflow processes started by this test, each leading its own process group (its
+    executor's workers and their spark-submits go with it); :meth:`stop` ends every group."""
+
+    def __init__(self, logs: Path):
+        self.logs = logs
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def start(self, name: str, args: list[str], env: dict[str, str]) -> None:
+        with open(self.log(name), "wb") as out:
+            self.procs[name] = subprocess.Popen(
+                [AIRFLOW, *args], env=env, stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def log(self, name: str) -> Path:
+        return self.logs / f"airflow-{name}.log"
+
+    def tail(self, name: str, chars: int = 3000) -> str:
+        return self.log(name).read_text(errors="replace")[-chars:]
+
+    def stop(self) -> None:
+        for proc in reversed(list(self.procs.values())):
+            for sig, wait_s in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                deadline = time.monotonic() + wait_s
+                while time.monotonic() < deadline and group_alive(proc.pid):
+                    proc.poll()  # reap the leader: a zombie is no longer alive
+                    time.sleep(0.2)
+                if not group_alive(proc.pid):
+                    break
+            proc.wait(timeout=10)
+
+
+def wait_for(condition, timeout_s: float, what: str, details=lambda: ""):
+    """Poll ``condition`` until it returns something truthy; fail with ``details()``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(1)
+    raise AssertionError(f"{what}: not within {timeout_s:.0f}s\n{details()}")
+
+
+def _execution_api_up(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/execution/health",
+                                    timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def backfill_create(env: dict[str, str], first: dt.datetime, last: dt.datetime,
+                    *extra: str) -> int:
+    """``airflow backfill create`` from the hour ``first`` to the hour ``last`` (both included:
+    they are the logical dates, the interval starts, of the runs), as the README says to run it;
+    returns the backfill's id. ``--reprocess-behavior completed``: by default Airflow skips an
+    hour that already has a run; ``--max-active-runs 1``: a backfill's own limit, not the DAG's,
+    is 10 by default, and hourly runs of one day must not replace its partition at once."""
+    from airflow.models.backfill import Backfill
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    done = subprocess.run(
+        [AIRFLOW, "backfill", "create", "--dag-id", factory.LAKE_DAG_ID,
+         "--from-date", first.isoformat(), "--to-date", last.isoformat(),
+         "--max-active-runs", "1", "--reprocess-behavior", "completed", *extra],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    with create_session() as session:
+        return session.scalar(select(Backfill.id).where(Backfill.dag_id == factory.LAKE_DAG_ID)
+                              .order_by(Backfill.id.desc()).limit(1))
+
+
+def wait_backfill(backfill_id: int, daemons: Daemons) -> dict[dt.datetime, object]:
+    """Until the scheduler marks the backfill complete; its runs by data interval start, each
+    checked to have succeeded with every task."""
+    from airflow.models.backfill import Backfill
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from airflow.utils.state import DagRunState, TaskInstanceState
+    from sqlalchemy import select
+
+    def runs():
+        with create_session() as session:
+            return {r.data_interval_start: (r.run_id, r.state, r.run_type, r.data_interval_end,
+                                            {ti.task_id: ti.state for ti in r.task_instances})
+                    for r in session.scalars(select(DagRun).where(
+                        DagRun.backfill_id == backfill_id))}
+
+    def completed():
+        with create_session() as session:
+            return session.get(Backfill, backfill_id).completed_at is not None
+
+    def details():
+        return f"runs: {runs()}\nscheduler log:\n{daemons.tail('scheduler')}"
+
+    wait_for(completed, BACKFILL_TIMEOUT_S, f"backfill {backfill_id} complete", details)
+    out = runs()
+    for start, (run_id, state, run_type, end, tis) in out.items():
+        assert state == DagRunState.SUCCESS and run_type == "backfill", (run_id, state, tis,
+                                                                          details())
+        assert end - start == HOUR
+        assert set(tis.values()) == {TaskInstanceState.SUCCESS}, (run_id, tis)
+    return out
+
+
+# -- the gold tables -------------------------------------------------------------------------
+
+def snapshot(spark, settings) -> dict[str, list]:
+    """Every gold table's rows, sorted (a multiset: a row written twice shows twice)."""
+    from spark_apps.lake.tables import read_table
+
+    return {name: sorted((tuple(r) for r in read_table(spark, settings, name).collect()),
+                         key=repr) for name in GOLD}
+
+
+def versions(spark, settings) -> dict[str, int]:
+    from spark_apps.lake.tables import table_path
+
+    return {name: spark.sql(f"DESCRIBE HISTORY delta.`{table_path(settings, name)}` LIMIT 1")
+            .collect()[0]["version"] for name in GOLD}
+
+
+def check_against_silver(spark, settings) -> None:
+    """Totals counted from the silver rows above, by hand: every day of silver is in gold, once,
+    with the click after midnight counted for the impression before it."""
+    from spark_apps.lake.tables import read_table
+
+    def totals(table: str, keys: list[str], value: str, where: str = "true") -> dict:
+        rows = (read_table(spark, settings, table).where(where).groupBy(*keys).sum(value)
+                .collect())
+        return {tuple(r[:-1]): r[-1] for r in rows}
+
+    assert totals("page_traffic", ["event_date"], "clicks") == {(d(21),): 3, (d(22),): 2}
+    assert totals("surge_history", ["event_date"], "click_count") == {(d(21),): 7, (d(22),): 9}
+    assert totals("campaign_delivery", ["campaign_id", "event_date"], "impressions") == {
+        ("c1", d(21)): 2, ("c2", d(21)): 1, ("c2", d(22)): 1, ("c1", d(22)): 1}
+    assert totals("campaign_delivery", ["campaign_id", "event_date"], "clicks") == {
+        ("c1", d(21)): 1, ("c2", d(21)): 0, ("c2", d(22)): 0, ("c1", d(22)): 1}
+    day = totals("attribution_funnel", ["event_date"], "requests", "campaign_id = '*'")
+    assert day == {(d(21),): 4, (d(22),): 2}
+    assert totals("attribution_funnel", ["event_date"], "clicks", "campaign_id = '*'") == {
+        (d(21),): 1, (d(22),): 2}
+    # Every request is a request_closed record of the batch attribution (none in real time).
+    assert totals("attribution_reconciliation", ["event_date"], "missing_in_realtime",
+                  "record_type = 'request_closed'") == {(d(21),): 4, (d(22),): 2}
+
+
+# -- the test --------------------------------------------------------------------------------
+
+@pytest.fixture
+def lake(tmp_path, spark, airflow_db):
+    """Settings of this test with a broker of its own (empty topics), silver written, and the
+    environment Airflow's tasks must see set for the in-process ``dag.test()`` runs."""
+    with scratch_broker(private_settings(tmp_path / "rt"), tmp_path / "rt") as settings:
+        write_silver(spark, settings)
+        with pytest.MonkeyPatch.context() as patch:
+            for key, value in task_env(settings).items():
+                patch.setenv(key, value)
+            yield settings
+
+
+def test_backfills_give_the_hourly_runs_gold_tables_and_change_nothing_when_repeated(
+        lake, spark, tmp_path):
+    from airflow.models import DagBag
+    from airflow.utils.state import DagRunState
+
+    settings = lake
+    started = time.monotonic()
+    phases: dict[str, float] = {}
+
+    def phase(name: str) -> None:
+        phases[name] = time.monotonic() - started - sum(phases.values())
+
+    port = free_port()
+    env = {**os.environ,
+           "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+           "AIRFLOW__CORE__PARALLELISM": "2",
+           "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+           "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
+           # Runs come from the backfills only: no run of the latest hour, no asset-triggered
+           # view run, no supervisor run (the scheduler still runs what is queued).
+           "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "false"}
+    daemons = Daemons(tmp_path)
+    try:
+        # The task runners report to the execution API: up while the original runs go.
+        daemons.start("api-server", ["api-server", "--apps", "execution", "--host", "127.0.0.1",
+                                     "--port", str(port), "--workers", "1"], env)
+
+        # 1. The original hourly runs, in this process. A manual run covers the last whole
+        # hour before its logical date: 23:30 covers 22:00-23:00 (a logical date the backfill,
+        # whose runs sit on their interval starts, does not take).
+        lake_dag = DagBag(str(DAGS_DIR)).dags[factory.LAKE_DAG_ID]
+        for hour in HOURS:
+            run = lake_dag.test(logical_date=hour + HOUR + dt.timedelta(minutes=30),
+                                mark_success_pattern="^(bronze|silver)$")
+            assert run.state == DagRunState.SUCCESS, hour
+            assert (run.data_interval_start, run.data_interval_end) == (hour, hour + HOUR)
+        phase("hourly runs")
+        # The scheduler starts once no dag.test() run is left for it to take over.
+        wait_for(lambda: _execution_api_up(port), 300, "execution API",
+                 lambda: daemons.tail("api-server"))
+        daemons.start("scheduler", ["scheduler"], env)
+        hourly = snapshot(spark, settings)
+        check_against_silver(spark, settings)
+
+        # 2. A backfill over both sides of midnight, run by the scheduler.
+        first = backfill_create(env, FIRST[0], FIRST[-1])
+        runs = wait_backfill(first, daemons)
+        assert sorted(runs) == FIRST
+        assert snapshot(spark, settings) == hourly
+        phase("backfill 1")
+
+        # 3. An overlapping backfill, latest hour first: 00:00's completed run reruns, 01:00's
+        # is new; every gold table is rewritten once per run, not one row changes.
+        before = versions(spark, settings)
+        second = backfill_create(env, SECOND[0], SECOND[-1], "--run-backwards")
+        rerun = wait_backfill(second, daemons)
+        assert sorted(rerun) == SECOND
+        assert rerun[SECOND[0]][0] == runs[SECOND[0]][0]  # the same run, cleared and rerun
+        after = versions(spark, settings)
+        assert {t: after[t] - before[t] for t in GOLD} == {t: len(SECOND) for t in GOLD}
+        assert snapshot(spark, settings) == hourly
+        check_against_silver(spark, settings)
+        phase("backfill 2")
+    finally:
+        daemons.stop()
+        print(f"\n[backfill test] {time.monotonic() - started:.0f}s: "
+              + ", ".join(f"{k} {v:.0f}s" for k, v in phases.items())
+              + f"; load average {os.getloadavg()[0]:.1f}", flush=True)
