@@ -8,18 +8,22 @@ RATE ?= 200
 DURATION ?= 60
 SEED ?= 7
 
-.PHONY: setup test test-unit compose-versions kafka-up kafka-down kafka-status generate up clean \
+.PHONY: setup test test-unit test-e2e compose-versions kafka-up kafka-down kafka-status generate up clean \
 	attribution click-surge status bench-click-surge bench-attribution bench-lake down
 
 setup:
 	$(PYTHON) include/adlake/bootstrap.py
 
-# Every tier that can run here: unit, integration (real broker, real Spark) and e2e, with the
-# modules' doctests (pyproject's testpaths): in the lake environment, then the ops-runtime tests
+# Unit and integration (real broker, real Spark, real Airflow metadata DB), with the modules'
+# doctests (pyproject's testpaths): in the lake environment, then the ops-runtime tests
 # in the ops environment (tests/runtimes.py splits them).
 test: setup
-	$(LAKE_PY) -m pytest --durations=10
-	$(OPS_PY) -m pytest --durations=10
+	$(LAKE_PY) -m pytest -m "not e2e" --durations=10
+	$(OPS_PY) -m pytest -m "not e2e" --durations=10
+
+# The slow end-to-end tier: Airflow backfills on a real scheduler (12 to 19 minutes on 2 cores).
+test-e2e: setup
+	$(LAKE_PY) -m pytest -m e2e --durations=10
 
 # Only what starts no JVM and no broker (tests/tiers.py fails a unit test that does), both runtimes.
 test-unit: setup

@@ -41,7 +41,9 @@ from tests.conftest import private_settings
 from tests.dags.conftest import DAGS_DIR, task_env
 from tests.spark_apps.lake.test_transforms import at, d, silver
 
-pytestmark = pytest.mark.integration
+# 12 to 19 minutes on 2 cores (15 spark-submits and a real scheduler): the e2e tier, run by
+# `make test-e2e`, not by `make test` (README, "Tests").
+pytestmark = pytest.mark.e2e
 
 UTC = dt.timezone.utc
 HOUR = dt.timedelta(hours=1)
