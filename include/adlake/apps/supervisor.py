@@ -74,16 +74,23 @@ def derive_state(settings: Settings, desired: Desired, current: Holder | None,
     return "failed", "should run and does not"
 
 
-def app_status(settings: Settings, app: str, now: float | None = None) -> dict:
-    """Everything known about the app, JSON-able: desired state, lock holder, status file,
-    restarts, last exit, and the derived ``state`` with ``why``."""
-    now = time.time() if now is None else now
+def _observe(settings: Settings, app: str, now: float) -> tuple:
+    """What is known of the app now, read once: desired state, lock holder, status file,
+    restarts record, and the state derived from them with the reason."""
     desired = read_desired(settings, app)
     current = holder(settings, app)
     status = read_status(settings, app)
     restarts = read_restarts(settings, app)
     state, why = derive_state(settings, desired, current, status, restarts, now,
                               stop_marker(settings, app).exists())
+    return desired, current, status, restarts, state, why
+
+
+def app_status(settings: Settings, app: str, now: float | None = None) -> dict:
+    """Everything known about the app, JSON-able: desired state, lock holder, status file,
+    restarts, last exit, and the derived ``state`` with ``why``."""
+    now = time.time() if now is None else now
+    desired, current, status, restarts, state, why = _observe(settings, app, now)
     return {
         "app": app, "state": state, "why": why,
         "desired": dataclasses.asdict(desired),
@@ -219,12 +226,7 @@ def supervise(settings: Settings, now: float | None = None) -> list[dict]:
 
 
 def _supervise_app(settings: Settings, app: str, now: float) -> dict | None:
-    desired = read_desired(settings, app)
-    current = holder(settings, app)
-    status = read_status(settings, app)
-    restarts = read_restarts(settings, app)
-    state, why = derive_state(settings, desired, current, status, restarts, now,
-                              stop_marker(settings, app).exists())
+    desired, current, status, restarts, state, why = _observe(settings, app, now)
     action = decide(desired, state)
     if action == "none":
         if desired.state == "running":
