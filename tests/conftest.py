@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from adlake.config import Settings, load_settings
-from adlake.kafka_local import free_port
+from adlake.kafka_local import free_ports
 
 pytest_plugins = ["tests.runtimes", "tests.tiers", "pytester"]
 
@@ -29,11 +29,12 @@ def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 def private_settings(runtime_dir: Path) -> Settings:
     """Local settings of a test's own: state under ``runtime_dir``, a broker address on free
     loopback ports."""
+    port, controller_port = free_ports(2)
     return load_settings({
         "ADLAKE_PROFILE": "local",
         "ADLAKE_RUNTIME_DIR": str(runtime_dir),
-        "ADLAKE_KAFKA_BOOTSTRAP": f"127.0.0.1:{free_port()}",
-        "ADLAKE_KAFKA_CONTROLLER_PORT": str(free_port()),
+        "ADLAKE_KAFKA_BOOTSTRAP": f"127.0.0.1:{port}",
+        "ADLAKE_KAFKA_CONTROLLER_PORT": str(controller_port),
         "ADLAKE_SHUFFLE_PARTITIONS": "2",
         "ADLAKE_DRIVER_MEMORY": "2g",
     })

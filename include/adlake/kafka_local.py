@@ -41,11 +41,30 @@ class KafkaError(RuntimeError):
     """The local broker could not be started, reached or stopped."""
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports on loopback that nothing listens on right now.
+
+    All sockets stay bound until every port is chosen: asking the kernel one port at a time can
+    hand back the same port twice (a broker then refuses its listener and controller on one
+    port).
+
+    >>> a, b, c = free_ports(3)
+    >>> len({a, b, c})
+    3
+    """
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
 def free_port() -> int:
     """A TCP port on loopback that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return free_ports(1)[0]
 
 
 @contextmanager
@@ -53,9 +72,10 @@ def scratch_broker(base: Settings, runtime_dir: Path) -> Iterator[Settings]:
     """A broker of its own for a benchmark: ``base`` settings with the runtime under
     ``runtime_dir`` and the broker on free loopback ports, started with the registry's topics;
     stopped on exit. Yields those settings."""
+    port, controller_port = free_ports(2)
     settings = base.with_overrides(runtime_dir=runtime_dir,
-                                   kafka_bootstrap=f"127.0.0.1:{free_port()}",
-                                   kafka_controller_port=free_port())
+                                   kafka_bootstrap=f"127.0.0.1:{port}",
+                                   kafka_controller_port=controller_port)
     broker = LocalKafka(settings)
     broker.start()
     try:

@@ -17,7 +17,7 @@ import pytest
 
 from adlake import registry
 from adlake.airflow import factory
-from adlake.kafka_local import free_port
+from adlake.kafka_local import free_ports
 from tests.conftest import private_settings
 from tests.dags.conftest import DAGS_DIR, task_env
 
@@ -46,7 +46,7 @@ def standalone(tmp_path_factory):
     """A master and one worker (2 cores) on 127.0.0.1; yields the master URL and a function
     returning the master's state (its JSON API)."""
     work = tmp_path_factory.mktemp("standalone")
-    port, ui, worker_ui = free_port(), free_port(), free_port()
+    port, ui, worker_ui = free_ports(3)
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_WORKER_DIR": str(work / "worker")}
     procs = []
     logs = {name: work / f"{name}.log" for name in ("master", "worker")}

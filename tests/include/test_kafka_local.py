@@ -14,11 +14,12 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def own_broker(settings, tmp_path):
     # A broker of its own (own ports and directory), so stopping it leaves the session's alone.
-    from adlake.kafka_local import free_port
+    from adlake.kafka_local import free_ports
 
+    port, controller_port = free_ports(2)
     broker = LocalKafka(settings.with_overrides(
-        runtime_dir=tmp_path, kafka_bootstrap=f"127.0.0.1:{free_port()}",
-        kafka_controller_port=free_port()))
+        runtime_dir=tmp_path, kafka_bootstrap=f"127.0.0.1:{port}",
+        kafka_controller_port=controller_port))
     yield broker
     broker.stop()
 
