@@ -83,6 +83,11 @@ class Settings:
     app_stale_margin_s: int
     # How long a started app may take before its first report (JVM start, query planning).
     app_start_grace_s: int
+    # Data quality (adlake.quality): the least share of records batch and real-time attribution
+    # must agree on, per date and record type (attribution_reconciliation's matched / (matched +
+    # missing_in_realtime + extra_in_realtime)); below it the `warn` expectation fails. A `warn`:
+    # the stream may lag, drop late events or restart, so agreement is not guaranteed.
+    dq_min_match_rate: float = 0.95
     jars_dir: Path = field(default=REPO_ROOT / ".cache" / "jars")
 
     # Every path below derives from runtime_dir, so one setting moves all state.
@@ -129,6 +134,13 @@ class Settings:
         return self.runtime_dir / "logs"
 
     @property
+    def gx_dir(self) -> Path:
+        """Great Expectations' runtime output: ``uncommitted/`` (validation results, Data Docs
+        under ``uncommitted/data_docs/local_site``) and the quality jobs' working copies of the
+        committed project (``expectations/``)."""
+        return self.runtime_dir / "gx"
+
+    @property
     def kafka_host(self) -> str:
         return self.kafka_bootstrap.split(",")[0].rsplit(":", 1)[0]
 
@@ -162,6 +174,7 @@ _APP_DEFAULTS = {
     "app_stale_margin_s": "60",
     "app_start_grace_s": "300",
 }
+_QUALITY_DEFAULTS = {"dq_min_match_rate": "0.95"}
 
 # Profile defaults. The ops master needs enough task slots for Real-Time Mode, which runs one
 # long-lived task per source partition plus one per shuffle partition, all at once: 4 Kafka
@@ -178,6 +191,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         "spark_ui": "false",
         "log_level": "WARN",
         **_APP_DEFAULTS,
+        **_QUALITY_DEFAULTS,
     },
     "compose": {
         "runtime_dir": "/opt/adlake/data",
@@ -190,6 +204,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         "spark_ui": "true",
         "log_level": "WARN",
         **_APP_DEFAULTS,
+        **_QUALITY_DEFAULTS,
     },
 }
 
@@ -214,6 +229,16 @@ def _int(name: str, value: str, lo: int, hi: int) -> int:
         raise _bad(name, value, f"expected an integer from {lo} to {hi}") from None
     if not lo <= number <= hi:
         raise _bad(name, value, f"expected an integer from {lo} to {hi}")
+    return number
+
+
+def _fraction(name: str, value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise _bad(name, value, "expected a number from 0 to 1") from None
+    if not 0 <= number <= 1:
+        raise _bad(name, value, "expected a number from 0 to 1")
     return number
 
 
@@ -276,6 +301,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         ops_python=Path(raw["ops_python"]).expanduser().absolute(),
         **{name: _int(name, raw[name], 1, 86_400) for name in _APP_DEFAULTS
            if name.startswith("app_")},
+        dq_min_match_rate=_fraction("dq_min_match_rate", raw["dq_min_match_rate"]),
     )
     if settings.app_backoff_min_s > settings.app_backoff_max_s:
         raise ConfigError(

@@ -36,6 +36,16 @@ CLICK, CONVERSION = "click", "conversion"
 CALLBACK_EVENT_TYPES = (
     CLICK, "first_quartile", "midpoint", "third_quartile", "complete", CONVERSION,
 )
+# The record types of attributed_events (the attribution app's output; see
+# spark_apps.common.attribution.contract, which names each one).
+RECORD_TYPES = ("attributed_impression", "attributed_callback", "request_closed",
+                "orphan_impression", "orphan_callback")
+# A column of this name holds one of these values in every table that has it.
+COLUMN_ENUMERATIONS: dict[str, tuple[str, ...]] = {
+    "event_type": CALLBACK_EVENT_TYPES, "record_type": RECORD_TYPES,
+}
+# click_surge's tumbling event-time window, in seconds (surge_history's windows are this long).
+SURGE_WINDOW_S = 5
 
 
 @dataclass(frozen=True)
@@ -142,7 +152,7 @@ class App:
 @dataclass(frozen=True)
 class Table:
     name: str
-    layer: str  # bronze, silver, gold, quarantine
+    layer: str  # bronze, silver, gold, quarantine, quality
     sources: tuple[str, ...]  # the topics or tables it is built from
     partition_by: tuple[str, ...] = field(default=())
     description: str = ""
@@ -319,7 +329,7 @@ _TABLE_LIST = [
           keys=("campaign_id", "creative_id", "event_date", "hour"), change_feed=True,
           description="Delivery per campaign, creative and hour."),
     Table("attribution_funnel", "gold", _ATTRIBUTION_INPUTS, partition_by=("event_date",),
-          schema=_schema("campaign_id:string", "event_date:date", "requests:long",
+          schema=_schema("campaign_id:string", "event_date:date", "requests:long?",
                          "filled_requests:long", "impressions:long", "clicks:long",
                          "conversions:long", "fill_rate:double?"),
           keys=("campaign_id", "event_date"),
@@ -341,6 +351,17 @@ _TABLE_LIST = [
                          "missing_in_realtime:long", "extra_in_realtime:long"),
           keys=("event_date", "record_type"),
           description="Batch attribution over silver vs the real-time attributed_events."),
+    # What the quality jobs found (adlake.quality): one row per expectation per validation run,
+    # rewritten as a whole per (dag_id, run_id, table, interval), so a retried task does not
+    # double its rows. interval_* are null for a view (an asset-triggered run has no interval).
+    Table("dq_results", "quality", (), partition_by=("table",),
+          schema=_schema("dag_id:string", "run_id:string", "table:string",
+                         "interval_start:timestamp?", "interval_end:timestamp?", "suite:string",
+                         "expectation:string", "severity:string", "success:boolean",
+                         "observed_value:string?", "unexpected_count:long?",
+                         "run_time:timestamp"),
+          keys=("dag_id", "run_id", "table", "interval_start", "interval_end", "expectation"),
+          description="Data-quality results: one row per expectation per validation run."),
 ]
 TABLES: dict[str, Table] = {t.name: t for t in _TABLE_LIST}
 
@@ -424,6 +445,19 @@ JOBS: dict[str, Job] = {j.name: j for j in [
           "on_update", args=("--view", v.name),
           description=f"Incremental refresh of the view `{v.name}` (MERGE of the change feed of "
                       f"`{v.source}`): {v.description}") for v in VIEWS.values()],
+    # Quality: one job per gold table (in the hourly chain, after gold, over the run's interval)
+    # and per view (when the view is updated). An `error` expectation that fails fails the job,
+    # so nothing downstream of the table runs; one retry, for a transient Spark failure only (a
+    # data failure fails again).
+    *[Job(f"quality_{t.name}", "spark_apps.lake.quality", "lake", (t.name,), ("dq_results",),
+          "hourly", args=("--table", t.name), retries=1,
+          description=f"Great Expectations suite `{t.name}` over the event dates the interval "
+                      f"touches; results to `dq_results` and Data Docs.") for t in _GOLD],
+    *[Job(f"quality_{v.name}", "spark_apps.lake.quality", "lake", (v.name,), ("dq_results",),
+          "on_update", args=("--table", v.name), retries=1,
+          description=f"Great Expectations suite `{v.name}` over the whole view, its count "
+                      f"checked against `{v.source}` at the version the view reflects; results "
+                      f"to `dq_results` and Data Docs.") for v in VIEWS.values()],
 ]}
 
 

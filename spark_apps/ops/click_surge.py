@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 APP = registry.app("click_surge")
 DEFAULT_THRESHOLD = APP.knob("threshold").default
-WINDOW = "5 seconds"
+WINDOW = f"{registry.SURGE_WINDOW_S} seconds"
 WATERMARK = "5 seconds"
 
 
