@@ -1,0 +1,296 @@
+"""Quality: validate what a gold job or a view refresh just wrote against its Great Expectations
+suite, record the results in ``dq_results`` and Data Docs, and fail if an ``error`` rule failed.
+
+What is validated (the slice):
+
+* a **gold table**, with ``--start/--end`` (the Airflow data interval): the ``event_date``
+  partitions the interval touches, as gold rebuilds them (:func:`~spark_apps.lake.gold.days_of`:
+  the run of 13:00-14:00 validates its whole day, which gold has just rewritten). Keys must be
+  unique within that slice; its dates and times must lie within those days.
+* a **view**, without an interval (its quality DAG runs when the view is updated, and an
+  asset-triggered run has none): the whole view, as of one Delta snapshot, its visible columns
+  (keys and aggregates, not the engine's helpers). Views are small (a row per group), and a
+  refresh can touch any group, so the whole view is cheaper than finding the touched groups. Its
+  count aggregate's total must equal the source's rows at the source version the view reflects
+  (read pinned, so a later source commit does not count).
+
+How: the slice is read from Delta as a DataFrame and cached, the rule's derived columns
+(:data:`adlake.quality.rules.DERIVED_COLUMNS`) added, and the table's GX checkpoint run from a
+working copy of the committed project (``expectations/``) with a Spark data source added at run
+time; the checkpoint's action updates Data Docs under ``<runtime>/gx/uncommitted/data_docs``.
+
+Results: one ``dq_results`` row per expectation, written with ``replaceWhere`` on
+``(table, dag_id, run_id, interval)``: a retried task replaces its rows, never doubles them. Then
+the log lists every failed expectation (observed value, a sample of unexpected values and rows);
+``warn`` failures pass, an ``error`` failure raises :class:`QualityCheckFailed` (exit status 1),
+so nothing downstream of the table runs.
+
+    .venv/lake/bin/python -m spark_apps.lake.quality --table page_traffic \\
+        --start 2026-11-21T13:00:00+00:00 --end 2026-11-21T14:00:00+00:00
+    .venv/lake/bin/python -m spark_apps.lake.quality --table page_clicks_hourly
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import shutil
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, datetime, time as dtime, timedelta, timezone
+from typing import TYPE_CHECKING, Any, Iterator
+
+from adlake import registry
+from adlake.config import Settings, load_settings
+from adlake.helpformat import HelpFormatter
+from adlake.quality import project, rules
+from adlake.quality.results import (QualityCheckFailed, RunContext, blocking, failure_report,
+                                    result_rows)
+from spark_apps.lake.gold import _instant, days_of
+from spark_apps.lake.tables import ensure_table, read_table, table_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+RESULTS_TABLE = "dq_results"
+# When run by hand (no --dag-id/--run-id and no Airflow task around it).
+MANUAL = "manual"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One validation: its ``dq_results`` rows, the failure report, where Data Docs are."""
+
+    rows: list[dict[str, Any]]
+    report: str | None
+    data_docs: str
+    seconds: float
+
+    @property
+    def failed_errors(self) -> list[dict[str, Any]]:
+        return list(blocking(self.rows))
+
+
+# -- the slice ---------------------------------------------------------------------------------
+
+def _midnight(day: date) -> datetime:
+    return datetime.combine(day, dtime.min, tzinfo=timezone.utc)
+
+
+def gold_parameters(first: date, after: date, settings: Settings) -> dict[str, Any]:
+    """The suite parameters of a gold slice ``[first, after)``.
+
+    >>> s = load_settings({})
+    >>> gold_parameters(date(2026, 11, 21), date(2026, 11, 22), s)  # doctest: +NORMALIZE_WHITESPACE
+    {'first_day': '2026-11-21', 'last_day': '2026-11-21', 'day_start': '2026-11-21T00:00:00',
+     'day_end': '2026-11-22T00:00:00', 'min_match_rate': 0.95}
+    """
+    # Timestamps as UTC wall-clock text: the lake sessions' time zone is UTC.
+    return {rules.FIRST_DAY: first.isoformat(),
+            rules.LAST_DAY: (after - timedelta(days=1)).isoformat(),
+            rules.DAY_START: _midnight(first).replace(tzinfo=None).isoformat(),
+            rules.DAY_END: _midnight(after).replace(tzinfo=None).isoformat(),
+            rules.MIN_MATCH_RATE: settings.dq_min_match_rate}
+
+
+def gold_slice(spark: SparkSession, settings: Settings, name: str, first: date,
+               after: date) -> DataFrame:
+    """Gold table ``name``'s partitions ``[first, after)``."""
+    from pyspark.sql import functions as F
+
+    ensure_table(spark, settings, registry.table(name))
+    return read_table(spark, settings, name).where(
+        (F.col("event_date") >= F.lit(first)) & (F.col("event_date") < F.lit(after)))
+
+
+def view_slice(spark: SparkSession, settings: Settings, name: str
+               ) -> tuple[DataFrame, dict[str, Any]]:
+    """View ``name`` as of its latest snapshot (visible columns), and its suite parameters: the
+    rows of its source at the version that snapshot reflects."""
+    from spark_apps.lake.views.bookkeeping import _view_state, read_version
+    from spark_apps.lake.views.engine import ViewNotMaterialized
+
+    view = registry.view(name)
+    source_version, view_version = _view_state(spark, settings, view)
+    if source_version is None:
+        raise ViewNotMaterialized(f"view {name!r} has never been refreshed, so there is nothing "
+                                  f"to validate: run spark_apps.lake.views --view {name}")
+    source_rows = read_version(spark, table_path(settings, view.source), source_version).count()
+    columns = [*view.keys, *(a.name for a in view.aggregates)]
+    df = read_version(spark, table_path(settings, name), view_version).select(*columns)
+    return df, {rules.SOURCE_ROWS: source_rows}
+
+
+def transform_derived(df: DataFrame, name: str) -> DataFrame:
+    """``df`` with suite ``name``'s derived columns (``dq_*``) added."""
+    from pyspark.sql import functions as F
+
+    for column, expression in rules.DERIVED_COLUMNS.get(name, ()):
+        df = df.withColumn(column, F.expr(expression))
+    return df
+
+
+# -- GX ----------------------------------------------------------------------------------------
+
+@contextmanager
+def _data_docs_lock(settings: Settings) -> Iterator[None]:
+    """Quality tasks of several tables run at once and share one Data Docs site: one checkpoint
+    run (validation, then the site's rebuild) at a time, so no run overwrites another's index."""
+    settings.gx_dir.mkdir(parents=True, exist_ok=True)
+    with open(settings.gx_dir / "data_docs.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def run_checkpoint(settings: Settings, name: str, df: DataFrame, parameters: dict[str, Any],
+                   context: RunContext) -> dict[str, Any]:
+    """Run suite ``name``'s checkpoint over ``df``; returns the validation result as a dict."""
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import great_expectations as gx
+    from great_expectations.core.run_identifier import RunIdentifier
+
+    copy = project.working_copy(settings)
+    try:
+        gx_context = gx.get_context(mode="file", context_root_dir=copy,
+                                    runtime_environment=project.runtime_environment(settings))
+        source = gx_context.data_sources.add_or_update_spark(name=project.DATASOURCE)
+        source.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe(
+            project.BATCH_DEFINITION)
+        checkpoint = gx_context.checkpoints.get(name)
+        # The run's name is what Data Docs lists; a path segment, so no slash in it.
+        run_name = f"{context.dag_id}__{context.run_id}".replace("/", "_")
+        with _data_docs_lock(settings):
+            result = checkpoint.run(batch_parameters={"dataframe": df},
+                                    expectation_parameters=parameters,
+                                    run_id=RunIdentifier(run_name=run_name,
+                                                         run_time=context.run_time))
+        [validation] = result.run_results.values()
+        return validation.to_json_dict()
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+
+
+# -- dq_results --------------------------------------------------------------------------------
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _sql_instant(column: str, value: datetime | None) -> str:
+    if value is None:
+        return f"{column} IS NULL"
+    micros = (value - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
+    return f"{column} = timestamp_micros({micros})"
+
+
+def results_predicate(context: RunContext) -> str:
+    """The rows of one validation run in ``dq_results``, what its write replaces.
+
+    >>> print(results_predicate(RunContext("lake_hourly", "manual", "page_traffic",
+    ...     datetime(2026, 11, 21, 13, tzinfo=timezone.utc), None, datetime.now(timezone.utc))))
+    `table` = 'page_traffic' AND dag_id = 'lake_hourly' AND run_id = 'manual' AND \
+interval_start = timestamp_micros(1795266000000000) AND interval_end IS NULL
+    """
+    return " AND ".join([f"`table` = {_sql_string(context.table)}",
+                         f"dag_id = {_sql_string(context.dag_id)}",
+                         f"run_id = {_sql_string(context.run_id)}",
+                         _sql_instant("interval_start", context.interval_start),
+                         _sql_instant("interval_end", context.interval_end)])
+
+
+def write_results(spark: SparkSession, settings: Settings, rows: list[dict[str, Any]],
+                  context: RunContext) -> None:
+    """Replace this run's rows of ``dq_results`` by ``rows`` (one commit; partition ``table``,
+    so runs of different tables never conflict)."""
+    table = registry.table(RESULTS_TABLE)
+    path = ensure_table(spark, settings, table)
+    frame = spark.createDataFrame([tuple(r[c] for c in table.schema.names) for r in rows],
+                                  table.schema.spark())
+    (frame.write.format("delta").mode("overwrite")
+     .option("replaceWhere", results_predicate(context)).save(path))
+
+
+# -- the job -----------------------------------------------------------------------------------
+
+def validate(spark: SparkSession, settings: Settings, name: str, context: RunContext
+             ) -> Outcome:
+    """Validate ``name`` (a gold table over ``context``'s interval, or a view), write its
+    ``dq_results`` rows and Data Docs; raises nothing for failed expectations (see
+    :func:`main`)."""
+    started = time.monotonic()
+    if name in registry.VIEWS:
+        df, parameters = view_slice(spark, settings, name)
+    else:
+        first, after = days_of(context.interval_start, context.interval_end)
+        df = gold_slice(spark, settings, name, first, after)
+        parameters = gold_parameters(first, after, settings)
+    df = transform_derived(df, name).persist()
+    try:
+        validation = run_checkpoint(settings, name, df, parameters, context)
+    finally:
+        df.unpersist()
+    rows = result_rows(validation, context)
+    write_results(spark, settings, rows, context)
+    failed = any(not r["success"] for r in rows)
+    return Outcome(rows, failure_report(validation, context) if failed else None,
+                   str(project.data_docs_index(settings)), time.monotonic() - started)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="spark_apps.lake.quality", description=__doc__,
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("--table", required=True, choices=rules.SUITES,
+                        help="the gold table or view to validate")
+    parser.add_argument("--start", type=_instant,
+                        help="a gold table's interval start (a date or ISO timestamp); not "
+                             "for a view")
+    parser.add_argument("--end", type=_instant, help="a gold table's interval end (exclusive)")
+    parser.add_argument("--dag-id", default=os.environ.get("AIRFLOW_CTX_DAG_ID", MANUAL),
+                        help="the Airflow DAG recorded in dq_results (default: the task's, "
+                             "else 'manual')")
+    parser.add_argument("--run-id", default=os.environ.get("AIRFLOW_CTX_DAG_RUN_ID", MANUAL),
+                        help="the Airflow run recorded in dq_results; a rerun with the same "
+                             "one replaces its rows (default: the task's, else 'manual')")
+    args = parser.parse_args(argv)
+    if args.table in registry.VIEWS:
+        if args.start or args.end:
+            parser.error(f"{args.table} is a view: it is validated whole, without --start/--end")
+    elif not (args.start and args.end):
+        parser.error(f"{args.table} is a gold table: --start and --end are required")
+    elif args.end <= args.start:
+        parser.error(f"--end ({args.end.isoformat()}) must be after --start "
+                     f"({args.start.isoformat()})")
+    return args
+
+
+def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:
+    from adlake.spark_session import get_session
+
+    args = parse_args(argv)
+    settings = settings or load_settings()
+    context = RunContext(args.dag_id, args.run_id, args.table, args.start, args.end,
+                         datetime.now(timezone.utc))
+    spark = get_session("lake", f"quality-{args.table}", settings)
+    outcome = validate(spark, settings, args.table, context)
+    failed = [r for r in outcome.rows if not r["success"]]
+    print(f"[quality] {args.table}: {len(outcome.rows)} expectations, {len(failed)} failed "
+          f"({len(outcome.failed_errors)} error) in {outcome.seconds:.1f}s; dq_results: "
+          f"{table_path(settings, RESULTS_TABLE)}; Data Docs: {outcome.data_docs}", flush=True)
+    if outcome.report:
+        print(outcome.report, flush=True)
+    if outcome.failed_errors:
+        raise QualityCheckFailed(
+            f"{args.table}: {len(outcome.failed_errors)} error expectation(s) failed: "
+            + "; ".join(r["expectation"] for r in outcome.failed_errors)
+            + ". Fix the data or the rule, then clear this task to rerun it.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

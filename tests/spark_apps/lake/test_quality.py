@@ -1,0 +1,134 @@
+"""The quality job on real Spark, Delta and Great Expectations.
+
+Gold ``page_traffic`` and ``surge_history`` and the view ``page_clicks_hourly`` are built by the
+real jobs from the silver rows of ``test_gold_intervals`` (clicks and surge windows around the
+midnights of the 21st). The 21st's ``page_traffic`` partition passes; with a null page, a
+duplicated key and a minute of the next day injected it fails with exactly those three
+expectations; ``surge_history`` fails only a ``warn`` rule (its surges are below the default
+threshold) and passes; reruns replace their ``dq_results`` rows; Data Docs list the runs.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from pyspark.sql import functions as F
+
+from adlake import registry
+from adlake.quality import rules
+from adlake.quality.project import data_docs_index
+from adlake.quality.results import QualityCheckFailed
+from spark_apps.lake import gold, quality
+from spark_apps.lake.tables import ensure_table, read_table
+from spark_apps.lake.views.engine import full_refresh
+from tests.spark_apps.lake.test_gold_intervals import SILVER
+from tests.spark_apps.lake.test_transforms import at, d, frame, silver
+
+# The hourly run of 13:00-14:00 on the 21st: quality validates the whole 21st, as gold rebuilt it.
+START = datetime(2026, 11, 21, 13, tzinfo=timezone.utc)
+INTERVAL = ["--start", START.isoformat(), "--end", (START + timedelta(hours=1)).isoformat()]
+
+
+@pytest.fixture(scope="module")
+def lake(spark, settings, tmp_path_factory):
+    """Silver clicks and surges; gold page_traffic and surge_history of the 21st; the view."""
+    lake = settings.with_overrides(runtime_dir=tmp_path_factory.mktemp("quality"))
+    for topic in ("page_clicks", "page_surges"):
+        path = ensure_table(spark, lake, registry.table(f"silver_{topic}"))
+        silver(spark, topic, SILVER[topic]).write.format("delta").mode("append").save(path)
+    for name in ("page_traffic", "surge_history"):
+        gold.rebuild(spark, lake, name, d(21), d(22))
+    full_refresh(spark, lake, registry.view("page_clicks_hourly"))
+    return lake
+
+
+def run(lake, table: str, run_id: str, *interval: str) -> int:
+    return quality.main(["--table", table, *interval, "--dag-id", "lake_hourly",
+                         "--run-id", run_id], settings=lake)
+
+
+def results(spark, lake, run_id: str):
+    return read_table(spark, lake, "dq_results").where(F.col("run_id") == run_id)
+
+
+def failed(spark, lake, run_id: str) -> dict[str, str]:
+    return {r.expectation: r.severity
+            for r in results(spark, lake, run_id).where(~F.col("success")).collect()}
+
+
+def test_a_good_partition_passes_and_every_expectation_is_recorded(spark, lake):
+    assert run(lake, "page_traffic", "good", *INTERVAL) == 0
+    rows = results(spark, lake, "good").collect()
+    assert sorted(r.expectation for r in rows) == sorted(
+        r.name for r in rules.suite_rules("page_traffic"))
+    assert all(r.success for r in rows)
+    row = rows[0]
+    assert (row.dag_id, row.table, row.suite) == ("lake_hourly", "page_traffic", "page_traffic")
+    assert (row.interval_start, row.interval_end) == (datetime(2026, 11, 21, 13),
+                                                      datetime(2026, 11, 21, 14))
+
+
+def test_injected_faults_fail_exactly_their_expectations_and_the_log_names_them(
+        spark, lake, capsys):
+    bad = frame(spark, "page_traffic", [
+        (None, d(21), at("10:00:00"), 1, 1),  # a null in a required field
+        ("home", d(21), at("00:00:00"), 2, 2),  # the key (home, 00:00) again
+        ("news", d(21), at("00:05:00", day=22), 1, 1),  # a minute of the next day
+    ])
+    table = read_table(spark, lake, "page_traffic")
+    bad.select(*table.columns).write.format("delta").mode("append").save(
+        str(lake.table_path("page_traffic")))
+    try:
+        with pytest.raises(QualityCheckFailed, match="3 error expectation"):
+            run(lake, "page_traffic", "faulty", *INTERVAL)
+    finally:
+        gold.rebuild(spark, lake, "page_traffic", d(21), d(22))
+    assert failed(spark, lake, "faulty") == {
+        "expect_column_values_to_not_be_null(column=page_id)": "error",
+        "expect_compound_columns_to_be_unique(column_list=[page_id, minute])": "error",
+        "expect_column_values_to_be_between(column=minute, min_value=$day_start, "
+        "max_value=$day_end, strict_max=true)": "error",
+    }
+    log = capsys.readouterr().out
+    assert "[error] expect_column_values_to_not_be_null(column=page_id)" in log
+    assert "observed: 1 of 5 rows unexpected" in log
+    assert "unexpected rows (sample): " in log and '"minute": "2026-11-22T00:05:00"' in log
+
+
+def test_a_warn_failure_passes_and_is_recorded_and_a_rerun_replaces_its_rows(spark, lake):
+    threshold = registry.app("click_surge").knob("threshold").default
+    for _ in range(2):
+        assert run(lake, "surge_history", "warned", *INTERVAL) == 0
+    assert failed(spark, lake, "warned") == {
+        f"expect_column_values_to_be_between(column=click_count, min_value={threshold}, "
+        "strict_min=true)": "warn"}
+    rows = results(spark, lake, "warned").collect()
+    assert len(rows) == len(rules.suite_rules("surge_history"))  # not doubled by the rerun
+    warned = next(r for r in rows if not r.success)
+    assert (warned.observed_value, warned.unexpected_count) == ("1 of 1 rows unexpected", 1)
+
+
+def test_a_view_is_validated_whole_against_its_sources_rows(spark, lake):
+    assert run(lake, "page_clicks_hourly", "view") == 0
+    rows = {r.expectation: r for r in results(spark, lake, "view").collect()}
+    total = rows["expect_column_sum_to_be_between(column=clicks, min_value=$source_rows, "
+                 "max_value=$source_rows)"]
+    assert total.success and float(total.observed_value) == len(SILVER["page_clicks"])
+    assert total.interval_start is None and total.interval_end is None
+
+
+def test_data_docs_live_under_the_runtime_dir_and_list_the_runs(lake):
+    index = data_docs_index(lake)
+    assert index.is_relative_to(lake.runtime_dir)
+    html = index.read_text()
+    for run_name in ("lake_hourly__good", "lake_hourly__faulty", "lake_hourly__view"):
+        assert run_name in html
+    assert not (lake.gx_dir / "work").exists() or not any((lake.gx_dir / "work").iterdir())
+
+
+def test_arguments_are_checked():
+    with pytest.raises(SystemExit):
+        quality.parse_args(["--table", "page_traffic"])  # a gold table needs its interval
+    with pytest.raises(SystemExit):
+        quality.parse_args(["--table", "page_clicks_hourly", *INTERVAL])
