@@ -1,6 +1,6 @@
 """An app's DAG drives the lifecycle (adlake.apps) through Airflow: a real DAG run on the real
 metadata DB, its form validated, its task's result the app's status. (Starting and stopping real
-apps is tested in tests/spark_apps/ops/test_app_lifecycle.py.)"""
+apps through these DAGs is tested in tests/dags/test_app_lifecycle_dags.py.)"""
 
 from __future__ import annotations
 

@@ -23,22 +23,24 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import secrets
-import signal
 import subprocess
-import sys
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
 from adlake import registry
 from adlake.airflow import factory
 from adlake.kafka_local import free_port, scratch_broker
-from adlake.processes import group_alive
 from tests.conftest import private_settings
 from tests.dags.conftest import DAGS_DIR, task_env
+from tests.support.airflow_daemons import (
+    AIRFLOW,
+    Daemons,
+    execution_api_up,
+    scheduler_env,
+    start_execution_api,
+    wait_for,
+)
 from tests.spark_apps.lake.test_transforms import at, d, silver
 
 # 12 to 19 minutes on 2 cores (15 spark-submits and a real scheduler): the e2e tier, run by
@@ -53,7 +55,6 @@ HOURS = [dt.datetime(2026, 11, 21, 22, tzinfo=UTC), dt.datetime(2026, 11, 21, 23
 FIRST = HOURS[1:]  # the first backfill: both sides of midnight
 SECOND = [HOURS[2], HOURS[2] + HOUR]  # the second: one hour of the first, one past silver
 GOLD = [t.name for t in registry.TABLES.values() if t.layer == "gold"]
-AIRFLOW = os.path.join(os.path.dirname(sys.executable), "airflow")
 BACKFILL_TIMEOUT_S = 1200  # a loaded 2-core machine; idle, a backfill run takes about a minute
 
 
@@ -111,62 +112,6 @@ def write_silver(spark, settings) -> None:
 
 
 # -- Airflow's processes ---------------------------------------------------------------------
-
-class Daemons:
-    """Airflow processes started by this test, each leading its own process group (its
-    executor's workers and their spark-submits go with it); :meth:`stop` ends every group."""
-
-    def __init__(self, logs: Path):
-        self.logs = logs
-        self.procs: dict[str, subprocess.Popen] = {}
-
-    def start(self, name: str, args: list[str], env: dict[str, str]) -> None:
-        with open(self.log(name), "wb") as out:
-            self.procs[name] = subprocess.Popen(
-                [AIRFLOW, *args], env=env, stdout=out, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True)
-
-    def log(self, name: str) -> Path:
-        return self.logs / f"airflow-{name}.log"
-
-    def tail(self, name: str, chars: int = 3000) -> str:
-        return self.log(name).read_text(errors="replace")[-chars:]
-
-    def stop(self) -> None:
-        for proc in reversed(list(self.procs.values())):
-            for sig, wait_s in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-                try:
-                    os.killpg(proc.pid, sig)
-                except ProcessLookupError:
-                    break
-                deadline = time.monotonic() + wait_s
-                while time.monotonic() < deadline and group_alive(proc.pid):
-                    proc.poll()  # reap the leader: a zombie is no longer alive
-                    time.sleep(0.2)
-                if not group_alive(proc.pid):
-                    break
-            proc.wait(timeout=10)
-
-
-def wait_for(condition, timeout_s: float, what: str, details=lambda: ""):
-    """Poll ``condition`` until it returns something truthy; fail with ``details()``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(1)
-    raise AssertionError(f"{what}: not within {timeout_s:.0f}s\n{details()}")
-
-
-def _execution_api_up(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/execution/health",
-                                    timeout=5) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
 
 def backfill_create(env: dict[str, str], first: dt.datetime, last: dt.datetime,
                     *extra: str) -> int:
@@ -292,19 +237,13 @@ def test_backfills_give_the_hourly_runs_gold_tables_and_change_nothing_when_repe
         phases[name] = time.monotonic() - started - sum(phases.values())
 
     port = free_port()
-    env = {**os.environ,
-           "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-           "AIRFLOW__CORE__PARALLELISM": "2",
-           "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
-           "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
-           # Runs come from the backfills only: no run of the latest hour, no asset-triggered
-           # view run, no supervisor run (the scheduler still runs what is queued).
-           "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "false"}
+    # Runs come from the backfills only: no run of the latest hour, no asset-triggered view
+    # run, no supervisor run (the scheduler still runs what is queued).
+    env = scheduler_env(port, AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE="false")
     daemons = Daemons(tmp_path)
     try:
         # The task runners report to the execution API: up while the original runs go.
-        daemons.start("api-server", ["api-server", "--apps", "execution", "--host", "127.0.0.1",
-                                     "--port", str(port), "--workers", "1"], env)
+        start_execution_api(daemons, port, env)
 
         # 1. The original hourly runs, in this process. A manual run covers the last whole
         # hour before its logical date: 23:30 covers 22:00-23:00 (a logical date the backfill,
@@ -317,7 +256,7 @@ def test_backfills_give_the_hourly_runs_gold_tables_and_change_nothing_when_repe
             assert (run.data_interval_start, run.data_interval_end) == (hour, hour + HOUR)
         phase("hourly runs")
         # The scheduler starts once no dag.test() run is left for it to take over.
-        wait_for(lambda: _execution_api_up(port), 300, "execution API",
+        wait_for(lambda: execution_api_up(port), 300, "execution API",
                  lambda: daemons.tail("api-server"))
         daemons.start("scheduler", ["scheduler"], env)
         hourly = snapshot(spark, settings)

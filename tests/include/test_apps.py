@@ -8,7 +8,8 @@ one would, except that the app module is replaced by :data:`FAKE_APP`, a few lin
 that write a status file like an app, stop on SIGTERM, or misbehave on request (ignore SIGTERM,
 leave a child behind, exit at once). Everything adlake.apps does around the app (launcher, lock,
 session, log, environment, stop marker, exit record, backoff) is the real thing; the real apps
-run in ``tests/spark_apps/ops/test_app_lifecycle.py``.
+run in ``tests/dags/test_app_lifecycle_dags.py`` (through Airflow) and
+``tests/spark_apps/ops/test_app_lifecycle.py`` (trigger switches).
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
-"""The streaming-app lifecycle (``adlake.apps``) with the real apps and a real broker: the app
-started by ``act`` as a detached process holding its lock, a second start refused, ``kill -9``
-repaired by the supervisor, a graceful stop that commits everything, and trigger switches.
+"""Trigger switches of the streaming-app lifecycle (``adlake.apps``) with the real apps and a real
+broker: each app started by ``act`` as a detached process holding its lock, stopped gracefully
+(committing everything), started again in the other trigger mode.
+
+The rest of the lifecycle (start through the app's DAG, a second start refused, ``kill -9``
+repaired by the scheduler's supervisor runs, a scheduler restart, stops through the DAGs) runs
+through Airflow in ``tests/dags/test_app_lifecycle_dags.py``.
 
 What the app must have written comes from ``test_click_surge_app``'s own reading of the rules
 (``expected_output``: every surging window with its exact final count, every reject in the DLQ),
@@ -23,16 +27,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import signal
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
 from adlake import apps, generator, registry
 from adlake.status import read_status
+from tests.support.app_processes import kill_lock_holders
+from tests.support.app_processes import launchers as app_launchers
 from tests.spark_apps.ops.conftest import (
     committed_offsets,
     end_offsets,
@@ -68,13 +71,7 @@ def settings(fresh_kafka):
 def _stop_apps_left_running(fresh_kafka):
     """Kill whatever app a failed test leaves holding its lock, before the broker goes."""
     yield
-    for name in registry.APPS:
-        current = apps.holder(fresh_kafka.settings, name)
-        if current is not None and current.pid > 0:
-            try:
-                os.killpg(current.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    kill_lock_holders(fresh_kafka.settings)
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -98,22 +95,7 @@ def wait_state(settings, wanted: str, timeout_s: float = APP_TIMEOUT_S) -> None:
 
 
 def launchers(settings) -> list[int]:
-    """Pids of every process running this test's click_surge through the launcher."""
-    lock = str(apps.lock_path(settings, APP.name))
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        if stat.rsplit(")", 1)[1].split()[0] == "Z":
-            continue
-        if apps.LAUNCHER.encode() in cmdline and lock.encode() in cmdline:
-            out.append(int(entry.name))
-    return out
+    return app_launchers(settings, APP.name)
 
 
 def clicks_in_broker(settings) -> int:
@@ -165,61 +147,6 @@ def split_windows(expected: Expected, committed: dict) -> dict:
 
 
 # -- the tests -----------------------------------------------------------------------------------
-
-def test_one_instance_a_killed_app_restarted_by_the_supervisor_and_a_graceful_stop(
-        settings, tmp_path):
-    started = time.monotonic()
-    first = apps.act(settings, APP.name, "start", knobs={"threshold": THRESHOLD},
-                     reason="test")["result"]["started"]
-    assert first["mode"] == APP.default_trigger == "realtime"
-    assert "--checkpoint" not in first["argv"]
-    # Exactly one instance: a second start, whatever its trigger, is refused and changes nothing.
-    for trigger in ("realtime", "processing_time"):
-        with pytest.raises(apps.AlreadyRunning, match=f"pid {first['pid']}, mode realtime"):
-            apps.act(settings, APP.name, "start", trigger=trigger)
-    assert apps.read_desired(settings, APP.name).trigger == "realtime"
-    assert apps.holder(settings, APP.name).pid == first["pid"]
-    assert launchers(settings) == [first["pid"]]
-    wait_state(settings, "running")
-    running_s = time.monotonic() - started
-
-    with ThreadPoolExecutor(1) as pool:
-        traffic_done = produce_in_background(pool, settings, tmp_path, seed=61, duration_s=25)
-        # kill -9 once the app has committed some of the traffic, while more is coming
-        wait_for(lambda: traffic_done.done() or committed_clicks(settings) > 0,
-                 APP_TIMEOUT_S, 0.5, lambda: log(settings))
-        assert not traffic_done.done(), "the traffic ended before the app committed any of it"
-        committed_at_kill = committed_clicks(settings)
-        os.kill(first["pid"], signal.SIGKILL)
-        wait_for(lambda: apps.holder(settings, APP.name) is None, 30, 0.2)
-        assert state(settings) == "failed"
-
-        # The supervisor (its clock past any backoff) restarts it on the same checkpoint.
-        [restart] = apps.supervise(settings, now=time.time() + settings.app_backoff_max_s)
-        assert (restart["app"], restart["action"], restart["ok"], restart["count"]) == (
-            APP.name, "restart", True, 1), restart
-        assert "killed" in restart["error"]
-        second = apps.holder(settings, APP.name)
-        assert second.pid != first["pid"] and launchers(settings) == [second.pid]
-        assert (second.mode, second.argv[3:]) == ("realtime", first["argv"][3:])
-        traffic_done.result()
-
-    expected = expected_now(settings)
-    end = input_end(settings.kafka_bootstrap)
-    wait_done(settings, expected, end)
-    out = check(settings.kafka_bootstrap, expected)
-    assert state(settings) == "running"
-    record = apps.read_restarts(settings, APP.name)
-    assert (record.count, record.reason) == (1, "should run and does not")
-
-    stop_started = time.monotonic()
-    stopped = stop_gracefully(settings)
-    # the stop lets the running batch commit: everything read is committed
-    assert committed_offsets(settings.checkpoint_path(APP.name)) == end
-    print(f"\nlifecycle: running {running_s:.0f}s after the start; killed with "
-          f"{committed_at_kill} clicks committed; {summary(expected, out)}; stopped in "
-          f"{time.monotonic() - stop_started:.1f}s ({stopped['waited_s']}s after SIGTERM)")
-
 
 def test_switching_real_time_mode_to_micro_batches_and_back_keeps_the_input_and_the_state(
         settings, tmp_path):
