@@ -328,7 +328,10 @@ def down(settings: Settings) -> None:
             log(f"{app} stopped: {result.get('result', result)}")
     for component in reversed(AIRFLOW_COMPONENTS):
         stop_component(settings, component)
-    LocalKafka(settings).stop()
+    broker = LocalKafka(settings)
+    if broker.is_running():
+        broker.stop()
+        log(f"Kafka broker stopped ({broker.bootstrap})")
     log("platform stopped")
 
 
