@@ -11,6 +11,7 @@ COMMANDS = [
     "adlake.platform",
     "spark_apps.lake.bronze", "spark_apps.lake.silver", "spark_apps.lake.gold",
     "spark_apps.lake.views", "spark_apps.lake.benchmark", "spark_apps.lake.views_benchmark",
+    "adlake.quality.generate", "spark_apps.lake.quality", "spark_apps.lake.quality_benchmark",
 ]
 
 
