@@ -62,9 +62,11 @@ MANUAL = "manual"
 
 @dataclass(frozen=True)
 class Outcome:
-    """One validation: its ``dq_results`` rows, the failure report, where Data Docs are."""
+    """One validation: its ``dq_results`` rows, the suite parameters it ran with, the failure
+    report, where Data Docs are."""
 
     rows: list[dict[str, Any]]
+    parameters: dict[str, Any]
     report: str | None
     data_docs: str
     seconds: float
@@ -238,7 +240,7 @@ def validate(spark: SparkSession, settings: Settings, name: str, context: RunCon
     rows = result_rows(validation, context)
     write_results(spark, settings, rows, context)
     failed = any(not r["success"] for r in rows)
-    return Outcome(rows, failure_report(validation, context) if failed else None,
+    return Outcome(rows, parameters, failure_report(validation, context) if failed else None,
                    str(project.data_docs_index(settings)), time.monotonic() - started)
 
 
@@ -284,6 +286,8 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
           f"{table_path(settings, RESULTS_TABLE)}; Data Docs: {outcome.data_docs}", flush=True)
     if outcome.report:
         print(outcome.report, flush=True)
+        print("  with parameters: " + ", ".join(f"${k}={v}" for k, v in outcome.parameters.items()),
+              flush=True)
     if outcome.failed_errors:
         raise QualityCheckFailed(
             f"{args.table}: {len(outcome.failed_errors)} error expectation(s) failed: "

@@ -45,6 +45,10 @@ GX_SEVERITY = {"error": "critical", "warn": "warning"}
 # every unexpected value of a large slice.
 RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": 10,
                  "include_unexpected_rows": True}
+# The Data Docs index lists the newest results only: GX reads every result it lists at each
+# rebuild (after every run), so an unbounded index gets slower with every hour of history. Older
+# results stay on disk, their pages too; dq_results keeps the whole history.
+DATA_DOCS_INDEX_LIMIT = 500
 RUNTIME_VARIABLE = "gx_runtime_dir"
 MANAGED_DIRS = ("expectations", "validation_definitions", "checkpoints")
 _NAMESPACE = uuid.UUID("6f1c3c52-5d6e-4b0a-9a57-8d0b1f4c2a11")  # Adlake's, fixed forever
@@ -151,6 +155,7 @@ data_docs_sites:
       base_directory: ${{{RUNTIME_VARIABLE}}}/uncommitted/data_docs/{DATA_DOCS_SITE}/
     site_index_builder:
       class_name: DefaultSiteIndexBuilder
+      validation_results_limit: {DATA_DOCS_INDEX_LIMIT}
 """
 
 

@@ -60,6 +60,8 @@ def test_great_expectations_reads_every_suite_with_our_severities(tmp_path):
     context = gx.get_context(mode="file", context_root_dir=root,
                              runtime_environment={project.RUNTIME_VARIABLE: str(tmp_path / "rt")})
     assert context.variables.analytics_enabled is False
+    site = context.variables.data_docs_sites[project.DATA_DOCS_SITE]
+    assert site["site_index_builder"]["validation_results_limit"] == project.DATA_DOCS_INDEX_LIMIT
     for name in rules.SUITES:
         suite = context.suites.get(name)
         expected = rules.suite_rules(name)
