@@ -410,6 +410,9 @@ class Job:
     # Every job writes idempotently (partition replace, insert-if-absent MERGE, a view's
     # versioned MERGE), so a retried attempt is safe.
     retries: int = 2
+    # A quality gate validates the tables it reads (spark_apps.lake.quality): it runs right after
+    # their writer, and what depends on them waits for it (its `error` expectations passing).
+    gate: bool = False
 
     def __post_init__(self) -> None:
         if self.schedule not in SCHEDULES:
@@ -450,11 +453,11 @@ JOBS: dict[str, Job] = {j.name: j for j in [
     # so nothing downstream of the table runs; one retry, for a transient Spark failure only (a
     # data failure fails again).
     *[Job(f"quality_{t.name}", "spark_apps.lake.quality", "lake", (t.name,), ("dq_results",),
-          "hourly", args=("--table", t.name), retries=1,
+          "hourly", args=("--table", t.name), retries=1, gate=True,
           description=f"Great Expectations suite `{t.name}` over the event dates the interval "
                       f"touches; results to `dq_results` and Data Docs.") for t in _GOLD],
     *[Job(f"quality_{v.name}", "spark_apps.lake.quality", "lake", (v.name,), ("dq_results",),
-          "on_update", args=("--table", v.name), retries=1,
+          "on_update", args=("--table", v.name), retries=1, gate=True,
           description=f"Great Expectations suite `{v.name}` over the whole view, its count "
                       f"checked against `{v.source}` at the version the view reflects; results "
                       f"to `dq_results` and Data Docs.") for v in VIEWS.values()],
