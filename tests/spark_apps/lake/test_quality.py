@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from adlake import registry
 from adlake.quality import rules
+from adlake.quality.history import recent_runs
 from adlake.quality.project import data_docs_index
 from adlake.quality.results import QualityCheckFailed
 from spark_apps.lake import gold, quality
@@ -125,6 +126,12 @@ def test_data_docs_live_under_the_runtime_dir_and_list_the_runs(lake):
     for run_name in ("lake_hourly__good", "lake_hourly__faulty", "lake_hourly__view"):
         assert run_name in html
     assert not (lake.gx_dir / "work").exists() or not any((lake.gx_dir / "work").iterdir())
+    # The history a person reads: a warn-only run passed, the faulty one did not; each run's page.
+    runs = recent_runs(lake)
+    faulty = next(r for r in runs["page_traffic"] if r.run_name == "lake_hourly__faulty")
+    assert (faulty.passed, faulty.failed_errors) == (False, 3)
+    assert (index.parent / faulty.page).is_file()
+    assert [(r.passed, r.failed_warns) for r in runs["surge_history"]] == [(True, 1), (True, 1)]
 
 
 def test_arguments_are_checked():

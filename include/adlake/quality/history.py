@@ -1,0 +1,90 @@
+"""Past validations, read from GX's validation results store (JSON files, no Spark, no GX), for
+what a person reads: the latest result per table and its pass rate over the last runs.
+
+GX keeps one JSON file per validation under
+``<runtime>/gx/uncommitted/validations/<suite>/<run name>/<run time>/<batch>.json`` (the run name
+is ``<dag_id>__<run_id>``, see :func:`spark_apps.lake.quality.run_checkpoint`); its Data Docs page
+has the same path under the site, with ``.html``. A run *passed* when no ``error`` expectation
+failed, as the quality task decides (GX's own ``success`` is false on a failed ``warn`` too).
+The full history, with intervals, is the Delta table ``dq_results``; this reads the files only,
+so an Airflow web process can show it.
+
+>>> summarize([])
+{}
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from adlake.config import Settings
+from adlake.quality import ERROR
+from adlake.quality.results import severity_of
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One validation of one table: when, which Airflow run, what failed, its Data Docs page
+    (relative to the site's root)."""
+
+    table: str
+    run_name: str
+    run_time: datetime
+    passed: bool
+    evaluated: int
+    failed_errors: int
+    failed_warns: int
+    page: str
+
+
+def validations_dir(settings: Settings) -> Path:
+    return settings.gx_dir / "uncommitted" / "validations"
+
+
+def read_run(path: Path, root: Path) -> RunSummary:
+    """The summary of one stored validation result at ``path`` (under store ``root``)."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    failed = [severity_of(r["expectation_config"]) for r in doc["results"] if not r["success"]]
+    errors = failed.count(ERROR)
+    run = doc["meta"]["run_id"]
+    return RunSummary(table=doc["suite_name"], run_name=run["run_name"] or "",
+                      run_time=datetime.fromisoformat(run["run_time"]), passed=errors == 0,
+                      evaluated=len(doc["results"]), failed_errors=errors,
+                      failed_warns=len(failed) - errors,
+                      page=str(Path("validations") / path.relative_to(root).with_suffix(".html")))
+
+
+def recent_runs(settings: Settings, last: int = 24) -> dict[str, list[RunSummary]]:
+    """Per table, its ``last`` validations, newest first. Only those files are read: the run
+    time directories (``20261121T130512.123456Z``) sort as text in time order."""
+    root = validations_dir(settings)
+    out: dict[str, list[RunSummary]] = {}
+    if not root.is_dir():
+        return out
+    for suite in sorted(p for p in root.iterdir() if p.is_dir()):
+        files = sorted(suite.glob("*/*/*.json"), key=lambda p: p.parent.name, reverse=True)
+        out[suite.name] = [read_run(p, root) for p in files[:last]]
+    return out
+
+
+def summarize(runs: Iterable[RunSummary]) -> dict[str, dict]:
+    """Per table: the latest run, and the share of the given runs that passed.
+
+    >>> t = datetime(2026, 11, 21, 13)
+    >>> runs = [RunSummary("page_traffic", "r1", t, True, 11, 0, 1, "a.html"),
+    ...         RunSummary("page_traffic", "r2", t.replace(hour=14), False, 11, 2, 0, "b.html")]
+    >>> s = summarize(runs)["page_traffic"]
+    >>> s["latest"].run_name, s["pass_rate"], s["runs"]
+    ('r2', 0.5, 2)
+    """
+    by_table: dict[str, list[RunSummary]] = defaultdict(list)
+    for run in runs:
+        by_table[run.table].append(run)
+    return {table: {"latest": max(rs, key=lambda r: r.run_time),
+                    "pass_rate": sum(r.passed for r in rs) / len(rs), "runs": len(rs)}
+            for table, rs in sorted(by_table.items())}
