@@ -9,6 +9,8 @@
   time a job validates from a working copy under ``<runtime>/gx``, where GX's ``uncommitted/``
   (validation results, Data Docs) lives too; nothing is written into the repository.
 * :mod:`.results` — a validation result → ``dq_results`` rows, and which failures fail the task.
+* :mod:`.history` — each table's recent validations and pass rate, read from GX's result store
+  (JSON files: no Spark, no GX), for the Airflow UI.
 
 The Spark side is ``spark_apps/lake/quality.py``. This package imports neither PySpark nor GX at
 module level: the DAG files read the registry, and the registry's jobs name this package's job.
