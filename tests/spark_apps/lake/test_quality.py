@@ -139,3 +139,10 @@ def test_arguments_are_checked():
         quality.parse_args(["--table", "page_traffic"])  # a gold table needs its interval
     with pytest.raises(SystemExit):
         quality.parse_args(["--table", "page_clicks_hourly", *INTERVAL])
+
+
+def test_an_empty_view_of_an_empty_source_has_nothing_to_validate(spark, lake):
+    ensure_table(spark, lake, registry.table("silver_ad_requests"))
+    full_refresh(spark, lake, registry.view("household_reach_by_geo"))
+    assert run(lake, "household_reach_by_geo", "empty") == 0
+    assert results(spark, lake, "empty").count() == 0
