@@ -23,9 +23,10 @@ def test_exactly_one_dag_per_registry_entry_plus_the_supervisor(dagbag):
     assert set(dagbag.dag_ids) == factory.expected_dag_ids()
     hourly = {j.name for j in registry.JOBS.values() if j.schedule == "hourly"}
     assert {t.task_id for t in dagbag.dags[factory.LAKE_DAG_ID].tasks} == hourly
-    for job in registry.JOBS.values():
-        if job.schedule == "on_update":
-            assert [t.task_id for t in dagbag.dags[job.name].tasks] == [job.name]
+    for job in factory.view_jobs():
+        # the refresh, then the quality gate of what it wrote
+        assert [t.task_id for t in dagbag.dags[job.name].tasks] == [
+            job.name, *(g.name for g in registry.JOBS.values() if g.gate and g.reads == job.writes)]
     for app in registry.APPS.values():
         assert f"app_{app.name}" in dagbag.dag_ids
 
@@ -58,8 +59,24 @@ def test_the_lake_chain_follows_what_each_job_reads_and_writes(dagbag):
     dag = dagbag.dags[factory.LAKE_DAG_ID]
     assert dag.get_task("silver").upstream_task_ids == {"bronze"}
     assert dag.get_task("gold").upstream_task_ids == {"silver"}
-    assert {a.name for a in dag.get_task("gold").outlets} == {
-        t.name for t in registry.TABLES.values() if t.layer == "gold"}
+    gold = [t.name for t in registry.TABLES.values() if t.layer == "gold"]
+    # Each gold table is published (its Asset updated) by its quality gate, not by gold: a table
+    # that fails an `error` expectation holds back whatever is scheduled on it.
+    assert {a.name for a in dag.get_task("gold").outlets} == set()
+    for table in gold:
+        gate = dag.get_task(f"quality_{table}")
+        assert gate.upstream_task_ids == {"gold"} and gate.downstream_task_ids == set()
+        assert {a.name for a in gate.outlets} == {table, "dq_results"}
+
+
+def test_a_view_is_published_by_its_quality_gate(dagbag):
+    for job in factory.view_jobs():
+        dag = dagbag.dags[job.name]
+        [view] = job.writes
+        refresh, gate = dag.get_task(job.name), dag.get_task(f"quality_{view}")
+        assert refresh.downstream_task_ids == {gate.task_id}
+        assert {a.name for a in refresh.outlets} == set()
+        assert {a.name for a in gate.outlets} == {view, "dq_results"}
 
 
 def test_scheduled_dags_use_data_intervals_in_utc_and_no_catchup(dagbag):
@@ -72,17 +89,20 @@ def test_scheduled_dags_use_data_intervals_in_utc_and_no_catchup(dagbag):
 
 
 def test_views_run_when_their_source_table_updates(dagbag):
-    for job in (j for j in registry.JOBS.values() if j.schedule == "on_update"):
+    for job in factory.view_jobs():
         dag = dagbag.dags[job.name]
         names = {a.name for a in dag.timetable.asset_condition.objects}
         assert names == set(job.reads), job.name
 
 
 def test_producers_declare_their_tables_as_outlets(dagbag):
-    dag = dagbag.dags[factory.LAKE_DAG_ID]
-    for task in dag.tasks:
-        assert {a.name for a in task.outlets} == set(registry.job(task.task_id).writes) & \
-            (set(registry.TABLES) | set(registry.VIEWS))
+    tables = set(registry.TABLES) | set(registry.VIEWS)
+    gated = {t for j in registry.JOBS.values() if j.gate for t in j.reads}
+    for dag_id in [factory.LAKE_DAG_ID, *(j.name for j in factory.view_jobs())]:
+        for task in dagbag.dags[dag_id].tasks:
+            job = registry.job(task.task_id)
+            expected = (set(job.writes) & tables) - gated | (set(job.reads) if job.gate else set())
+            assert {a.name for a in task.outlets} == expected, task.task_id
 
 
 def test_app_dags_have_a_typed_form(dagbag):
@@ -118,3 +138,17 @@ def test_rendered_arguments_carry_the_data_interval(dagbag, task_id):
     assert args[args.index("--end") + 1] == "2026-11-21T14:00:00+00:00"
     assert task._conn_id == factory.spark_conn_id("lake")
     assert task.application == str(factory.SUBMIT)
+
+
+def test_a_quality_gate_records_its_results_under_its_run(dagbag):
+    dag = dagbag.dags[factory.LAKE_DAG_ID]
+    task = dag.get_task("quality_campaign_delivery")
+    start = datetime(2026, 11, 21, 13, tzinfo=timezone.utc)
+    context = {"data_interval_start": start, "data_interval_end": start + timedelta(hours=1),
+               "dag": dag, "run_id": "scheduled__2026-11-21T13:00:00+00:00"}
+    task.render_template_fields(context, jinja_env=dag.get_template_env())
+    args = task.application_args
+    assert args[:3] == ["spark_apps.lake.quality", "--table", "campaign_delivery"]
+    assert args[args.index("--dag-id") + 1] == factory.LAKE_DAG_ID
+    assert args[args.index("--run-id") + 1] == "scheduled__2026-11-21T13:00:00+00:00"
+    assert args[args.index("--start") + 1] == "2026-11-21T13:00:00+00:00"

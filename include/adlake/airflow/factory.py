@@ -3,14 +3,16 @@ app is one registry entry and no DAG edit. Imports Airflow's SDK and Adlake's re
 configuration only: never PySpark, and no I/O when a DAG file is parsed.
 
 * ``lake_hourly`` — the lake chain, every hour on a ``CronDataIntervalTimetable`` in UTC: the
-  registry's ``hourly`` jobs (bronze → silver → one task per gold table), each a spark-submit
-  (``SparkSubmitOperator``) with ``--start {{ data_interval_start }} --end
-  {{ data_interval_end }}``; each declares the tables it writes as Airflow Assets. Every job
-  writes its interval idempotently, so ``airflow backfill create`` over any range gives the same
-  tables.
-* ``view_<name>`` — one per ``on_update`` job (the view refreshes): triggered when the table it
-  reads is updated (its Asset). An asset-triggered run has no data interval; the refresh catches
-  up to the source's latest version, so it needs none.
+  registry's ``hourly`` jobs (bronze → silver → gold → one quality gate per gold table), each a
+  spark-submit (``SparkSubmitOperator``) with ``--start {{ data_interval_start }} --end
+  {{ data_interval_end }}``. Every job writes its interval idempotently, so ``airflow backfill
+  create`` over any range gives the same tables.
+* ``view_<name>`` — one per ``on_update`` job (the view refreshes), then its quality gate:
+  triggered when the table it reads is updated (its Asset). An asset-triggered run has no data
+  interval; the refresh catches up to the source's latest version, so it needs none.
+* **Assets.** Each task declares the tables it writes as Airflow Assets, except a table that a
+  quality gate validates: the gate publishes it, so a table whose `error` expectations fail
+  holds back everything scheduled on it.
 * ``app_<name>`` — one per streaming app, triggered by hand with a form (typed ``Param``s:
   action, trigger and the app's knobs). Its task only *acts* (``adlake.apps.act``): the app
   runs detached, holding its lock, never inside the task.
@@ -43,6 +45,8 @@ HOURLY = "0 * * * *"
 SUBMIT = REPO_ROOT / "spark_apps" / "submit.py"
 INTERVAL_ARGS = ("--start", "{{ data_interval_start | ts }}",
                  "--end", "{{ data_interval_end | ts }}")
+# A quality gate records its results under the DAG run that validated (dq_results).
+RUN_ARGS = ("--dag-id", "{{ dag.dag_id }}", "--run-id", "{{ run_id }}")
 
 
 def spark_conn_id(runtime: str) -> str:
@@ -88,20 +92,45 @@ def _default_args(retries: int) -> dict:
             "retry_exponential_backoff": retries > 0, "max_retry_delay": timedelta(minutes=10)}
 
 
+def gated() -> dict[str, str]:
+    """``{table: gate job}``: the tables a quality gate validates, and which gate."""
+    return {t: j.name for j in registry.JOBS.values() if j.gate for t in j.reads}
+
+
+def published(job: registry.Job) -> list[str]:
+    """The tables whose Asset the job's task declares as outlets. A table validated by a quality
+    gate is published by the gate, not by the job that writes it: whatever is scheduled on that
+    table runs only once its data passed its `error` expectations."""
+    gates = gated()
+    own = [t for t in job.writes if _is_table(t) and t not in gates]
+    return own + ([t for t in job.reads if gates.get(t) == job.name] if job.gate else [])
+
+
 def spark_task(job: registry.Job):
-    """The job as a spark-submit; its argv (module, args, interval) is a templated field, so the
-    UI shows exactly what ran."""
+    """The job as a spark-submit; its argv (module, args, interval, and for a quality gate the
+    run it records its results under) is a templated field, so the UI shows exactly what ran."""
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
     python = sys.executable  # the lake environment is Airflow's: its interpreter runs the jobs
     return SparkSubmitOperator(
         task_id=job.name, conn_id=spark_conn_id(job.runtime), application=str(SUBMIT),
         application_args=[job.module, *job.args,
-                          *(INTERVAL_ARGS if job.takes_interval else ())],
+                          *(INTERVAL_ARGS if job.takes_interval else ()),
+                          *(RUN_ARGS if job.gate else ())],
         jars="{{ adlake_jars('%s') }}" % job.runtime, name=f"adlake-{job.name}",
         conf={"spark.pyspark.python": python, "spark.pyspark.driver.python": python},
         doc_md=job.description, retries=job.retries,
-        outlets=[asset(t) for t in job.writes if _is_table(t)])
+        outlets=[asset(t) for t in published(job)])
+
+
+def chain(jobs: list[registry.Job]) -> dict:
+    """One task per job, each downstream of the jobs that write what it reads."""
+    tasks = {j.name: spark_task(j) for j in jobs}
+    writer = {table: j.name for j in jobs for table in j.writes}
+    for j in jobs:
+        for upstream in sorted({writer[t] for t in j.reads if t in writer} - {j.name}):
+            tasks[upstream] >> tasks[j.name]
+    return tasks
 
 
 def build_lake_dag() -> DAG:
@@ -112,11 +141,7 @@ def build_lake_dag() -> DAG:
              tags=["lake", "hourly"], default_args=_default_args(retries=2),
              user_defined_macros={"adlake_jars": runtime_jars_macro},
              doc_md=_lake_doc(jobs)) as dag:
-        tasks = {j.name: spark_task(j) for j in jobs}
-        writer = {table: j.name for j in jobs for table in j.writes}
-        for j in jobs:
-            for upstream in sorted({writer[t] for t in j.reads if t in writer} - {j.name}):
-                tasks[upstream] >> tasks[j.name]
+        chain(jobs)
     return dag
 
 
@@ -129,8 +154,14 @@ def _lake_doc(jobs: list[registry.Job]) -> str:
     return "\n".join(lines)
 
 
+def gates_of(job: registry.Job) -> list[registry.Job]:
+    """The quality gates that validate what ``job`` writes."""
+    return [g for g in registry.JOBS.values() if g.gate and set(g.reads) & set(job.writes)]
+
+
 def build_view_dag(job: registry.Job) -> DAG:
-    """An ``on_update`` job: runs when any table it reads is updated."""
+    """An ``on_update`` job, run when any table it reads is updated, then its quality gates."""
+    gates = gates_of(job)
     with DAG(job.name,
              schedule=[asset(t) for t in job.reads], start_date=START, catchup=False,
              max_active_runs=1, tags=["lake", "view"], default_args=_default_args(job.retries),
@@ -138,8 +169,9 @@ def build_view_dag(job: registry.Job) -> DAG:
              doc_md=f"# {job.name}\n\n{job.description}\n\nRuns when "
                     f"{', '.join(f'`{t}`' for t in job.reads)} is updated; an asset-triggered "
                     "run has no data interval, and the refresh needs none: it catches up to "
-                    "the source's latest version.") as dag:
-        spark_task(job)
+                    "the source's latest version."
+                    + "".join(f"\n\n**{g.name}** — {g.description}" for g in gates)) as dag:
+        chain([job, *gates])
     return dag
 
 
@@ -206,9 +238,13 @@ def ops_apps() -> list[registry.App]:
     return [a for a in registry.APPS.values() if a.runtime == "ops"]
 
 
+def view_jobs() -> list[registry.Job]:
+    """The ``on_update`` jobs that own a DAG (their quality gates run inside it)."""
+    return [j for j in registry.JOBS.values() if j.schedule == "on_update" and not j.gate]
+
+
 def build_view_dags() -> list[DAG]:
-    return [build_view_dag(j) for j in registry.JOBS.values()
-            if j.schedule == "on_update"]
+    return [build_view_dag(j) for j in view_jobs()]
 
 
 def build_app_dags() -> list[DAG]:
@@ -217,8 +253,9 @@ def build_app_dags() -> list[DAG]:
 
 def expected_dag_ids() -> set[str]:
     """One DAG per registry entry that schedules work: the lake chain (all ``hourly`` jobs), one
-    per ``on_update`` job, one per streaming app, plus the supervisor."""
+    per ``on_update`` job (with its quality gates), one per streaming app, plus the
+    supervisor."""
     return ({LAKE_DAG_ID, SUPERVISOR_DAG_ID}
-            | {j.name for j in registry.JOBS.values() if j.schedule == "on_update"}
+            | {j.name for j in view_jobs()}
             | {f"app_{a.name}" for a in ops_apps()})
 
