@@ -1,7 +1,9 @@
 """The lake chain run by Airflow, end to end: a real broker loaded with generated traffic, the
 ``lake_hourly`` DAG run by ``dag.test()`` on a real metadata DB (SQLite), every task a real
-spark-submit writing real Delta tables; then the views, which the run's assets queued, one of
-them refreshed by its own DAG. Counts come from the generator's report, not from the code under test."""
+spark-submit writing real Delta tables, a gold table's quality gate passing and then, on a
+duplicated key, failing and holding its table back; then the views, which the run's assets
+queued, one of them refreshed (and its quality gate run) by its own DAG. Counts come from the
+generator's report, not from the code under test."""
 
 from __future__ import annotations
 
@@ -16,6 +18,11 @@ from tests.dags.conftest import DAGS_DIR, task_env
 pytestmark = pytest.mark.integration
 
 INPUTS = ("ad_requests", "ad_impressions", "ad_callbacks", "page_clicks")
+# One gold table's quality gate runs for real; the other four are marked successful without
+# running (each is the same task with another suite, ~30 s of Spark on 2 cores; the suites
+# themselves are validated in tests/spark_apps/lake/test_quality.py).
+GATED = "campaign_delivery"
+OTHER_GATES = rf"^quality_(?!{GATED}$)"
 MALFORMED = ("invalid_json", "missing_field", "wrong_type")
 
 
@@ -68,7 +75,8 @@ def test_lake_chain_dag_writes_the_expected_tables_and_queues_the_views(platform
     lake = bag.dags[factory.LAKE_DAG_ID]
     for hour in hours_of(report):
         # A manual run's data interval is the whole hour before its logical date.
-        run = lake.test(logical_date=hour + dt.timedelta(hours=1))
+        run = lake.test(logical_date=hour + dt.timedelta(hours=1),
+                        mark_success_pattern=OTHER_GATES)
         assert run.state == DagRunState.SUCCESS, f"lake_hourly {hour}: {run.state}"
         assert (run.data_interval_start, run.data_interval_end) == (
             hour, hour + dt.timedelta(hours=1))
@@ -89,16 +97,56 @@ def test_lake_chain_dag_writes_the_expected_tables_and_queues_the_views(platform
     traffic = read_table(spark, settings, "page_traffic").groupBy().sum("clicks")
     assert traffic.collect()[0][0] == n_silver["page_clicks"]
 
-    # Each table the chain wrote got an asset event, and each view's DAG is queued on its source.
+    # Every table the chain wrote got an asset event (the gold table through its gate, which
+    # passed and recorded its results), and each view's DAG is queued on its source.
     with create_session() as session:
         updated = set(session.scalars(select(AssetModel.name).join(
             AssetEvent, AssetEvent.asset_id == AssetModel.id)))
         queued = set(session.scalars(select(AssetDagRunQueue.target_dag_id)))
-    chain_writes = {t for j in registry.JOBS.values() if j.schedule == "hourly"
-                    for t in j.writes if t in registry.TABLES}
-    assert chain_writes <= updated
-    view_dags = {j.name for j in registry.JOBS.values() if j.schedule == "on_update"}
-    assert view_dags <= queued
+    assert {"bronze_ad_callbacks", "silver_ad_callbacks", "quarantine", GATED,
+            "dq_results"} <= updated
+    assert {j.name for j in factory.view_jobs()} <= queued
+    results = read_table(spark, settings, "dq_results").where(f"table = '{GATED}'").collect()
+    assert results and all(r.success or r.severity == "warn" for r in results)
+    assert {r.dag_id for r in results} == {factory.LAKE_DAG_ID}
+
+
+def test_a_gold_table_failing_its_gate_fails_the_run_and_is_not_published(platform_env, spark):
+    """A duplicated key in the hour's partition of a gold table: the gate's run fails, its
+    results name the failed expectation, and the table gets no asset event, so nothing scheduled
+    on it runs."""
+    from airflow.models import DagBag
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.utils.session import create_session
+    from airflow.utils.state import DagRunState, TaskInstanceState
+    from sqlalchemy import func, select
+
+    from spark_apps.lake.tables import read_table, table_path
+
+    settings, report = platform_env
+    hour = hours_of(report)[0]
+
+    def events() -> int:
+        with create_session() as session:
+            return session.scalar(select(func.count()).select_from(AssetEvent).join(
+                AssetModel, AssetEvent.asset_id == AssetModel.id).where(
+                AssetModel.name == GATED))
+
+    before = events()
+    table = read_table(spark, settings, GATED)
+    table.limit(1).write.format("delta").mode("append").save(str(table_path(settings, GATED)))
+    lake = DagBag(str(DAGS_DIR)).dags[factory.LAKE_DAG_ID]
+    # Only the gate runs: gold would rebuild the day and replace the duplicate.
+    run = lake.test(logical_date=hour + dt.timedelta(hours=1, minutes=5),
+                    mark_success_pattern=rf"^(bronze|silver|gold)$|{OTHER_GATES}")
+    assert run.state == DagRunState.FAILED
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert states[f"quality_{GATED}"] == TaskInstanceState.FAILED
+    assert events() == before
+    failed = read_table(spark, settings, "dq_results").where(
+        f"table = '{GATED}' AND run_id = '{run.run_id}' AND NOT success").collect()
+    assert [(r.expectation.split("(")[0], r.severity) for r in failed] == [
+        ("expect_compound_columns_to_be_unique", "error")], failed
 
 
 def test_a_view_dag_refreshes_its_view_to_its_source(platform_env, spark):
@@ -110,8 +158,12 @@ def test_a_view_dag_refreshes_its_view_to_its_source(platform_env, spark):
 
     settings, _ = platform_env
     view = registry.view("campaign_daily_totals")
-    run = DagBag(str(DAGS_DIR)).dags[f"view_{view.name}"].test()
+    # Its quality gate is marked successful without running: the view suites run in
+    # tests/spark_apps/lake/test_quality.py, a gate through Airflow in the tests above.
+    run = DagBag(str(DAGS_DIR)).dags[f"view_{view.name}"].test(mark_success_pattern="^quality_")
     assert run.state == DagRunState.SUCCESS
+    assert {ti.task_id: ti.state for ti in run.get_task_instances()} == {
+        f"view_{view.name}": "success", f"quality_{view.name}": "success"}
     assert views.verify(spark, settings, view) == []
     total = spark.read.format("delta").load(str(settings.table_path(view.name))) \
         .groupBy().sum("impressions").collect()[0][0]
