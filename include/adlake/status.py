@@ -6,6 +6,18 @@ Airflow and the CLI read it without Spark.
 
     python -m adlake.status            # every app's status as a table
     python -m adlake.status --json
+
+Latency, in two figures (see ``adlake.latency``):
+
+* ``e2e p50``/``e2e p99`` (``e2e_latency``): measured, output record's Kafka timestamp minus the
+  ``source_kafka_ts`` it carries, over the newest output records of the last minute; the app's
+  listener measures it every 15 s and keeps an hour of it (``latency_history``).
+* ``bound p50``/``bound p99`` (``latency_p50_ms``…, also ``batch_latency_bound``): an upper bound
+  per batch (commit time minus the source timestamps seen). In Real-Time Mode a batch is the
+  whole checkpoint interval, so it is about that interval whatever the real latency.
+
+``waiting`` summarizes ``waiting_in_state``: rows in state and the watermark that closes them
+all, which only advances as input arrives.
 """
 
 from __future__ import annotations
@@ -26,7 +38,11 @@ COLUMNS = [
     ("age s", "age_s"), ("in rows/s", "input_rows_per_s"), ("out rows/s", "processed_rows_per_s"),
     ("batch ms", "batch_duration_ms"), ("state rows", "state_rows"),
     ("state MB", "state_memory_mb"), ("watermark", "watermark"), ("late rows", "late_rows"),
-    ("lat p50", "latency_p50_ms"), ("lat p95", "latency_p95_ms"), ("lat p99", "latency_p99_ms"),
+    # measured end to end from the output topic (e2e_latency), then the per-batch upper bound
+    ("e2e p50", "e2e_p50_ms"), ("e2e p99", "e2e_p99_ms"), ("e2e n", "e2e_samples"),
+    ("bound p50", "latency_p50_ms"), ("bound p99", "latency_p99_ms"),
+    # what waits in state: rows and the watermark at which all of them have closed
+    ("waiting", "waiting"),
     # From the app's lifecycle (adlake.apps, see with_lifecycle): the state derived from its lock,
     # status and desired state (running, starting, stale, failed, restarting, stopping, stopped),
     # what it should be doing, its pid, and the supervisor's restarts.
@@ -85,10 +101,25 @@ def format_table(statuses: list[dict], now: float | None = None) -> str:
     for status in statuses:
         view = dict(status)
         view["age_s"] = round(now - status["written_at"], 1) if "written_at" in status else None
+        e2e = status.get("e2e_latency") or {}
+        view.update(e2e_p50_ms=e2e.get("p50_ms"), e2e_p99_ms=e2e.get("p99_ms"),
+                    e2e_samples=e2e.get("samples"), waiting=_waiting_cell(status))
         rows.append(["-" if view.get(key) is None else str(view.get(key)) for _, key in COLUMNS])
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
                      for row in rows)
+
+
+def _waiting_cell(status: dict) -> str | None:
+    """``waiting_in_state`` in a cell: ``rows`` and, when rows wait, ``until wm <time>``: the
+    watermark at which all of them have closed (it moves only as input arrives)."""
+    waiting = status.get("waiting_in_state")
+    if not waiting or waiting.get("rows") is None:
+        return None
+    closes = waiting.get("closes_at")
+    if not waiting["rows"] or not closes:
+        return str(waiting["rows"])
+    return f"{waiting['rows']} until wm {closes[11:19]}"
 
 
 def with_lifecycle(settings: Settings, statuses: list[dict], now: float | None = None

@@ -88,3 +88,87 @@ def test_the_table_shows_each_apps_age_at_the_given_time(settings):
     table = cells(format_table(statuses, now=1_042.5))
     assert {app: row["age s"] for app, row in table.items()} == {
         "status-test-f": "42.5", "status-test-g": "12.0"}
+
+
+class FixedProbe:
+    """Stands in for the Kafka probe (``tests/include/test_latency.py`` tests the real one)."""
+
+    def __init__(self, *figures: dict) -> None:
+        self.figures = list(figures)
+
+    def measure(self) -> dict:
+        return self.figures.pop(0)
+
+
+def e2e(at: float, p50: float | None, p99: float | None) -> dict:
+    return {"p50_ms": p50, "p99_ms": p99, "samples": 0 if p50 is None else 120,
+            "window_s": None if p50 is None else 4.2, "measured_at": at}
+
+
+def test_the_per_batch_figure_is_labelled_a_bound_and_state_says_what_it_waits_for(settings):
+    reporter = StatusReporter(settings, "status-test-h", "realtime", probe_every_s=0)
+    reporter.extra.update(threshold=5)  # click_surge's knobs: its windows
+    reporter.update(progress(0, src_p50=1795341601000.0 - 300))
+    status = read_status(settings, "status-test-h")
+    bound = status["batch_latency_bound"]
+    assert (bound["p50_ms"], bound["p99_ms"]) == (status["latency_p50_ms"],
+                                                  status["latency_p99_ms"]) == (400.0, 500.0)
+    assert bound["what"].startswith("upper bound per batch")
+    waiting = status["waiting_in_state"]
+    # watermark 09:59:30; a 5 s window + 5 s watermark delay
+    assert (waiting["rows"], waiting["closes_at"]) == (15, "2026-11-22T09:59:40.000Z")
+
+
+def test_the_probe_writes_e2e_latency_and_its_history_and_keeps_written_at(settings):
+    reporter = StatusReporter(settings, "status-test-i", "realtime", probe_every_s=0)
+    reporter.update(progress(0))
+    written_at = read_status(settings, "status-test-i")["written_at"]
+    now = written_at + 20
+    reporter.probe_once(FixedProbe(e2e(now, 35.0, 61.0)))
+    reporter.probe_once(FixedProbe(e2e(now + 15, None, None)))
+    status = read_status(settings, "status-test-i")
+    assert status["e2e_latency"] == e2e(now + 15, None, None)
+    assert status["latency_history"] == [[now, 35.0, 61.0], [now + 15, None, None]]
+    # the probe is not progress: the supervisor's staleness clock stays where the batch left it
+    assert (status["written_at"], status["state"], status["batch_id"]) == (written_at,
+                                                                         "running", 0)
+    reporter.update(progress(1))  # a batch keeps what the probe measured
+    assert read_status(settings, "status-test-i")["latency_history"] == \
+        [[now, 35.0, 61.0], [now + 15, None, None]]
+
+
+def test_a_restarted_app_keeps_the_last_hour_of_history(settings):
+    import time
+
+    now = time.time()
+    write_status(settings, "status-test-j", {"state": "stopped", "latency_history": [
+        [now - 4000, 1.0, 2.0], [now - 100, 30.0, 60.0]]})
+    reporter = StatusReporter(settings, "status-test-j", "realtime", probe_every_s=0)
+    reporter.probe_once(FixedProbe(e2e(now, 31.0, 59.0)))
+    assert read_status(settings, "status-test-j")["latency_history"] == [
+        [now - 100, 30.0, 60.0], [now, 31.0, 59.0]]
+
+
+def test_a_failing_probe_records_its_error_and_the_app_goes_on(settings):
+    class Down:
+        def measure(self):
+            raise RuntimeError("broker down")
+
+    reporter = StatusReporter(settings, "status-test-k", "realtime", probe_every_s=0)
+    reporter.update(progress(0))
+    figures = reporter.probe_once(Down())
+    assert (figures["error"], figures["p50_ms"]) == ("broker down", None)
+    assert read_status(settings, "status-test-k")["state"] == "running"
+
+
+def test_the_table_shows_e2e_latency_beside_the_bound_and_what_waits(settings):
+    reporter = StatusReporter(settings, "status-test-l", "realtime", probe_every_s=0)
+    reporter.extra.update(threshold=5)
+    reporter.update(progress(0, src_p50=1795341601000.0 - 300))
+    reporter.probe_once(FixedProbe(e2e(1795341602.0, 35.0, 61.0)))
+    table = cells(format_table([s for s in read_all(settings) if s["app"] == "status-test-l"]))
+    row = table["status-test-l"]
+    assert {k: row[k] for k in ("e2e p50", "e2e p99", "e2e n", "bound p50", "bound p99",
+                                "waiting")} == {
+        "e2e p50": "35.0", "e2e p99": "61.0", "e2e n": "120", "bound p50": "400.0",
+        "bound p99": "500.0", "waiting": "15 until wm 09:59:40"}

@@ -1,0 +1,346 @@
+"""What a streaming app's latency really is, and what waits in its state.
+
+The status listener's ``latency_*_ms`` figures are an upper bound per batch (commit time minus
+the source timestamps seen): in Real-Time Mode a batch is the whole checkpoint interval, so that
+bound says 30 s where the records took 35 ms. This module measures the real figure, light enough
+to run every few seconds:
+
+* :class:`LatencyProbe` reads the **last N records of each partition** of an app's output topics
+  (by offsets from the end: no consumer group join, no commit) and computes, per record,
+  ``end-to-end latency = output record's Kafka timestamp - source_kafka_ts`` (the Kafka timestamp
+  of the newest input that produced it, carried in the record's value). The output timestamp is
+  the topic's: ``CreateTime`` on the registry's topics (the Spark Kafka sink's producer stamps
+  each record when it sends it), ``LogAppendTime`` if a topic is configured so; the probe
+  reports which one it saw. Records older than ``max_age_s`` are left out, so an app that writes
+  nothing shows no figure instead of an old one, and attribution's timer-driven records
+  (:data:`TIMER_DRIVEN`) are counted apart: they are late by design (the window plus the
+  lateness) and measure the configuration, not the pipeline.
+* :func:`add_history` keeps a bounded history of the figures (the last hour).
+* :func:`waiting_in_state` says what waits in state and when it will close, from what the
+  listener knows (state rows, watermark, the app's knobs), without a state scan.
+
+The app's status listener (``spark_apps/common/streaming/listener.py``) runs the probe every
+``probe_every_s`` seconds in a thread of the driver and writes ``e2e_latency`` and
+``latency_history`` into the status file, so the file stays the one source and its readers
+(``make status``, the Airflow page) only read JSON. For a one-off figure from a shell (either
+environment; standard library and ``confluent_kafka`` only, no Spark)::
+
+    python -m adlake.latency click_surge
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+
+from adlake import registry
+from adlake.config import Settings, load_settings
+from adlake.helpformat import HelpFormatter
+
+# Records read per partition per probe, and how old an output record may be to count.
+PER_PARTITION = 50
+MAX_AGE_S = 60.0
+# The listener's probe period and the history it keeps.
+PROBE_EVERY_S = 15.0
+HISTORY_S = 3600.0
+HISTORY_MAX_POINTS = int(HISTORY_S / PROBE_EVERY_S) + 1
+
+# Attribution's records emitted by an event-time timer (a request's window closing, and what was
+# still waiting then), not by an arriving event: the names of
+# spark_apps.common.attribution.contract.TIMER_DRIVEN (a test keeps the two equal; the contract
+# imports PySpark, which this module must not).
+TIMER_DRIVEN = tuple(t for t in registry.RECORD_TYPES
+                     if t == "request_closed" or t.startswith("orphan_"))
+
+_TIMESTAMP_TYPES = {1: "CreateTime", 2: "LogAppendTime"}
+
+
+def percentile(values: Iterable[float], q: float) -> float | None:
+    """The nearest-rank percentile ``q`` (0..1) of ``values``; None when there are none.
+
+    >>> percentile([40, 10, 30, 20], 0.5), percentile([40, 10, 30, 20], 0.99)
+    (20, 40)
+    >>> percentile([], 0.5) is None
+    True
+    """
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def ts_ms(text: str) -> float:
+    """An ISO-8601 timestamp (as the apps write them) in epoch milliseconds.
+
+    >>> ts_ms("2026-11-22T10:00:00.250Z")
+    1795341600250.0
+    """
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000
+
+
+def iso(epoch_s: float) -> str:
+    """Epoch seconds as the apps' ISO-8601 UTC text.
+
+    >>> iso(1795341600.25)
+    '2026-11-22T10:00:00.250Z'
+    """
+    return datetime.fromtimestamp(epoch_s, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def summarize(samples: Iterable[tuple[float, float]], now_s: float, *,
+              max_age_s: float = MAX_AGE_S, timer_driven: int = 0,
+              timestamp_type: str | None = None) -> dict:
+    """``e2e_latency`` from ``(output Kafka timestamp ms, source_kafka_ts ms)`` pairs.
+
+    Only outputs written within ``max_age_s`` of ``now_s`` count; ``window_s`` is how far back
+    the counted ones reach (now minus the oldest one's output timestamp).
+
+    >>> now = 1_000_000.0
+    >>> figures = summarize([(now * 1000 - 2000, now * 1000 - 2035),
+    ...                      (now * 1000 - 1000, now * 1000 - 1100),
+    ...                      (now * 1000 - 500_000, now * 1000 - 500_010)], now)
+    >>> {k: figures[k] for k in ("p50_ms", "p99_ms", "samples", "window_s", "stale")}
+    {'p50_ms': 35.0, 'p99_ms': 100.0, 'samples': 2, 'window_s': 2.0, 'stale': 1}
+    """
+    fresh, stale = [], 0
+    for out_ms, src_ms in samples:
+        if out_ms < (now_s - max_age_s) * 1000:
+            stale += 1
+        else:
+            fresh.append((out_ms, out_ms - src_ms))
+    latencies = [lat for _, lat in fresh]
+    figures = {
+        "p50_ms": _round(percentile(latencies, 0.50)),
+        "p99_ms": _round(percentile(latencies, 0.99)),
+        "samples": len(fresh),
+        "window_s": round(now_s - min(out for out, _ in fresh) / 1000, 1) if fresh else None,
+        "measured_at": round(now_s, 3),
+        "max_age_s": max_age_s, "stale": stale, "timer_driven": timer_driven,
+        "timestamp_type": timestamp_type,
+    }
+    if not fresh:
+        figures["why"] = (f"no output record written in the last {max_age_s:g} s"
+                          + (f" ({stale} older ones read)" if stale else ""))
+    return figures
+
+
+class LatencyProbe:
+    """Measures ``e2e_latency`` over the newest records of some output topics.
+
+    Keeps one Kafka consumer, assigned partitions by hand (never joins its group, never commits
+    an offset); each :meth:`measure` reads at most ``per_partition`` records per partition, from
+    ``end - per_partition`` to the end as it was when the measure began.
+
+    >>> probe = LatencyProbe("127.0.0.1:9092", ["page_surges"])    # doctest: +SKIP
+    >>> probe.measure()["p50_ms"]                                  # doctest: +SKIP
+    35.0
+    """
+
+    def __init__(self, bootstrap: str, topics: Iterable[str], *,
+                 per_partition: int = PER_PARTITION, max_age_s: float = MAX_AGE_S,
+                 timeout_s: float = 5.0) -> None:
+        self.bootstrap, self.topics = bootstrap, list(topics)
+        self.per_partition, self.max_age_s, self.timeout_s = per_partition, max_age_s, timeout_s
+        self._consumer = None
+
+    def _client(self):
+        if self._consumer is None:
+            from confluent_kafka import Consumer
+
+            self._consumer = Consumer({
+                "bootstrap.servers": self.bootstrap, "group.id": "adlake-latency-probe",
+                "enable.auto.commit": False, "enable.auto.offset.store": False,
+                "fetch.wait.max.ms": 50, "socket.timeout.ms": int(self.timeout_s * 1000)})
+        return self._consumer
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+    def read(self) -> tuple[list[tuple[float, float]], int, str | None]:
+        """The newest records' ``(output ts ms, source ts ms)``, the number of timer-driven
+        records left out, and the timestamp type seen."""
+        from confluent_kafka import TopicPartition
+
+        consumer = self._client()
+        wanted: dict[tuple[str, int], int] = {}  # partition -> the offset to read up to
+        assignment = []
+        for topic in self.topics:
+            meta = consumer.list_topics(topic, timeout=self.timeout_s).topics.get(topic)
+            for partition in (meta.partitions if meta is not None and meta.error is None
+                              else {}):
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                           timeout=self.timeout_s)
+                if high > low:
+                    start = max(low, high - self.per_partition)
+                    wanted[(topic, partition)] = high
+                    assignment.append(TopicPartition(topic, partition, start))
+        samples: list[tuple[float, float]] = []
+        timer_driven, ts_type = 0, None
+        if not assignment:
+            return samples, timer_driven, ts_type
+        consumer.assign(assignment)
+        deadline = time.monotonic() + self.timeout_s
+        try:
+            while wanted and time.monotonic() < deadline:
+                for msg in consumer.consume(num_messages=500, timeout=0.2):
+                    if msg.error():
+                        continue
+                    place = (msg.topic(), msg.partition())
+                    if place in wanted and msg.offset() >= wanted[place] - 1:
+                        del wanted[place]
+                    kind, out_ms = msg.timestamp()
+                    sample = _sample(msg.value(), out_ms)
+                    if sample == "timer":
+                        timer_driven += 1
+                    elif sample is not None:
+                        samples.append(sample)
+                        ts_type = _TIMESTAMP_TYPES.get(kind, ts_type)
+        finally:
+            consumer.unassign()
+        return samples, timer_driven, ts_type
+
+    def measure(self, now_s: float | None = None) -> dict:
+        """``e2e_latency``: p50/p99 (ms), samples, window_s, measured_at (epoch s), and
+        ``topics``, ``timestamp_type``, the counts left out (``stale``, ``timer_driven``) and,
+        with no sample, ``why``."""
+        samples, timer_driven, ts_type = self.read()
+        now_s = time.time() if now_s is None else now_s
+        figures = summarize(samples, now_s, max_age_s=self.max_age_s,
+                            timer_driven=timer_driven, timestamp_type=ts_type)
+        figures["topics"] = self.topics
+        return figures
+
+
+def _sample(value: bytes | None, out_ms: float) -> tuple[float, float] | str | None:
+    try:
+        record = json.loads(value) if value else None
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or not record.get("source_kafka_ts"):
+        return None
+    if record.get("record_type") in TIMER_DRIVEN:
+        return "timer"
+    try:
+        return float(out_ms), ts_ms(record["source_kafka_ts"])
+    except (TypeError, ValueError):
+        return None
+
+
+def add_history(history: Iterable, figures: Mapping, *, span_s: float = HISTORY_S,
+                max_points: int = HISTORY_MAX_POINTS) -> list[list]:
+    """``history`` (``[epoch_s, p50_ms, p99_ms]`` points, oldest first) with ``figures``'
+    point added, keeping only points within ``span_s`` of it and at most ``max_points``. A
+    measure with no sample is a point with null percentiles (a gap in a chart).
+
+    >>> h = add_history([[0, 5.0, 9.0], [3000, 6.0, 8.0]],
+    ...                 {"measured_at": 3700, "p50_ms": 7.0, "p99_ms": 9.5})
+    >>> h
+    [[3000, 6.0, 8.0], [3700, 7.0, 9.5]]
+    >>> add_history(h, {"measured_at": 3715, "p50_ms": None, "p99_ms": None}, max_points=2)
+    [[3700, 7.0, 9.5], [3715, None, None]]
+    """
+    now = figures["measured_at"]
+    points = [list(p) for p in history if len(p) == 3 and now - span_s < p[0] < now]
+    points.append([now, figures.get("p50_ms"), figures.get("p99_ms")])
+    return points[-max_points:]
+
+
+def waiting_in_state(app: str, state_rows: int | None, watermark: str | None,
+                     knobs: Mapping) -> dict:
+    """What waits in ``app``'s state and when it closes: ``rows``, ``oldest_event_time``,
+    ``closes_at`` (the watermark that, once reached, has closed everything in state now) and
+    ``why``. The watermark advances only as input arrives: with no traffic, nothing closes.
+    The exact oldest event time would need a state scan, so ``oldest_event_time`` is None and
+    ``why`` gives the bound the watermark implies.
+
+    >>> w = waiting_in_state("click_surge", 12, "2026-11-22T10:00:00.000Z", {})
+    >>> w["closes_at"], w["oldest_event_time"]
+    ('2026-11-22T10:00:10.000Z', None)
+    >>> waiting_in_state("attribution", 0, "2026-11-22T10:00:00.000Z", {})["why"]
+    'nothing waits in state'
+    """
+    out: dict = {"rows": state_rows, "oldest_event_time": None, "closes_at": None,
+                 "watermark": watermark}
+    if not state_rows:
+        out["why"] = "nothing waits in state" if state_rows == 0 else "no batch reported yet"
+        return out
+    if not watermark or ts_ms(watermark) <= 0:
+        out["why"] = (f"{state_rows} rows wait for the first watermark: it is set by the first "
+                      "batch with input, and only moves when input arrives")
+        return out
+    wm_s = ts_ms(watermark) / 1000
+    if app == "click_surge":
+        window, delay = registry.SURGE_WINDOW_S, _CLICK_SURGE_WATERMARK_DELAY_S
+        out["closes_at"] = iso(wm_s + window + delay)
+        what = (f"open {window}-second windows (page, window start); a window closes when the "
+                f"watermark (the newest click's event time - {delay} s) passes its end. Open "
+                f"windows started at or after {iso(wm_s - window)}")
+        then = "clicks with later event times"
+    elif app == "attribution":
+        knob = registry.app("attribution").knob
+        window = float(knobs.get("window_s", knob("window_s").default))
+        lateness = float(knobs.get("lateness_s", knob("lateness_s").default))
+        out["closes_at"] = iso(wm_s + lateness + window)
+        what = (f"requests and items waiting for their partners, and tombstones of closed keys "
+                f"(kept one more window, {window:g} s, for stragglers). A request closes "
+                f"(request_closed, orphans) when the watermark (the newest Kafka timestamp read "
+                f"- {lateness:g} s) passes its event time + {window:g} s. Requests still open "
+                f"have event times after {iso(wm_s - window)}")
+        then = ("input with later timestamps (in Real-Time Mode, closes come at the first "
+                "checkpoint boundary after that)")
+    else:
+        out["why"] = f"{state_rows} rows; their close depends on the app's windows"
+        return out
+    out["why"] = (f"{state_rows} rows: {what} (exact oldest: a state scan); all of them have "
+                  f"closed when the watermark reaches about {out['closes_at']}, which needs "
+                  f"{then}: with no traffic, nothing closes")
+    return out
+
+
+# spark_apps/ops/click_surge.py's WATERMARK ("5 seconds"): the watermark's delay behind the
+# newest event time.
+_CLICK_SURGE_WATERMARK_DELAY_S = 5
+
+
+def output_topics(app: str) -> tuple[str, ...]:
+    """The output topics of a registry app (none for an unknown name)."""
+    spec = registry.APPS.get(app)
+    return spec.outputs if spec is not None else ()
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 1)
+
+
+def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m adlake.latency", formatter_class=HelpFormatter,
+        description="Measure streaming apps' end-to-end latency now, from their output topics "
+                    "(output Kafka timestamp - source_kafka_ts of the newest records).")
+    parser.add_argument("apps", nargs="*", help="registry apps (default: every ops app)")
+    parser.add_argument("--per-partition", type=int, default=PER_PARTITION,
+                        help="records read from the end of each partition")
+    parser.add_argument("--max-age-s", type=float, default=MAX_AGE_S,
+                        help="outputs older than this are left out")
+    args = parser.parse_args(argv)
+    settings = settings or load_settings()
+    apps = args.apps or [n for n, a in registry.APPS.items() if a.runtime == "ops"]
+    for app in apps:
+        probe = LatencyProbe(settings.kafka_bootstrap, output_topics(app),
+                             per_partition=args.per_partition, max_age_s=args.max_age_s)
+        try:
+            print(json.dumps({"app": app, "e2e_latency": probe.measure()}))
+        finally:
+            probe.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
