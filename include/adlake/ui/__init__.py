@@ -1,0 +1,40 @@
+"""Adlake's pages in the Airflow UI: one FastAPI app, mounted by the Airflow 3.3 plugin in
+``plugins/adlake_ui.py`` at :data:`URL_PREFIX`, with two navigation entries (:data:`EXTERNAL_VIEWS`).
+
+* ``/adlake/apps/``: the streaming apps (``adlake.apps.app_status`` of each ops app); its buttons
+  trigger the app's DAG through Airflow's REST API from the browser, so every action is a DAG run.
+  JSON: ``/adlake/apps/api/status``.
+* ``/adlake/quality/``: the latest validation per gold table and view, and its pass rate over the
+  last runs (``adlake.quality.history``). JSON: ``/adlake/quality/api/summary``.
+* ``/adlake/data-docs/``: GX's Data Docs site, served from the runtime directory.
+
+Every route, static files included, requires an Airflow user: the app depends on Airflow's own
+``get_user`` (``airflow.api_fastapi.core_api.security``), which reads the JWT from an
+``Authorization: Bearer`` header or, as the Airflow UI sends it, the ``_token`` cookie. No Spark
+here: the api-server reads files only.
+
+An external view's ``href`` is relative: the Airflow UI resolves it against its ``<base href>``
+(the api-server's base path) and shows it in an iframe at ``/plugin/<url_route>``; without a
+``category`` both are top-level entries of the navigation bar.
+
+>>> [v["href"] for v in EXTERNAL_VIEWS]
+['adlake/apps/', 'adlake/quality/']
+"""
+
+from __future__ import annotations
+
+URL_PREFIX = "/adlake"
+
+EXTERNAL_VIEWS = [
+    {"name": "Streaming apps", "href": f"{URL_PREFIX.lstrip('/')}/apps/", "destination": "nav",
+     "url_route": "streaming-apps"},
+    {"name": "Data quality", "href": f"{URL_PREFIX.lstrip('/')}/quality/", "destination": "nav",
+     "url_route": "data-quality"},
+]
+
+
+def create_app(settings=None):
+    """The plugin's FastAPI app (see :mod:`adlake.ui.app`); imports Airflow when called."""
+    from adlake.ui.app import create_app as create
+
+    return create(settings)

@@ -1,0 +1,56 @@
+"""The plugin's FastAPI app: the quality and apps routers behind Airflow's authentication, and the
+pages' static files (plain HTML, JS and CSS in ``adlake/ui/static``: no build step, no CDN).
+
+Authentication is Airflow's own: the app depends on ``get_user`` from
+``airflow.api_fastapi.core_api.security`` for every route, so a request without a valid JWT (an
+``Authorization: Bearer`` header, or the ``_token`` cookie the Airflow UI logs in with) is refused
+with 401 (none, expired) or 403 (invalid) before any handler runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from fastapi import Depends, FastAPI, HTTPException
+from fastapi.responses import FileResponse, RedirectResponse
+
+from adlake.config import Settings, load_settings
+from adlake.ui import apps, quality
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+MEDIA_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
+
+
+def create_app(settings: Settings | Callable[[], Settings] | None = None) -> FastAPI:
+    """The app, with ``settings`` (or a function returning them, called per request; default:
+    :func:`adlake.config.load_settings`)."""
+    from airflow.api_fastapi.core_api.security import get_user
+
+    app = FastAPI(title="Adlake", dependencies=[Depends(get_user)], docs_url=None,
+                  redoc_url=None, openapi_url=None)
+    if isinstance(settings, Settings):
+        app.state.settings = lambda: settings
+    else:
+        app.state.settings = settings or load_settings
+    app.include_router(quality.router)
+    app.include_router(apps.router)
+
+    @app.get("/", include_in_schema=False)
+    def home() -> RedirectResponse:
+        return RedirectResponse("apps/")
+
+    @app.get("/static/{name}", include_in_schema=False)
+    def static(name: str) -> FileResponse:
+        return static_file(name)
+
+    return app
+
+
+def static_file(name: str) -> FileResponse:
+    """One of the package's static files, by bare name (nothing else is reachable)."""
+    path = STATIC_DIR / name
+    if "/" in name or path.suffix not in MEDIA_TYPES or not path.is_file():
+        raise HTTPException(404, f"no static file {name!r}")
+    return FileResponse(path, media_type=MEDIA_TYPES[path.suffix],
+                        headers={"Cache-Control": "no-cache"})

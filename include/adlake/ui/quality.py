@@ -1,0 +1,96 @@
+"""The "Data quality" page: per gold table and view, its latest validation (passed, failed
+``error`` and ``warn`` expectations, when, its Data Docs page) and its pass rate over the last
+runs; and GX's Data Docs site, served from ``<runtime>/gx/uncommitted/data_docs/local_site``.
+
+Read from GX's JSON result store by :mod:`adlake.quality.history` (no Spark, no GX). A run
+*passed* when no ``error`` expectation failed (a failed ``warn`` is recorded and passes).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi.responses import FileResponse
+
+from adlake.config import Settings
+from adlake.quality.history import RunSummary, recent_runs
+from adlake.quality.project import data_docs_index
+from adlake.quality.rules import GOLD_SUITES, VIEW_SUITES
+from adlake.ui.deps import current_settings, page
+
+router = APIRouter()
+SettingsDep = Annotated[Settings, Depends(current_settings)]
+DEFAULT_RUNS = 24
+
+
+def run_json(run: RunSummary) -> dict:
+    return {"run_name": run.run_name, "run_time": run.run_time.isoformat(),
+            "passed": run.passed, "evaluated": run.evaluated,
+            "failed_errors": run.failed_errors, "failed_warns": run.failed_warns,
+            "page": run.page}
+
+
+def summary(settings: Settings, last: int = DEFAULT_RUNS) -> dict:
+    """Every gold table and view (registry order, then any other suite in the store): its
+    ``last`` runs oldest first, the latest, and the share that passed (None before a first run).
+
+    >>> from adlake.config import load_settings
+    >>> s = summary(load_settings({"ADLAKE_RUNTIME_DIR": "/nonexistent"}))
+    >>> s["data_docs"], s["tables"][0]["latest"], s["tables"][0]["pass_rate"]
+    (False, None, None)
+    """
+    runs = recent_runs(settings, last=last)
+    kinds = {**{t: "gold" for t in GOLD_SUITES}, **{v: "view" for v in VIEW_SUITES}}
+    tables = []
+    for table in [*kinds, *sorted(set(runs) - set(kinds))]:
+        history = [run_json(r) for r in reversed(runs.get(table, []))]
+        tables.append({
+            "table": table, "kind": kinds.get(table, "other"), "runs": len(history),
+            "latest": history[-1] if history else None,
+            "pass_rate": (sum(r["passed"] for r in history) / len(history)) if history else None,
+            "history": history,
+        })
+    return {"last": last, "data_docs": data_docs_index(settings).is_file(), "tables": tables}
+
+
+@router.get("/quality/", include_in_schema=False)
+def quality_page() -> FileResponse:
+    return page("quality.html")
+
+
+@router.get("/quality/api/summary")
+def quality_summary(settings: SettingsDep,
+                    last: Annotated[int, Query(ge=1, le=500)] = DEFAULT_RUNS) -> dict:
+    return summary(settings, last)
+
+
+def data_docs_file(settings: Settings, path: str) -> Path:
+    """The file of the Data Docs site at ``path`` (a directory: its ``index.html``). Anything
+    outside the site is refused, however the path is spelled.
+
+    >>> from adlake.config import load_settings
+    >>> data_docs_file(load_settings({"ADLAKE_RUNTIME_DIR": "/tmp/x"}), "../../../etc/passwd")
+    Traceback (most recent call last):
+    ...
+    fastapi.exceptions.HTTPException: 404: ../../../etc/passwd is not in the Data Docs site
+    """
+    site = data_docs_index(settings).parent.resolve()
+    target = (site / path).resolve()
+    if target != site and not target.is_relative_to(site):
+        raise HTTPException(404, f"{path} is not in the Data Docs site")
+    if target.is_dir():
+        target = target / "index.html"
+    if not target.is_file():
+        if not data_docs_index(settings).is_file():
+            raise HTTPException(404, "no Data Docs yet: no quality check has run. They appear "
+                                     "after the first quality task of lake_hourly or a view's "
+                                     f"DAG (site: {site})")
+        raise HTTPException(404, f"{path or 'index.html'} is not in the Data Docs site")
+    return target
+
+
+@router.get("/data-docs/{path:path}", include_in_schema=False)
+def data_docs(settings: SettingsDep, path: str = "") -> FileResponse:
+    return FileResponse(data_docs_file(settings, path))

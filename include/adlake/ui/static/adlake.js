@@ -1,0 +1,128 @@
+// Shared by Adlake's pages: formatting, JSON fetches with the Airflow session, and small SVG
+// line charts drawn here (no chart library, no CDN).
+"use strict";
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+// The Airflow api-server's root, seen from a page under <root>adlake/…: Airflow's REST API and
+// UI pages are relative to it (the api-server may live under a base path).
+const AIRFLOW_ROOT = location.pathname.slice(0, location.pathname.indexOf("/adlake/") + 1);
+
+const DASH = "—";
+
+function fmt(value, digits = 0, unit = "") {
+  if (value === null || value === undefined || value === "") return DASH;
+  if (typeof value === "number") {
+    return value.toLocaleString(undefined, {maximumFractionDigits: digits}) + unit;
+  }
+  return String(value) + unit;
+}
+
+function fmtDuration(seconds) {
+  if (seconds === null || seconds === undefined) return DASH;
+  const s = Math.round(seconds);
+  if (s < 120) return `${s} s`;
+  if (s < 7200) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  if (s < 172800) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+  return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
+}
+
+function fmtTime(value) {
+  if (value === null || value === undefined || value === "") return DASH;
+  const d = typeof value === "number" ? new Date(value * 1000) : new Date(value);
+  return isNaN(d) ? String(value) : d.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+}
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined) continue;
+    if (k === "class") node.className = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+
+function svg(tag, attrs = {}, text = null) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== null) node.textContent = text;
+  return node;
+}
+
+// fetch with the Airflow session: the UI's own login cookie (_token, httpOnly) goes along on
+// same-origin requests; a refused session says so instead of failing silently.
+async function api(url, options = {}) {
+  const response = await fetch(url, {credentials: "same-origin", ...options,
+    headers: {"Accept": "application/json", ...(options.headers || {})}});
+  let body = null;
+  try { body = await response.json(); } catch (e) { body = null; }
+  if (!response.ok) {
+    const detail = body && body.detail ? (typeof body.detail === "string" ? body.detail
+      : JSON.stringify(body.detail)) : response.statusText;
+    const hint = response.status === 401 || response.status === 403
+      ? " (log in to Airflow again)" : "";
+    throw new Error(`${response.status} ${detail}${hint}`);
+  }
+  return body;
+}
+
+// A line chart: series = [{points: [[x, y], ...], cls, label}], x and y numbers.
+// opts: width, height, yMin, yMax, xFormat(x), yFormat(y), dots: [{x, y, cls, title, href}].
+function lineChart(series, opts = {}) {
+  const W = opts.width || 480, H = opts.height || 120, L = 44, R = 8, T = 8, B = 18;
+  const all = series.flatMap(s => s.points).concat((opts.dots || []).map(d => [d.x, d.y]));
+  const root = svg("svg", {class: "chart", width: W, height: H, viewBox: `0 0 ${W} ${H}`,
+                           role: "img", "aria-label": opts.label || "chart"});
+  if (!all.length) {
+    root.append(svg("text", {x: L, y: H / 2}, opts.empty || "no data yet"));
+    return root;
+  }
+  const xs = all.map(p => p[0]), ys = all.map(p => p[1]);
+  let x0 = opts.xMin ?? Math.min(...xs), x1 = opts.xMax ?? Math.max(...xs);
+  let y0 = opts.yMin ?? Math.min(0, ...ys), y1 = opts.yMax ?? Math.max(...ys);
+  if (x1 === x0) { x0 -= 1; x1 += 1; }
+  if (y1 === y0) { y1 = y0 + 1; }
+  const px = x => L + (x - x0) / (x1 - x0) * (W - L - R);
+  const py = y => T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
+  const yf = opts.yFormat || (y => fmt(y)), xf = opts.xFormat || (x => fmt(x));
+  root.append(svg("line", {class: "axis", x1: L, y1: py(y0), x2: W - R, y2: py(y0)}));
+  root.append(svg("line", {class: "axis", x1: L, y1: T, x2: L, y2: py(y0)}));
+  root.append(svg("text", {x: L - 4, y: py(y1) + 4, "text-anchor": "end"}, yf(y1)));
+  root.append(svg("text", {x: L - 4, y: py(y0), "text-anchor": "end"}, yf(y0)));
+  root.append(svg("text", {x: L, y: H - 4}, xf(x0)));
+  root.append(svg("text", {x: W - R, y: H - 4, "text-anchor": "end"}, xf(x1)));
+  for (const s of series) {
+    if (!s.points.length) continue;
+    const d = s.points.map((p, i) => `${i ? "L" : "M"}${px(p[0]).toFixed(1)},${py(p[1]).toFixed(1)}`);
+    const path = svg("path", {class: s.cls, d: d.join("")});
+    if (s.label) path.append(svg("title", {}, s.label));
+    root.append(path);
+  }
+  for (const dot of opts.dots || []) {
+    const c = svg("circle", {class: dot.cls, cx: px(dot.x), cy: py(dot.y), r: 3.5});
+    if (dot.title) c.append(svg("title", {}, dot.title));
+    if (dot.href) {
+      const a = svg("a", {href: dot.href});
+      a.append(c);
+      root.append(a);
+    } else {
+      root.append(c);
+    }
+  }
+  if (opts.legend) {
+    let x = W - R;
+    for (const s of [...series].reverse()) {
+      if (!s.label) continue;
+      const t = svg("text", {x, y: T + 8, "text-anchor": "end", class: s.cls + "-legend"}, s.label);
+      root.append(t);
+      x -= 8 + 6 * s.label.length;
+    }
+  }
+  return root;
+}

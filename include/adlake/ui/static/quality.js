@@ -1,0 +1,66 @@
+// The "Data quality" page: /adlake/quality/api/summary as a table, one pass-rate chart per row.
+"use strict";
+
+function passRateChart(history) {
+  // the pass rate of the runs so far, at each run of the window (oldest first), and a dot per run
+  let passed = 0;
+  const points = history.map((run, i) => {
+    passed += run.passed ? 1 : 0;
+    return [i, passed / (i + 1)];
+  });
+  const dots = history.map((run, i) => ({
+    x: i, y: run.passed ? 1 : 0, cls: run.passed ? "passed" : "failed",
+    href: "../data-docs/" + run.page,
+    title: `${fmtTime(run.run_time)} ${run.run_name}: ${run.passed ? "passed" : "failed"} ` +
+           `(${run.failed_errors} error, ${run.failed_warns} warn failed)`,
+  }));
+  return lineChart([{points, cls: "rate", label: "pass rate so far"}], {
+    width: 260, height: 70, yMin: 0, yMax: 1, dots, empty: "no run yet",
+    yFormat: y => `${Math.round(y * 100)}%`, xFormat: x => `#${x + 1}`,
+    label: "pass rate over the last runs",
+  });
+}
+
+function row(t) {
+  const latest = t.latest;
+  const badge = latest
+    ? el("span", {class: "badge " + (latest.passed ? "passed" : "failed")},
+         latest.passed ? "passed" : "failed")
+    : el("span", {class: "badge"}, "no run yet");
+  return el("tr", {},
+    el("td", {}, el("b", {}, t.table)),
+    el("td", {class: "muted"}, t.kind),
+    el("td", {}, badge),
+    el("td", {}, latest ? el("span", {},
+      el("span", {class: latest.failed_errors ? "error" : ""}, String(latest.failed_errors)),
+      " / ", String(latest.failed_warns), el("span", {class: "muted"},
+      ` of ${latest.evaluated}`)) : DASH),
+    el("td", {}, latest ? fmtTime(latest.run_time) : DASH),
+    el("td", {class: "muted"}, latest ? latest.run_name : DASH),
+    el("td", {}, latest ? el("a", {href: "../data-docs/" + latest.page}, "Data Docs") : DASH),
+    el("td", {}, t.pass_rate === null ? DASH
+      : `${Math.round(t.pass_rate * 100)}% of ${t.runs}`),
+    el("td", {}, passRateChart(t.history)),
+  );
+}
+
+async function load() {
+  const message = document.getElementById("message");
+  try {
+    const data = await api("api/summary");
+    document.getElementById("last").textContent = data.last;
+    if (!data.data_docs) {
+      document.getElementById("docs").replaceWith(
+        el("span", {class: "muted"}, "No Data Docs yet: no quality check has run."));
+    }
+    const body = document.querySelector("#tables tbody");
+    body.replaceChildren(...data.tables.map(row));
+    document.getElementById("tables").hidden = false;
+    message.textContent = `Updated ${fmtTime(Date.now() / 1000)}.`;
+  } catch (error) {
+    message.replaceChildren(el("span", {class: "error"}, `Could not load: ${error.message}`));
+  }
+}
+
+load();
+setInterval(load, 60000);
