@@ -272,8 +272,9 @@ def waiting_in_state(app: str, state_rows: int | None, watermark: str | None,
         out["why"] = "nothing waits in state" if state_rows == 0 else "no batch reported yet"
         return out
     if not watermark or ts_ms(watermark) <= 0:
-        out["why"] = (f"{state_rows} rows wait for the first watermark: it is set by the first "
-                      "batch with input, and only moves when input arrives")
+        out["why"] = (f"{state_rows} rows; the watermark is still at its start: it advances "
+                      "after a batch with input (in Real-Time Mode, at the end of the first "
+                      "checkpoint interval) and only moves as input arrives")
         return out
     wm_s = ts_ms(watermark) / 1000
     if app == "click_surge":

@@ -94,7 +94,7 @@ def test_nothing_to_wait_for(rows, watermark, why):
 
 def test_rows_before_the_first_watermark_wait_for_input():
     waiting = waiting_in_state("click_surge", 3, "1970-01-01T00:00:00.000Z", {})
-    assert waiting["closes_at"] is None and "first watermark" in waiting["why"]
+    assert waiting["closes_at"] is None and "watermark is still at its start" in waiting["why"]
 
 
 def test_probe_measures_the_newest_records_of_the_output_topic(kafka):

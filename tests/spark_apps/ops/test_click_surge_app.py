@@ -253,11 +253,20 @@ def test_real_time_mode_reports_exactly_the_windows_above_the_threshold(fresh_ka
     out = wait_until_done(app, settings, expected, input_end(bootstrap))
     complete_s = time.monotonic() - started
     assert status_of(settings)["mode"] == "realtime"
+    # The listener's probe (every 15 s) measures the end-to-end latency from page_surges.
+    e2e = wait_for(lambda: (status_of(settings).get("e2e_latency") or {}).get("samples") and
+                   status_of(settings)["e2e_latency"], 40, 1.0, lambda: str(status_of(settings)))
+    assert e2e["topics"] == ["page_surges"] and e2e["timestamp_type"] == "CreateTime"
+    assert status_of(settings)["latency_history"][-1][0] == e2e["measured_at"]
     stop_started = time.monotonic()
     stop_app(app)
-    assert status_of(settings)["state"] == "stopped"
+    status = status_of(settings)
+    assert status["state"] == "stopped"
     print(f"\nRTM: {summary(expected, out)}; complete {complete_s:.1f}s after the start, "
-          f"stopped in {time.monotonic() - stop_started:.1f}s")
+          f"stopped in {time.monotonic() - stop_started:.1f}s; e2e p50/p99 {e2e['p50_ms']}/"
+          f"{e2e['p99_ms']} ms over {e2e['samples']} records, per-batch bound p50/p99 "
+          f"{status['latency_p50_ms']}/{status['latency_p99_ms']} ms; waiting in state: "
+          f"{status['waiting_in_state']}")
 
 
 def test_restart_on_the_same_checkpoint_gives_the_uninterrupted_output(fresh_kafka, tmp_path):
