@@ -1,0 +1,139 @@
+"""The "Streaming apps" JSON for a running, a stopped, a failed (and restarting) and a
+never-started app, from the files :mod:`adlake.apps` and the apps' listeners write: desired state
+and restarts through ``adlake.apps``' own functions, the status through ``adlake.status``, and a
+real ``flock`` on the app's lock for "running"."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+
+import pytest
+
+from adlake import apps
+from adlake.apps.state import _write_restarts
+from adlake.status import write_status
+
+
+@pytest.fixture()
+def hold_lock(runtime):
+    """Hold ``app``'s lock as its launcher does (this process, a file description of its own)."""
+    held = []
+
+    def hold(app: str, mode: str, started_at: float) -> int:
+        path = apps.lock_path(runtime, app)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, json.dumps({"pid": os.getpid(), "mode": mode, "started_at": started_at,
+                                 "argv": ["click_surge"]}).encode())
+        held.append(fd)
+        return os.getpid()
+
+    yield hold
+    for fd in held:
+        os.close(fd)
+
+
+def desire(settings, app: str, state: str, trigger: str) -> None:
+    apps.write_desired(settings, app, apps.Desired(state, trigger, apps.default_knobs(app),
+                                                   time.time() - 600, "user"))
+
+
+def by_app(user) -> dict[str, dict]:
+    response = user.get("/adlake/apps/api/status")
+    assert response.status_code == 200
+    return {a["app"]: a for a in response.json()["apps"]}
+
+
+def test_a_running_app_with_the_probes_figures(user, runtime, hold_lock):
+    now = time.time()
+    desire(runtime, "click_surge", "running", "realtime")
+    pid = hold_lock("click_surge", "realtime", now - 3600)
+    history = [[now - 120, 35.0, 80.0], [now - 60, 40.0, 95.0]]
+    write_status(runtime, "click_surge", {
+        "state": "running", "mode": "realtime", "batch_id": 7,
+        "last_batch_at": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(now - 20)),
+        "input_rows_per_s": 200.0, "processed_rows_per_s": 210.5, "state_rows": 28364,
+        "state_memory_mb": 12.5, "watermark": "2026-11-23T16:00:00.000Z", "late_rows": 3,
+        "latency_p50_ms": 30752.0, "latency_p99_ms": 31000.0, "error": None,
+        "e2e_latency": {"p50_ms": 35.0, "p99_ms": 90.0, "samples": 500, "window_s": 60,
+                        "measured_at": now - 5},
+        "latency_history": history,
+        "waiting_in_state": {"rows": 28364, "oldest_event_time": "2026-11-23T15:58:00Z",
+                             "closes_at": "2026-11-23T16:03:00Z",
+                             "why": "windows close when the watermark passes their end"},
+    }, now=now - 10)
+
+    app = by_app(user)["click_surge"]
+    assert (app["state"], app["desired"]["state"], app["desired"]["trigger"]) == (
+        "running", "running", "realtime")
+    assert (app["holder"]["pid"], app["holder"]["mode"]) == (pid, "realtime")
+    assert 3600 <= app["uptime_s"] < 3700
+    assert 20 <= app["progress_age_s"] < 120 and 10 <= app["report_age_s"] < 110
+    status = app["status"]
+    assert status["e2e_latency"]["p99_ms"] == 90.0
+    assert status["latency_history"] == history
+    assert status["waiting_in_state"]["rows"] == 28364
+    assert (status["input_rows_per_s"], status["state_rows"], status["latency_p50_ms"]) == (
+        200.0, 28364, 30752.0)
+    assert app["actions"] == {"dag_id": "app_click_surge",
+                              "triggers": ["realtime", "processing_time"],
+                              "knobs": ["threshold"]}
+    assert app["log"] == str(runtime.logs_dir / "click_surge.log")
+    assert app["dlq_topic"] == "page_clicks_dlq"
+
+
+def test_a_stopped_app(user, runtime):
+    desire(runtime, "attribution", "stopped", "processing_time")
+    write_status(runtime, "attribution", {"state": "stopped", "mode": "processing_time",
+                                          "last_batch_at": "2026-11-23T15:00:00.000Z"})
+    app = by_app(user)["attribution"]
+    assert (app["state"], app["holder"], app["uptime_s"]) == ("stopped", None, None)
+    assert app["status"]["state"] == "stopped"
+    assert app["progress_age_s"] > 0  # the last progress of the run that ended
+    assert "e2e_latency" not in app["status"]  # shown as "—"
+
+
+def test_a_failed_app_then_waiting_for_its_backoff(user, runtime):
+    now = time.time()
+    desire(runtime, "attribution", "running", "processing_time")
+    write_status(runtime, "attribution", {"state": "failed", "mode": "processing_time",
+                                          "error": "StreamingQueryException: boom"},
+                 now=now - 100)
+    restarts = apps.record_restart(runtime, apps.read_restarts(runtime, "attribution"),
+                                   now - 100, "crashed", "exit code 1: boom")
+    restarts.next_allowed_at = now - 1  # its backoff is over: failed, to be restarted
+    _write_restarts(runtime, "attribution", restarts)
+
+    app = by_app(user)["attribution"]
+    assert (app["state"], app["holder"]) == ("failed", None)
+    assert app["status"]["error"] == "StreamingQueryException: boom"
+    assert {k: app["restarts"][k] for k in ("count", "reason", "last_error")} == {
+        "count": 1, "reason": "crashed", "last_error": "exit code 1: boom"}
+
+    restarts.next_allowed_at = now + 300
+    _write_restarts(runtime, "attribution", restarts)
+    assert by_app(user)["attribution"]["state"] == "restarting"
+
+
+def test_a_never_started_app(user, runtime):
+    body = user.get("/adlake/apps/api/status").json()
+    assert [a["app"] for a in body["apps"]] == ["attribution", "click_surge"]
+    app = body["apps"][1]
+    assert (app["state"], app["holder"], app["status"], app["restarts"]["count"]) == (
+        "stopped", None, None, 0)
+    assert (app["uptime_s"], app["progress_age_s"], app["report_age_s"]) == (None, None, None)
+    assert app["desired"]["reason"] == "default"
+
+
+def test_apps_page_and_its_scripts_are_served(user):
+    page = user.get("/adlake/apps/")
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    for src in ("../static/adlake.css", "../static/adlake.js", "../static/apps.js"):
+        assert src in page.text
+    script = user.get("/adlake/static/apps.js").text
+    # actions are DAG runs through Airflow's REST API, never a call into the plugin
+    assert "api/v2/dags/" in script and "dagRuns" in script and "logical_date: null" in script

@@ -1,0 +1,28 @@
+"""Airflow finds the plugin in the repository's ``plugins/``: its FastAPI app and both
+navigation entries (``airflow plugins``, as the api-server loads it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_airflow_lists_the_plugin_with_its_app_and_both_pages():
+    airflow = os.path.join(os.path.dirname(sys.executable), "airflow")
+    env = {**os.environ, "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins")}
+    done = subprocess.run([airflow, "plugins", "-o", "json"], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    plugins = {p["name"]: p for p in json.loads(done.stdout)}
+    plugin = plugins["adlake_ui"]
+    assert plugin["fastapi_apps"] == [{"app": "fastapi.applications.FastAPI",
+                                       "url_prefix": "/adlake", "name": "adlake"}]
+    assert [(v["name"], v["href"], v["destination"], v["url_route"])
+            for v in plugin["external_views"]] == [
+        ("Streaming apps", "adlake/apps/", "nav", "streaming-apps"),
+        ("Data quality", "adlake/quality/", "nav", "data-quality")]
