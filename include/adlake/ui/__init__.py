@@ -14,8 +14,9 @@ Every route, static files included, requires an Airflow user: the app depends on
 here: the api-server reads files only.
 
 An external view's ``href`` is relative: the Airflow UI resolves it against its ``<base href>``
-(the api-server's base path) and shows it in an iframe at ``/plugin/<url_route>``; without a
-``category`` both are top-level entries of the navigation bar.
+(the api-server's base path) and shows it in an iframe at ``/plugin/<url_route>`` (sandbox
+``allow-scripts allow-same-origin``: the page's requests carry the user's session cookie). ``nav_top_level``: each is a button of its own in the
+navigation bar, not an item of its "Plugins" menu.
 
 >>> [v["href"] for v in EXTERNAL_VIEWS]
 ['adlake/apps/', 'adlake/quality/']
@@ -27,9 +28,9 @@ URL_PREFIX = "/adlake"
 
 EXTERNAL_VIEWS = [
     {"name": "Streaming apps", "href": f"{URL_PREFIX.lstrip('/')}/apps/", "destination": "nav",
-     "url_route": "streaming-apps"},
+     "url_route": "streaming-apps", "nav_top_level": True},
     {"name": "Data quality", "href": f"{URL_PREFIX.lstrip('/')}/quality/", "destination": "nav",
-     "url_route": "data-quality"},
+     "url_route": "data-quality", "nav_top_level": True},
 ]
 
 
