@@ -22,7 +22,8 @@ def test_airflow_lists_the_plugin_with_its_app_and_both_pages():
     plugin = plugins["adlake_ui"]
     assert plugin["fastapi_apps"] == [{"app": "fastapi.applications.FastAPI",
                                        "url_prefix": "/adlake", "name": "adlake"}]
+    # the command prints every value as text
     assert [(v["name"], v["href"], v["destination"], v["url_route"], v["nav_top_level"])
             for v in plugin["external_views"]] == [
-        ("Streaming apps", "adlake/apps/", "nav", "streaming-apps", True),
-        ("Data quality", "adlake/quality/", "nav", "data-quality", True)]
+        ("Streaming apps", "adlake/apps/", "nav", "streaming-apps", "True"),
+        ("Data quality", "adlake/quality/", "nav", "data-quality", "True")]
