@@ -106,12 +106,15 @@ function buttons(app) {
   const other = app.actions.triggers.find(t => t !== (app.holder ? app.holder.mode : desired.trigger));
   const run = runs[app.app];
   const busy = run && !FINAL_RUN_STATES.has(run.state) && !run.error;
-  const button = (label, action, trigger, title) => el("button", {
-    "data-action": label, title, disabled: busy ? "" : null,
+  // start needs a free lock (a start of a running app fails its run); stop of a stopped app
+  // that should not run has nothing to do
+  const idle = !app.holder && desired.state === "stopped";
+  const button = (label, action, trigger, title, off = false) => el("button", {
+    "data-action": label, title, disabled: busy || off ? "" : null,
     onclick: () => trigger_(app, action, trigger, label)}, label);
   return el("div", {class: "buttons"},
-    button("start", "start", desired.trigger, `start in ${desired.trigger}`),
-    button("stop", "stop", desired.trigger, "stop gracefully (drain, then SIGKILL)"),
+    button("start", "start", desired.trigger, `start in ${desired.trigger}`, !!app.holder),
+    button("stop", "stop", desired.trigger, "stop gracefully (drain, then SIGKILL)", idle),
     button("restart", "restart", desired.trigger, `stop, then start in ${desired.trigger}`),
     button(`switch to ${other}`, "restart", other, `restart in ${other}`),
     runLine(app.app));
