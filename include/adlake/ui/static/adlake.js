@@ -10,6 +10,20 @@ const AIRFLOW_ROOT = location.pathname.slice(0, location.pathname.indexOf("/adla
 
 const DASH = "—";
 
+// A link to an Airflow UI page. Framed by the Airflow UI (same origin, but its sandbox allows no
+// top-level navigation), the click moves the UI's own router instead; alone, a plain link.
+function airflowLink(path, text) {
+  const href = AIRFLOW_ROOT + path;
+  return el("a", {href, onclick: event => {
+    if (window.parent === window) return;
+    try {
+      window.parent.history.pushState({}, "", href);
+      window.parent.dispatchEvent(new PopStateEvent("popstate"));
+      event.preventDefault();
+    } catch (e) { /* not reachable: follow the link inside the frame */ }
+  }}, text);
+}
+
 function fmt(value, digits = 0, unit = "") {
   if (value === null || value === undefined || value === "") return DASH;
   if (typeof value === "number") {

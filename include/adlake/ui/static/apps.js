@@ -91,6 +91,7 @@ function card(app) {
   return el("section", {class: "card", id: `app-${app.app}`, "data-state": app.state},
     el("header", {},
       el("h2", {}, app.app),
+      airflowLink(`dags/${encodeURIComponent(app.actions.dag_id)}/runs`, app.actions.dag_id),
       el("span", {class: `badge state ${app.state}`}, app.state),
       el("span", {class: "why"}, app.why)),
     fields,
@@ -123,8 +124,8 @@ function buttons(app) {
 function runLine(name) {
   const run = runs[name];
   if (!run) return null;
-  const link = run.dag_run_id ? el("a", {target: "_top",
-    href: `${AIRFLOW_ROOT}dags/${encodeURIComponent(run.dag_id)}/runs/${encodeURIComponent(run.dag_run_id)}`},
+  const link = run.dag_run_id ? airflowLink(
+    `dags/${encodeURIComponent(run.dag_id)}/runs/${encodeURIComponent(run.dag_run_id)}`,
     run.dag_run_id) : null;
   return el("span", {class: "run", "data-run-state": run.error ? "error" : run.state},
     `${run.label}: `, link, " ",

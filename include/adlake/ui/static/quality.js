@@ -47,7 +47,8 @@ function row(t) {
 async function load() {
   const message = document.getElementById("message");
   try {
-    const data = await api("api/summary");
+    const last = new URLSearchParams(location.search).get("last");
+    const data = await api("api/summary" + (last ? `?last=${encodeURIComponent(last)}` : ""));
     document.getElementById("last").textContent = data.last;
     if (!data.data_docs) {
       document.getElementById("docs").replaceWith(
