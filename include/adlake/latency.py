@@ -185,6 +185,7 @@ class LatencyProbe:
         timer_driven, ts_type = 0, None
         if not assignment:
             return samples, timer_driven, ts_type
+        ends = dict(wanted)
         consumer.assign(assignment)
         deadline = time.monotonic() + self.timeout_s
         try:
@@ -193,6 +194,8 @@ class LatencyProbe:
                     if msg.error():
                         continue
                     place = (msg.topic(), msg.partition())
+                    if msg.offset() >= ends[place]:
+                        continue  # written after the measure began: beyond the bound
                     if place in wanted and msg.offset() >= wanted[place] - 1:
                         del wanted[place]
                     kind, out_ms = msg.timestamp()

@@ -128,8 +128,13 @@ def test_probe_measures_the_newest_records_of_the_output_topic(kafka):
     probe = LatencyProbe(bootstrap, [topic], per_partition=3, max_age_s=60)
     try:
         figures = probe.measure()
+        for lat in (1, 2, 3, 4):  # written after: a new measure reads only the newest 3 again
+            send(0, now_ms - 500, lat)
+        producer.flush(10)
+        again = probe.measure()
     finally:
         probe.close()
+    assert (again["samples"], again["p50_ms"]) == (4, 3.0)  # 2, 3, 4 and partition 1's 40
     assert {k: figures[k] for k in ("p50_ms", "p99_ms", "samples", "stale", "timer_driven",
                                     "timestamp_type", "topics")} == {
         "p50_ms": 20.0, "p99_ms": 40.0, "samples": 4, "stale": 1, "timer_driven": 1,
