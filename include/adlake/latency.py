@@ -281,7 +281,7 @@ def waiting_in_state(app: str, state_rows: int | None, watermark: str | None,
         return out
     wm_s = ts_ms(watermark) / 1000
     if app == "click_surge":
-        window, delay = registry.SURGE_WINDOW_S, _CLICK_SURGE_WATERMARK_DELAY_S
+        window, delay = registry.SURGE_WINDOW_S, CLICK_SURGE_WATERMARK_DELAY_S
         out["closes_at"] = iso(wm_s + window + delay)
         what = (f"open {window}-second windows (page, window start); a window closes when the "
                 f"watermark (the newest click's event time - {delay} s) passes its end. Open "
@@ -310,7 +310,7 @@ def waiting_in_state(app: str, state_rows: int | None, watermark: str | None,
 
 # spark_apps/ops/click_surge.py's WATERMARK ("5 seconds"): the watermark's delay behind the
 # newest event time.
-_CLICK_SURGE_WATERMARK_DELAY_S = 5
+CLICK_SURGE_WATERMARK_DELAY_S = 5
 
 
 def output_topics(app: str) -> tuple[str, ...]:

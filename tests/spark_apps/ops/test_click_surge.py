@@ -336,3 +336,11 @@ def test_trigger_config_defaults_are_the_documented_ones(mode, interval, expecte
 def test_trigger_config_rejects_an_unknown_mode():
     with pytest.raises(ValueError, match="allowed values are realtime, processing_time"):
         TriggerConfig("continuous")
+
+
+def test_the_status_says_when_windows_close_with_the_apps_own_watermark_delay():
+    """adlake.latency (no PySpark) states click-surge's watermark delay for waiting_in_state."""
+    from adlake.latency import CLICK_SURGE_WATERMARK_DELAY_S
+    from spark_apps.ops.click_surge import WATERMARK
+
+    assert WATERMARK == f"{CLICK_SURGE_WATERMARK_DELAY_S} seconds"
