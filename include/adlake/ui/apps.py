@@ -55,8 +55,46 @@ def app_view(settings: Settings, app: str, now: float) -> dict:
         "report_age_s": _age(now, _epoch(status.get("written_at"))),
         "dlq_topic": spec.dlq,
         "actions": {"dag_id": f"app_{app}", "triggers": list(apps.TRIGGERS),
-                    "knobs": [k.name for k in spec.knobs]},
+                    "knobs": [k.name for k in spec.knobs], "buttons": buttons(app, info)},
     }
+
+
+def buttons(app: str, info: dict) -> list[dict]:
+    """The page's buttons for ``app`` (``info``: its :func:`adlake.apps.app_status`), each the
+    request the browser sends to Airflow's REST API: ``POST <airflow>/<path>`` with ``body``, a
+    run of the app's DAG. The conf carries the desired trigger and knobs, so a restart keeps what
+    the app runs with (the DAG form's defaults would replace them). ``enabled``: start needs a
+    free lock (a start of a running app fails its run); a stopped app that should not run has
+    nothing to stop.
+
+    >>> from adlake.config import load_settings
+    >>> info = apps.app_status(load_settings({"ADLAKE_RUNTIME_DIR": "/tmp/adlake-ui-doc"}),
+    ...                        "click_surge")
+    >>> [(b["label"], b["enabled"]) for b in buttons("click_surge", info)]
+    [('start', True), ('stop', False), ('restart', True), ('switch to processing_time', True)]
+    >>> buttons("click_surge", info)[3]["body"]["conf"]
+    {'action': 'restart', 'trigger': 'processing_time', 'threshold': 5000}
+    """
+    desired, holder = info["desired"], info["holder"]
+    mode = holder["mode"] if holder else desired["trigger"]
+    other = next(t for t in apps.TRIGGERS if t != mode)
+    dag_id = f"app_{app}"
+
+    def button(label: str, action: str, trigger: str, title: str, enabled: bool = True) -> dict:
+        return {"label": label, "title": title, "enabled": enabled, "dag_id": dag_id,
+                "path": f"api/v2/dags/{dag_id}/dagRuns",
+                "body": {"logical_date": None, "note": f"{label} from the Streaming apps page",
+                         "conf": {"action": action, "trigger": trigger, **desired["knobs"]}}}
+
+    return [
+        button("start", "start", desired["trigger"], f"start in {desired['trigger']}",
+               holder is None),
+        button("stop", "stop", desired["trigger"], "stop gracefully (drain, then SIGKILL)",
+               holder is not None or desired["state"] != "stopped"),
+        button("restart", "restart", desired["trigger"],
+               f"stop, then start in {desired['trigger']}"),
+        button(f"switch to {other}", "restart", other, f"restart in {other}"),
+    ]
 
 
 def apps_status(settings: Settings, now: float | None = None) -> dict:

@@ -37,8 +37,9 @@ def hold_lock(runtime):
         os.close(fd)
 
 
-def desire(settings, app: str, state: str, trigger: str) -> None:
-    apps.write_desired(settings, app, apps.Desired(state, trigger, apps.default_knobs(app),
+def desire(settings, app: str, state: str, trigger: str, **knobs) -> None:
+    apps.write_desired(settings, app, apps.Desired(state, trigger,
+                                                   {**apps.default_knobs(app), **knobs},
                                                    time.time() - 600, "user"))
 
 
@@ -50,7 +51,7 @@ def by_app(user) -> dict[str, dict]:
 
 def test_a_running_app_with_the_probes_figures(user, runtime, hold_lock):
     now = time.time()
-    desire(runtime, "click_surge", "running", "realtime")
+    desire(runtime, "click_surge", "running", "realtime", threshold=50)
     pid = hold_lock("click_surge", "realtime", now - 3600)
     history = [[now - 120, 35.0, 80.0], [now - 60, 40.0, 95.0]]
     write_status(runtime, "click_surge", {
@@ -79,9 +80,20 @@ def test_a_running_app_with_the_probes_figures(user, runtime, hold_lock):
     assert status["waiting_in_state"]["rows"] == 28364
     assert (status["input_rows_per_s"], status["state_rows"], status["latency_p50_ms"]) == (
         200.0, 28364, 30752.0)
-    assert app["actions"] == {"dag_id": "app_click_surge",
-                              "triggers": ["realtime", "processing_time"],
-                              "knobs": ["threshold"]}
+    actions = app["actions"]
+    assert (actions["dag_id"], actions["triggers"], actions["knobs"]) == (
+        "app_click_surge", ["realtime", "processing_time"], ["threshold"])
+    # each button is a run of the app's DAG that keeps the app's knobs; start is off while it runs
+    assert [(b["label"], b["enabled"], b["path"], b["body"]["conf"], b["body"]["logical_date"])
+            for b in actions["buttons"]] == [
+        ("start", False, "api/v2/dags/app_click_surge/dagRuns",
+         {"action": "start", "trigger": "realtime", "threshold": 50}, None),
+        ("stop", True, "api/v2/dags/app_click_surge/dagRuns",
+         {"action": "stop", "trigger": "realtime", "threshold": 50}, None),
+        ("restart", True, "api/v2/dags/app_click_surge/dagRuns",
+         {"action": "restart", "trigger": "realtime", "threshold": 50}, None),
+        ("switch to processing_time", True, "api/v2/dags/app_click_surge/dagRuns",
+         {"action": "restart", "trigger": "processing_time", "threshold": 50}, None)]
     assert app["log"] == str(runtime.logs_dir / "click_surge.log")
     assert app["dlq_topic"] == "page_clicks_dlq"
 
@@ -135,5 +147,5 @@ def test_apps_page_and_its_scripts_are_served(user):
     for src in ("../static/adlake.css", "../static/adlake.js", "../static/apps.js"):
         assert src in page.text
     script = user.get("/adlake/static/apps.js").text
-    # actions are DAG runs through Airflow's REST API, never a call into the plugin
-    assert "api/v2/dags/" in script and "dagRuns" in script and "logical_date: null" in script
+    # the buttons post the status's requests to Airflow's REST API, never into the plugin
+    assert "AIRFLOW_ROOT + b.path" in script and 'method: "POST"' in script

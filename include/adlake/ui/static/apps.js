@@ -102,22 +102,14 @@ function card(app) {
   );
 }
 
+// The buttons as the status says (adlake.ui.apps.buttons): each a request to Airflow's REST API.
 function buttons(app) {
-  const desired = app.desired;
-  const other = app.actions.triggers.find(t => t !== (app.holder ? app.holder.mode : desired.trigger));
   const run = runs[app.app];
   const busy = run && !FINAL_RUN_STATES.has(run.state) && !run.error;
-  // start needs a free lock (a start of a running app fails its run); stop of a stopped app
-  // that should not run has nothing to do
-  const idle = !app.holder && desired.state === "stopped";
-  const button = (label, action, trigger, title, off = false) => el("button", {
-    "data-action": label, title, disabled: busy || off ? "" : null,
-    onclick: () => trigger_(app, action, trigger, label)}, label);
   return el("div", {class: "buttons"},
-    button("start", "start", desired.trigger, `start in ${desired.trigger}`, !!app.holder),
-    button("stop", "stop", desired.trigger, "stop gracefully (drain, then SIGKILL)", idle),
-    button("restart", "restart", desired.trigger, `stop, then start in ${desired.trigger}`),
-    button(`switch to ${other}`, "restart", other, `restart in ${other}`),
+    app.actions.buttons.map(b => el("button", {
+      "data-action": b.label, title: b.title, disabled: busy || !b.enabled ? "" : null,
+      onclick: () => trigger_(app.app, b)}, b.label)),
     runLine(app.app));
 }
 
@@ -134,21 +126,17 @@ function runLine(name) {
 }
 
 // Trigger the app's DAG with the user's own session, then poll the run until it ends.
-async function trigger_(app, action, trigger, label) {
-  const dagId = app.actions.dag_id;
-  const conf = {action, trigger, ...app.desired.knobs};  // keep the knobs the app runs with
-  runs[app.app] = {dag_id: dagId, label, state: "requested"};
+async function trigger_(name, b) {
+  runs[name] = {dag_id: b.dag_id, label: b.label, state: "requested"};
   render();
   try {
-    const run = await api(`${AIRFLOW_ROOT}api/v2/dags/${encodeURIComponent(dagId)}/dagRuns`, {
-      method: "POST", headers: {"Content-Type": "application/json"},
-      body: JSON.stringify({logical_date: null, conf,
-                            note: `${label} from the Streaming apps page`})});
-    runs[app.app] = {dag_id: dagId, label, dag_run_id: run.dag_run_id, state: run.state};
+    const run = await api(AIRFLOW_ROOT + b.path, {method: "POST",
+      headers: {"Content-Type": "application/json"}, body: JSON.stringify(b.body)});
+    runs[name] = {dag_id: b.dag_id, label: b.label, dag_run_id: run.dag_run_id, state: run.state};
     render();
-    await poll(app.app);
+    await poll(name);
   } catch (error) {
-    runs[app.app] = {...runs[app.app], error: error.message};
+    runs[name] = {...runs[name], error: error.message};
     render();
   }
 }
