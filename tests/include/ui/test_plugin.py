@@ -27,3 +27,20 @@ def test_airflow_lists_the_plugin_with_its_app_and_both_pages():
             for v in plugin["external_views"]] == [
         ("Streaming apps", "adlake/apps/", "nav", "streaming-apps", "True"),
         ("Data quality", "adlake/quality/", "nav", "data-quality", "True")]
+
+
+def test_the_pages_load_nothing_from_elsewhere():
+    """No CDN, no build: every script and style the pages use is a file of the package."""
+    import re
+
+    from adlake.ui.app import STATIC_DIR
+
+    files = sorted(p.name for p in STATIC_DIR.iterdir())
+    assert files == ["adlake.css", "adlake.js", "apps.html", "apps.js", "quality.html",
+                     "quality.js"]
+    for name in files:
+        text = (STATIC_DIR / name).read_text()
+        assert not re.search(r"""(src|href)=["'](https?:)?//|url\(["']?(https?:)?//|import\s""",
+                             text), name
+        for ref in re.findall(r"""(?:src|href)="\.\./static/([^"]+)\"""", text):
+            assert ref in files, (name, ref)
