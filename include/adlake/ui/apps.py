@@ -67,13 +67,12 @@ def buttons(app: str, info: dict) -> list[dict]:
     free lock (a start of a running app fails its run); a stopped app that should not run has
     nothing to stop.
 
-    >>> from adlake.config import load_settings
-    >>> info = apps.app_status(load_settings({"ADLAKE_RUNTIME_DIR": "/tmp/adlake-ui-doc"}),
-    ...                        "click_surge")
-    >>> [(b["label"], b["enabled"]) for b in buttons("click_surge", info)]
+    >>> stopped = {"holder": None,
+    ...            "desired": {"state": "stopped", "trigger": "realtime", "knobs": {"threshold": 50}}}
+    >>> [(b["label"], b["enabled"]) for b in buttons("click_surge", stopped)]
     [('start', True), ('stop', False), ('restart', True), ('switch to processing_time', True)]
-    >>> buttons("click_surge", info)[3]["body"]["conf"]
-    {'action': 'restart', 'trigger': 'processing_time', 'threshold': 5000}
+    >>> buttons("click_surge", stopped)[3]["body"]["conf"]
+    {'action': 'restart', 'trigger': 'processing_time', 'threshold': 50}
     """
     desired, holder = info["desired"], info["holder"]
     mode = holder["mode"] if holder else desired["trigger"]
