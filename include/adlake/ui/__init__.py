@@ -1,5 +1,6 @@
 """Adlake's pages in the Airflow UI: one FastAPI app, mounted by the Airflow 3.3 plugin in
-``plugins/adlake_ui.py`` at :data:`URL_PREFIX`, with two navigation entries (:data:`EXTERNAL_VIEWS`).
+``plugins/adlake_ui.py`` at :data:`URL_PREFIX`, with two navigation entries
+(:data:`EXTERNAL_VIEWS`).
 
 * ``/adlake/apps/``: the streaming apps (``adlake.apps.app_status`` of each ops app); its buttons
   trigger the app's DAG through Airflow's REST API from the browser, so every action is a DAG run.
@@ -15,8 +16,9 @@ here: the api-server reads files only.
 
 An external view's ``href`` is relative: the Airflow UI resolves it against its ``<base href>``
 (the api-server's base path) and shows it in an iframe at ``/plugin/<url_route>`` (sandbox
-``allow-scripts allow-same-origin``: the page's requests carry the user's session cookie). ``nav_top_level``: each is a button of its own in the
-navigation bar, not an item of its "Plugins" menu.
+``allow-scripts allow-same-origin``: the page's requests carry the user's session cookie).
+``nav_top_level``: each is a button of its own in the navigation bar, not an item of its
+"Plugins" menu.
 
 >>> [v["href"] for v in EXTERNAL_VIEWS]
 ['adlake/apps/', 'adlake/quality/']

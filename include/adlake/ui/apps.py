@@ -67,8 +67,8 @@ def buttons(app: str, info: dict) -> list[dict]:
     free lock (a start of a running app fails its run); a stopped app that should not run has
     nothing to stop.
 
-    >>> stopped = {"holder": None,
-    ...            "desired": {"state": "stopped", "trigger": "realtime", "knobs": {"threshold": 50}}}
+    >>> stopped = {"holder": None, "desired": {"state": "stopped", "trigger": "realtime",
+    ...                                        "knobs": {"threshold": 50}}}
     >>> [(b["label"], b["enabled"]) for b in buttons("click_surge", stopped)]
     [('start', True), ('stop', False), ('restart', True), ('switch to processing_time', True)]
     >>> buttons("click_surge", stopped)[3]["body"]["conf"]

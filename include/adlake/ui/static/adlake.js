@@ -113,7 +113,8 @@ function lineChart(series, opts = {}) {
   root.append(svg("text", {x: W - R, y: H - 4, "text-anchor": "end"}, xf(x1)));
   for (const s of series) {
     if (!s.points.length) continue;
-    const d = s.points.map((p, i) => `${i ? "L" : "M"}${px(p[0]).toFixed(1)},${py(p[1]).toFixed(1)}`);
+    const d = s.points.map(
+      (p, i) => `${i ? "L" : "M"}${px(p[0]).toFixed(1)},${py(p[1]).toFixed(1)}`);
     const path = svg("path", {class: s.cls, d: d.join("")});
     if (s.label) path.append(svg("title", {}, s.label));
     root.append(path);

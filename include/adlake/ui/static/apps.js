@@ -49,9 +49,14 @@ function dlqText(app, status) {
   return `${fmt(value)} (${app.dlq_topic})`;
 }
 
+function ago(seconds) {
+  return seconds === null || seconds === undefined ? DASH : `${fmtDuration(seconds)} ago`;
+}
+
 function restartsText(restarts) {
   if (!restarts || !restarts.count) return "0";
-  return `${restarts.count} · last ${fmtTime(restarts.last_restart_at)}: ${restarts.reason || DASH}`;
+  return `${restarts.count} · last ${fmtTime(restarts.last_restart_at)}: ` +
+    `${restarts.reason || DASH}`;
 }
 
 function card(app) {
@@ -60,34 +65,41 @@ function card(app) {
   const desired = app.desired;
   const restarts = app.restarts || {};
   const fields = el("dl", {class: "fields"},
-    field("desired", `${desired.state} (${desired.trigger})`, `since ${fmtTime(desired.updated_at)}: ${desired.reason}`),
+    field("desired", `${desired.state} (${desired.trigger})`,
+          `since ${fmtTime(desired.updated_at)}: ${desired.reason}`),
     field("mode", holder ? holder.mode : (s.mode || DASH)),
     field("pid", holder ? String(holder.pid) : DASH),
-    field("uptime", fmtDuration(app.uptime_s), holder ? `started ${fmtTime(holder.started_at)}` : null),
-    field("last progress", app.progress_age_s === null ? DASH : `${fmtDuration(app.progress_age_s)} ago`,
+    field("uptime", fmtDuration(app.uptime_s),
+          holder ? `started ${fmtTime(holder.started_at)}` : null),
+    field("last progress", ago(app.progress_age_s),
           s.last_batch_at ? `batch ${fmt(s.batch_id)} at ${fmtTime(s.last_batch_at)}` : null),
-    field("last report", app.report_age_s === null ? DASH : `${fmtDuration(app.report_age_s)} ago`,
+    field("last report", ago(app.report_age_s),
           `stale after ${fmtDuration(app.stale_after_s)}`),
     field("input rows/s", fmt(s.input_rows_per_s, 1)),
     field("processed rows/s", fmt(s.processed_rows_per_s, 1)),
     field("end-to-end latency", e2eText(s),
-          s.e2e_latency ? `measured ${fmtTime(s.e2e_latency.measured_at)} by the output-topic probe` : null),
+          s.e2e_latency ? `measured ${fmtTime(s.e2e_latency.measured_at)} ` +
+                          "by the output-topic probe" : null),
     field("per-batch bound (not end-to-end)",
           s.latency_p50_ms === undefined ? DASH :
           `p50 ${fmt(s.latency_p50_ms, 0, " ms")} · p99 ${fmt(s.latency_p99_ms, 0, " ms")}`,
-          "commit time minus source time per batch: an upper bound; in Real-Time Mode a batch is the whole checkpoint interval"),
+          "commit time minus source time per batch: an upper bound; in Real-Time Mode a " +
+          "batch is the whole checkpoint interval"),
     field("state rows", fmt(s.state_rows)),
     field("state memory", fmt(s.state_memory_mb, 1, " MB")),
     field("watermark", fmtTime(s.watermark)),
     field("late rows", fmt(s.late_rows)),
     field("DLQ in last interval", dlqText(app, s)),
-    field("restarts", restartsText(restarts), restarts.next_allowed_at ? `next allowed ${fmtTime(restarts.next_allowed_at)}` : null),
+    field("restarts", restartsText(restarts),
+          restarts.next_allowed_at ? `next allowed ${fmtTime(restarts.next_allowed_at)}` : null),
     field("waiting in state", waitingText(s)),
     field("log", app.log),
   );
   const errors = [];
   if (s.error) errors.push(el("pre", {class: "err"}, `query error: ${s.error}`));
-  if (restarts.last_error) errors.push(el("pre", {class: "err"}, `last restart error: ${restarts.last_error}`));
+  if (restarts.last_error) {
+    errors.push(el("pre", {class: "err"}, `last restart error: ${restarts.last_error}`));
+  }
   return el("section", {class: "card", id: `app-${app.app}`, "data-state": app.state},
     el("header", {},
       el("h2", {}, app.app),
