@@ -86,11 +86,13 @@ async function api(url, options = {}) {
   return body;
 }
 
-// A line chart: series = [{points: [[x, y], ...], cls, label}], x and y numbers.
+// A line chart: series = [{points: [[x, y], ...], cls, label}], x and y numbers; a null y is a
+// gap (a measure without samples), the line resumes after it.
 // opts: width, height, yMin, yMax, xFormat(x), yFormat(y), dots: [{x, y, cls, title, href}].
 function lineChart(series, opts = {}) {
   const W = opts.width || 480, H = opts.height || 120, L = 44, R = 8, T = 8, B = 18;
-  const all = series.flatMap(s => s.points).concat((opts.dots || []).map(d => [d.x, d.y]));
+  const all = series.flatMap(s => s.points).concat((opts.dots || []).map(d => [d.x, d.y]))
+    .filter(p => p[1] !== null && p[1] !== undefined);
   const root = svg("svg", {class: "chart", width: W, height: H, viewBox: `0 0 ${W} ${H}`,
                            role: "img", "aria-label": opts.label || "chart"});
   if (!all.length) {
@@ -112,10 +114,14 @@ function lineChart(series, opts = {}) {
   root.append(svg("text", {x: L, y: H - 4}, xf(x0)));
   root.append(svg("text", {x: W - R, y: H - 4, "text-anchor": "end"}, xf(x1)));
   for (const s of series) {
-    if (!s.points.length) continue;
-    const d = s.points.map(
-      (p, i) => `${i ? "L" : "M"}${px(p[0]).toFixed(1)},${py(p[1]).toFixed(1)}`);
-    const path = svg("path", {class: s.cls, d: d.join("")});
+    let d = "", pen = "M";
+    for (const p of s.points) {
+      if (p[1] === null || p[1] === undefined) { pen = "M"; continue; }
+      d += `${pen}${px(p[0]).toFixed(1)},${py(p[1]).toFixed(1)}`;
+      pen = "L";
+    }
+    if (!d) continue;
+    const path = svg("path", {class: s.cls, d});
     if (s.label) path.append(svg("title", {}, s.label));
     root.append(path);
   }

@@ -13,8 +13,8 @@ function field(label, value, title = null) {
 function latencyChart(app) {
   const history = (app.status || {}).latency_history || [];
   const now = latest.now;
-  const p50 = history.filter(p => p[1] !== null).map(p => [p[0], p[1]]);
-  const p99 = history.filter(p => p[2] !== null).map(p => [p[0], p[2]]);
+  const p50 = history.map(p => [p[0], p[1]]);  // null: a measure without samples, a gap
+  const p99 = history.map(p => [p[0], p[2]]);
   return lineChart([{points: p50, cls: "p50", label: "p50"},
                     {points: p99, cls: "p99", label: "p99"}], {
     width: 490, height: 130, xMin: now - 3600, xMax: now, legend: true,
