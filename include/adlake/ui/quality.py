@@ -26,7 +26,18 @@ DEFAULT_RUNS = 24
 
 
 def run_json(run: RunSummary) -> dict:
-    return {"run_name": run.run_name, "run_time": run.run_time.isoformat(),
+    """One validation as the page shows it, with the Airflow run that made it: GX's run name is
+    ``<dag_id>__<run_id>`` (a DAG id has no ``__``; a run id may: ``scheduled__…``).
+
+    >>> from datetime import datetime
+    >>> r = RunSummary("page_traffic", "lake_hourly__scheduled__2026-11-21T13:00:00+00:00",
+    ...                datetime(2026, 11, 21, 14, 5), True, 11, 0, 1, "validations/x.html")
+    >>> {k: run_json(r)[k] for k in ("dag_id", "run_id")}
+    {'dag_id': 'lake_hourly', 'run_id': 'scheduled__2026-11-21T13:00:00+00:00'}
+    """
+    dag_id, _, run_id = run.run_name.partition("__")
+    return {"run_name": run.run_name, "dag_id": dag_id if run_id else None,
+            "run_id": run_id or None, "run_time": run.run_time.isoformat(),
             "passed": run.passed, "evaluated": run.evaluated,
             "failed_errors": run.failed_errors, "failed_warns": run.failed_warns,
             "page": run.page}

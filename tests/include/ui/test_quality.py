@@ -22,7 +22,8 @@ def test_summary_lists_every_gold_table_and_view_with_its_latest_run_and_pass_ra
     assert traffic["kind"] == "gold" and traffic["runs"] == 3
     assert round(traffic["pass_rate"], 2) == 0.67
     assert traffic["latest"] == {
-        "run_name": "lake_hourly__r15", "run_time": "2026-11-21T15:05:00+00:00",
+        "run_name": "lake_hourly__r15", "dag_id": "lake_hourly", "run_id": "r15",
+        "run_time": "2026-11-21T15:05:00+00:00",
         "passed": False, "evaluated": 3, "failed_errors": 1, "failed_warns": 1,
         "page": "validations/page_traffic/lake_hourly__r15/20261121T150500.000000Z/"
                 "adlake_spark-page_traffic.html"}

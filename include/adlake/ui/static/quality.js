@@ -36,7 +36,9 @@ function row(t) {
       " / ", String(latest.failed_warns), el("span", {class: "muted"},
       ` of ${latest.evaluated}`)) : DASH),
     el("td", {}, latest ? fmtTime(latest.run_time) : DASH),
-    el("td", {class: "muted"}, latest ? latest.run_name : DASH),
+    el("td", {}, !latest ? DASH : latest.run_id ? airflowLink(
+      `dags/${encodeURIComponent(latest.dag_id)}/runs/${encodeURIComponent(latest.run_id)}`,
+      latest.run_name) : latest.run_name),
     el("td", {}, latest ? el("a", {href: "../data-docs/" + latest.page}, "Data Docs") : DASH),
     el("td", {}, t.pass_rate === null ? DASH
       : `${Math.round(t.pass_rate * 100)}% of ${t.runs}`),
