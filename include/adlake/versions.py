@@ -42,6 +42,7 @@ LOG4J = "2.24.3"
 AIRFLOW = "3.3.2"
 AIRFLOW_SPARK_PROVIDER = "6.3.4"
 GREAT_EXPECTATIONS = "1.24.*"
+PLAYWRIGHT = "1.64.1"
 CONFLUENT_KAFKA = "2.16.1"
 PYTEST = ">=8,<10"
 
@@ -77,6 +78,9 @@ _REQUIREMENTS = {
         # Without the [spark] extra: its pin excludes Spark 4.2.
         f"great-expectations=={GREAT_EXPECTATIONS}",
         "pandas<3",
+        # The UI tests drive Debian's chromium (apt) with it; its own browser download is
+        # never used.
+        f"playwright=={PLAYWRIGHT}",
         *_COMMON,
     ],
     # The ops environment holds only what the operational streaming apps need.
