@@ -1,5 +1,6 @@
 """``make setup``: build the two Python environments, the three JVM jar sets and the ops
-runtime's own jar (the JVM attribution processor), idempotently.
+runtime's own jar (the JVM attribution processor), idempotently, and install Debian's
+``chromium`` for the UI tests when it is missing (as root; otherwise it says how).
 
 Everything is derived from :mod:`adlake.versions`. Each environment and each jar set carries a
 stamp, the hash of its inputs; when the stamp matches, that part is skipped without touching the
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -186,6 +188,34 @@ def build_app_jar(spark_jars: Path | None = None) -> None:
     log(f"ops app jar ready: {len(sources)} sources in {time.monotonic() - started:.0f}s")
 
 
+CHROMIUM_PACKAGE = "chromium"
+
+
+def setup_browser() -> None:
+    """Debian's Chromium, which the UI tests drive headless with Playwright (a browser that
+    Playwright downloads cannot be fetched here). Installed with apt when missing and this is
+    root; otherwise a line saying how (``make up`` does not need it)."""
+    if shutil.which("chromium"):
+        log("chromium is installed")
+        return
+    if not shutil.which("apt-get"):
+        log("chromium missing and no apt-get: install a Chromium as /usr/bin/chromium for the UI "
+            "tests")
+        return
+    if hasattr(os, "geteuid") and os.geteuid() != 0:
+        log(f"chromium missing: run `sudo apt-get install {CHROMIUM_PACKAGE}` for the UI tests")
+        return
+    started = time.monotonic()
+    log(f"installing {CHROMIUM_PACKAGE} with apt-get (the UI tests' browser)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (["apt-get", "update", "-q"],
+                    ["apt-get", "install", "-y", "-q", CHROMIUM_PACKAGE]):
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"[setup] {' '.join(command)} failed:\n{done.stderr[-2000:]}")
+    log(f"chromium installed in {time.monotonic() - started:.0f}s")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jars-only", action="store_true")
@@ -211,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
             setup_env(env)
     if not args.jars_only and not args.envs_only and (args.env is None or "ops" in args.env):
         build_app_jar(args.spark_jars)
+    if not args.jars_only and not args.envs_only and args.env is None:
+        setup_browser()
     log(f"done in {time.monotonic() - started:.1f}s")
     return 0
 

@@ -1,5 +1,5 @@
 """A real browser for UI tests: Debian's Chromium, driven headless by Playwright (its own browser
-download cannot be fetched here; ``.ci/run`` installs the ``chromium`` package when missing)."""
+download cannot be fetched here; ``make setup`` installs the ``chromium`` package when missing)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def chromium_path() -> str:
     path = shutil.which("chromium") or (CHROMIUM if Path(CHROMIUM).exists() else None)
     if path is None:
         raise AssertionError("the browser tests need Debian's chromium: apt-get install chromium "
-                             "(.ci/run installs it when missing)")
+                             "(make setup installs it when run as root)")
     return path
 
 
