@@ -87,7 +87,9 @@ function card(app) {
           "batch is the whole checkpoint interval"),
     field("state rows", fmt(s.state_rows)),
     field("state memory", fmt(s.state_memory_mb, 1, " MB")),
-    field("watermark", fmtTime(s.watermark)),
+    // Spark reports the epoch as the watermark until the first event time is seen.
+    field("watermark", s.watermark && s.watermark.startsWith("1970-01-01") ?
+          "none yet (no event seen)" : fmtTime(s.watermark)),
     field("late rows", fmt(s.late_rows)),
     field("DLQ in last interval", dlqText(app, s)),
     field("restarts", restartsText(restarts),
