@@ -312,8 +312,9 @@ def up(settings: Settings, start_apps: bool = True, knobs: dict[str, dict] | Non
                              "see the app_<name> DAG runs in the UI and <runtime>/logs/")
         log("streaming apps running: " + ", ".join(ops_apps()))
     log(f"ready in {time.monotonic() - started:.0f}s")
-    print(f"\n  Airflow UI  {airflow_url()}   login: {ADMIN} / {admin_password(settings)}\n",
-          flush=True)
+    print(f"\n  Airflow UI      {airflow_url()}   login: {ADMIN} / {admin_password(settings)}"
+          f"\n  Streaming apps  {airflow_url()}/plugin/streaming-apps"
+          f"\n  Data quality    {airflow_url()}/plugin/data-quality\n", flush=True)
 
 
 def down(settings: Settings) -> None:

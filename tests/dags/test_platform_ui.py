@@ -66,7 +66,8 @@ def test_up_says_where_to_sign_in_and_a_second_up_starts_nothing(running):
     settings, first = running
     password = platform.admin_password(settings)
     assert f"login: {platform.ADMIN} / {password}" in first
-    assert platform.airflow_url() in first
+    for page in ("", "/plugin/streaming-apps", "/plugin/data-quality"):
+        assert f"{platform.airflow_url()}{page}" in first
     pids = platform_pids(settings)
     assert all(pids.values()), pids
     second = quietly(platform.up, settings, start_apps=False)
