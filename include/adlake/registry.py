@@ -128,6 +128,14 @@ class Knob:
         return "--" + self.name.replace("_", "-")
 
 
+# How a view DAG refreshes its view (a field of its trigger form; asset-triggered runs take the
+# default): see spark_apps.lake.views.
+VIEW_MODE = Knob("mode", "string", "incremental",
+                 "incremental: apply the source's change feed; full-refresh: recompute the view "
+                 "(after ChangeFeedUnavailable, SourceRewound or ViewInconsistent); verify: "
+                 "compare with a recomputation, change nothing",
+                 choices=("incremental", "full-refresh", "verify"))
+
 TRIGGERS = ("realtime", "processing_time")
 # What a user (or the app's DAG) can ask of a streaming app; see adlake.apps.
 APP_ACTIONS = ("start", "stop", "restart", "status")
@@ -413,6 +421,9 @@ class Job:
     # A quality gate validates the tables it reads (spark_apps.lake.quality): it runs right after
     # their writer, and what depends on them waits for it (its `error` expectations passing).
     gate: bool = False
+    # Fields of the DAG's trigger form, each passed to the job as its flag (a run the form did
+    # not start, e.g. asset-triggered, takes the defaults). Only for a job that owns its DAG.
+    params: tuple[Knob, ...] = ()
 
     def __post_init__(self) -> None:
         if self.schedule not in SCHEDULES:
@@ -445,7 +456,7 @@ JOBS: dict[str, Job] = {j.name: j for j in [
                     "every day the interval touches is rebuilt from silver (read with the "
                     "margin its rows need around it) and replaced in one commit."),
     *[Job(f"view_{v.name}", "spark_apps.lake.views", "lake", (v.source,), (v.name,),
-          "on_update", args=("--view", v.name),
+          "on_update", args=("--view", v.name), params=(VIEW_MODE,),
           description=f"Incremental refresh of the view `{v.name}` (MERGE of the change feed of "
                       f"`{v.source}`): {v.description}") for v in VIEWS.values()],
     # Quality: one job per gold table (in the hourly chain, after gold, over the run's interval)

@@ -140,6 +140,20 @@ def test_rendered_arguments_carry_the_data_interval(dagbag, task_id):
     assert task.application == str(factory.SUBMIT)
 
 
+def test_a_view_dag_form_chooses_the_refresh_mode(dagbag):
+    job = factory.view_jobs()[0]
+    dag = dagbag.dags[job.name]
+    mode = dag.params.get_param("mode")
+    assert (mode.value, mode.schema["enum"]) == ("incremental", list(registry.VIEW_MODE.choices))
+    task = dag.get_task(job.name)
+    task.render_template_fields({"params": {"mode": "full-refresh"}},
+                                jinja_env=dag.get_template_env())
+    assert task.application_args[-2:] == ["--mode", "full-refresh"]
+    from spark_apps.lake.views.cli import parse_args
+
+    assert parse_args(task.application_args[1:]).full_refresh is True
+
+
 def test_a_quality_gate_records_its_results_under_its_run(dagbag):
     dag = dagbag.dags[factory.LAKE_DAG_ID]
     task = dag.get_task("quality_campaign_delivery")

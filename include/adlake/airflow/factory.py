@@ -116,7 +116,8 @@ def spark_task(job: registry.Job):
         task_id=job.name, conn_id=spark_conn_id(job.runtime), application=str(SUBMIT),
         application_args=[job.module, *job.args,
                           *(INTERVAL_ARGS if job.takes_interval else ()),
-                          *(RUN_ARGS if job.gate else ())],
+                          *(RUN_ARGS if job.gate else ()),
+                          *(a for k in job.params for a in (k.flag, "{{ params.%s }}" % k.name))],
         jars="{{ adlake_jars('%s') }}" % job.runtime, name=f"adlake-{job.name}",
         conf={"spark.pyspark.python": python, "spark.pyspark.driver.python": python},
         doc_md=job.description, retries=job.retries,
@@ -165,6 +166,7 @@ def build_view_dag(job: registry.Job) -> DAG:
     with DAG(job.name,
              schedule=[asset(t) for t in job.reads], start_date=START, catchup=False,
              max_active_runs=1, tags=["lake", "view"], default_args=_default_args(job.retries),
+             params={k.name: knob_param(k) for k in job.params},
              user_defined_macros={"adlake_jars": runtime_jars_macro},
              doc_md=f"# {job.name}\n\n{job.description}\n\nRuns when "
                     f"{', '.join(f'`{t}`' for t in job.reads)} is updated; an asset-triggered "
@@ -185,12 +187,16 @@ def app_params(app: registry.App) -> dict[str, Param]:
                                      "(a switch keeps the input: see the runbook)"),
     }
     for knob in app.knobs:
-        extra = {"enum": list(knob.choices)} if knob.choices else {}
-        if knob.minimum is not None:
-            extra["minimum"] = knob.minimum
-        params[knob.name] = Param(knob.default, type=knob.type, description=knob.description,
-                                  **extra)
+        params[knob.name] = knob_param(knob)
     return params
+
+
+def knob_param(knob: registry.Knob) -> Param:
+    """A typed field of a trigger form."""
+    extra = {"enum": list(knob.choices)} if knob.choices else {}
+    if knob.minimum is not None:
+        extra["minimum"] = knob.minimum
+    return Param(knob.default, type=knob.type, description=knob.description, **extra)
 
 
 def build_app_dag(app: registry.App) -> DAG:

@@ -16,6 +16,9 @@ from adlake.helpformat import HelpFormatter
 from spark_apps.lake.views.engine import full_refresh, refresh, verify
 
 
+MODES = registry.VIEW_MODE.choices
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     from spark_apps.lake import views  # the package: its docstring describes the command
 
@@ -32,7 +35,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     mode.add_argument("--verify", action="store_true",
                       help="recompute in memory and report groups where the view differs "
                            "(exit status 1 if any)")
-    return parser.parse_args(argv)
+    mode.add_argument("--mode", choices=MODES, default=None,
+                      help="the same as a flag: incremental (the default), full-refresh or "
+                           "verify (the view DAGs' trigger form passes it)")
+    args = parser.parse_args(argv)
+    args.full_refresh = args.full_refresh or args.mode == "full-refresh"
+    args.verify = args.verify or args.mode == "verify"
+    return args
 
 
 def main(argv: Sequence[str] | None = None, settings: Settings | None = None) -> int:
