@@ -16,12 +16,15 @@ to run every few seconds:
   (:data:`TIMER_DRIVEN`) are counted apart: they are late by design (the window plus the
   lateness) and measure the configuration, not the pipeline.
 * :func:`add_history` keeps a bounded history of the figures (the last hour).
+* :meth:`LatencyProbe.dlq_total` sums the end offsets of the app's DLQ topic, and
+  :func:`dlq_growth` turns two such sums into ``dlq_rows_last_interval`` (rows sent to the DLQ
+  between two probes), ``dlq_interval_s`` and ``dlq_total``.
 * :func:`waiting_in_state` says what waits in state and when it will close, from what the
   listener knows (state rows, watermark, the app's knobs), without a state scan.
 
 The app's status listener (``spark_apps/common/streaming/listener.py``) runs the probe every
-``probe_every_s`` seconds in a thread of the driver and writes ``e2e_latency`` and
-``latency_history`` into the status file, so the file stays the one source and its readers
+``probe_every_s`` seconds in a thread of the driver and writes ``e2e_latency``,
+``latency_history`` and the DLQ figures into the status file, so the file stays the one source and its readers
 (``make status``, the Airflow page) only read JSON. For a one-off figure from a shell (either
 environment; standard library and ``confluent_kafka`` only, no Spark)::
 
@@ -143,8 +146,8 @@ class LatencyProbe:
 
     def __init__(self, bootstrap: str, topics: Iterable[str], *,
                  per_partition: int = PER_PARTITION, max_age_s: float = MAX_AGE_S,
-                 timeout_s: float = 5.0) -> None:
-        self.bootstrap, self.topics = bootstrap, list(topics)
+                 timeout_s: float = 5.0, dlq: str | None = None) -> None:
+        self.bootstrap, self.topics, self.dlq = bootstrap, list(topics), dlq
         self.per_partition, self.max_age_s, self.timeout_s = per_partition, max_age_s, timeout_s
         self._consumer = None
 
@@ -162,6 +165,26 @@ class LatencyProbe:
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
+
+    def dlq_total(self) -> int | None:
+        """The sum over partitions of the DLQ topic's end offsets (every row ever sent to it);
+        None with no DLQ topic, or when the topic or an offset cannot be read in ``timeout_s``."""
+        if not self.dlq:
+            return None
+        from confluent_kafka import TopicPartition
+
+        consumer = self._client()
+        meta = consumer.list_topics(self.dlq, timeout=self.timeout_s).topics.get(self.dlq)
+        if meta is None or meta.error is not None or not meta.partitions:
+            return None
+        total = 0
+        for partition in meta.partitions:
+            offsets = consumer.get_watermark_offsets(TopicPartition(self.dlq, partition),
+                                                     timeout=self.timeout_s)
+            if offsets is None:  # timed out
+                return None
+            total += offsets[1]
+        return total
 
     def read(self) -> tuple[list[tuple[float, float]], int, str | None]:
         """The newest records' ``(output ts ms, source ts ms)``, the number of timer-driven
@@ -253,6 +276,27 @@ def add_history(history: Iterable, figures: Mapping, *, span_s: float = HISTORY_
     points = [list(p) for p in history if len(p) == 3 and now - span_s < p[0] < now]
     points.append([now, figures.get("p50_ms"), figures.get("p99_ms")])
     return points[-max_points:]
+
+
+def dlq_growth(previous: tuple[float, int] | None, total: int | None, now_s: float) -> dict:
+    """The DLQ figures of a probe: ``dlq_total`` (the DLQ topic's end offsets now),
+    ``dlq_rows_last_interval`` (its growth since ``previous``, the last probe's
+    ``(epoch_s, total)``) and ``dlq_interval_s`` (the seconds between the two probes).
+    The growth is None on the first probe (``previous`` None: also after a restart), when
+    ``total`` could not be read, and when the offsets went down (the topic was recreated): it is
+    never negative.
+
+    >>> dlq_growth((1000.0, 40), 52, 1015.0)
+    {'dlq_rows_last_interval': 12, 'dlq_interval_s': 15.0, 'dlq_total': 52}
+    >>> dlq_growth(None, 52, 1015.0)["dlq_rows_last_interval"] is None
+    True
+    >>> dlq_growth((1000.0, 40), 3, 1015.0)
+    {'dlq_rows_last_interval': None, 'dlq_interval_s': None, 'dlq_total': 3}
+    """
+    if total is None or previous is None or total < previous[1]:
+        return {"dlq_rows_last_interval": None, "dlq_interval_s": None, "dlq_total": total}
+    return {"dlq_rows_last_interval": total - previous[1],
+            "dlq_interval_s": round(now_s - previous[0], 1), "dlq_total": total}
 
 
 def waiting_in_state(app: str, state_rows: int | None, watermark: str | None,

@@ -16,6 +16,10 @@ Latency, in two figures (see ``adlake.latency``):
   per batch (commit time minus the source timestamps seen). In Real-Time Mode a batch is the
   whole checkpoint interval, so it is about that interval whatever the real latency.
 
+``dlq/int`` (``dlq_rows_last_interval``) is how many rows the app's DLQ topic grew by between the
+listener's last two probes (``dlq_interval_s`` apart; ``dlq_total`` is its end offsets' sum);
+empty on a run's first probe and when the topic was recreated.
+
 ``waiting`` summarizes ``waiting_in_state``: rows in state and the watermark that closes them
 all, which only advances as input arrives.
 """
@@ -38,6 +42,8 @@ COLUMNS = [
     ("age s", "age_s"), ("in rows/s", "input_rows_per_s"), ("out rows/s", "processed_rows_per_s"),
     ("batch ms", "batch_duration_ms"), ("state rows", "state_rows"),
     ("state MB", "state_memory_mb"), ("watermark", "watermark"), ("late rows", "late_rows"),
+    # rows sent to the app's DLQ topic since the previous probe (about 15 s; dlq_interval_s)
+    ("dlq/int", "dlq_rows_last_interval"),
     # measured end to end from the output topic (e2e_latency), then the per-batch upper bound
     ("e2e p50", "e2e_p50_ms"), ("e2e p99", "e2e_p99_ms"), ("e2e n", "e2e_samples"),
     ("bound p50", "latency_p50_ms"), ("bound p99", "latency_p99_ms"),

@@ -11,6 +11,7 @@ from adlake import latency
 from adlake.latency import (
     LatencyProbe,
     add_history,
+    dlq_growth,
     iso,
     percentile,
     summarize,
@@ -56,6 +57,16 @@ def test_history_keeps_the_last_hour_and_a_bounded_number_of_points():
     capped = add_history(history, {"measured_at": NOW + 15 * 400, "p50_ms": None,
                                    "p99_ms": None}, max_points=10)
     assert len(capped) == 10 and capped[-1] == [NOW + 15 * 400, None, None]
+
+
+def test_dlq_growth_is_the_end_offsets_growth_since_the_previous_probe():
+    assert dlq_growth((NOW, 100), 130, NOW + 15.04) == {
+        "dlq_rows_last_interval": 30, "dlq_interval_s": 15.0, "dlq_total": 130}
+    assert dlq_growth((NOW, 100), 100, NOW + 15)["dlq_rows_last_interval"] == 0
+    nothing = {"dlq_rows_last_interval": None, "dlq_interval_s": None}
+    assert dlq_growth(None, 130, NOW) == {**nothing, "dlq_total": 130}  # first probe, restart
+    assert dlq_growth((NOW, 100), 7, NOW + 15) == {**nothing, "dlq_total": 7}  # recreated
+    assert dlq_growth((NOW, 100), None, NOW + 15) == {**nothing, "dlq_total": None}  # unread
 
 
 def test_timer_driven_record_types_are_the_attribution_contracts():
@@ -125,15 +136,17 @@ def test_probe_measures_the_newest_records_of_the_output_topic(kafka):
     send(1, now_ms - 1000, 300_000, record_type="request_closed")  # timer-driven: apart
     producer.flush(10)
 
-    probe = LatencyProbe(bootstrap, [topic], per_partition=3, max_age_s=60)
+    # the topic stands in for a DLQ too: its end offsets summed over both partitions
+    probe = LatencyProbe(bootstrap, [topic], per_partition=3, max_age_s=60, dlq=topic)
     try:
-        figures = probe.measure()
+        figures, total = probe.measure(), probe.dlq_total()
         for lat in (1, 2, 3, 4):  # written after: a new measure reads only the newest 3 again
             send(0, now_ms - 500, lat)
         producer.flush(10)
-        again = probe.measure()
+        again, total_again = probe.measure(), probe.dlq_total()
     finally:
         probe.close()
+    assert (total, total_again) == (7, 11)
     assert (again["samples"], again["p50_ms"]) == (4, 3.0)  # 2, 3, 4 and partition 1's 40
     assert {k: figures[k] for k in ("p50_ms", "p99_ms", "samples", "stale", "timer_driven",
                                     "timestamp_type", "topics")} == {

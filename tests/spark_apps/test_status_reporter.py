@@ -137,6 +137,41 @@ def test_the_probe_writes_e2e_latency_and_its_history_and_keeps_written_at(setti
         [[now, 35.0, 61.0], [now + 15, None, None]]
 
 
+class DlqProbe(FixedProbe):
+    """A fixed probe with a DLQ topic whose end offsets sum to each of ``totals`` in turn."""
+
+    dlq = "page_clicks_dlq"
+
+    def __init__(self, *figures: dict, totals: list) -> None:
+        super().__init__(*figures)
+        self.totals = totals
+
+    def dlq_total(self) -> int | None:
+        return self.totals.pop(0)
+
+
+def test_the_probe_writes_the_dlq_growth_since_its_previous_probe(settings):
+    reporter = StatusReporter(settings, "status-test-m", "realtime", probe_every_s=0)
+    reporter.update(progress(0))
+    written_at = read_status(settings, "status-test-m")["written_at"]
+    now = written_at + 20
+    probe = DlqProbe(*(e2e(now + 15 * i, 35.0, 61.0) for i in range(4)),
+                     totals=[100, 130, 4, 9])
+    keys = ("dlq_rows_last_interval", "dlq_interval_s", "dlq_total")
+    seen = []
+    for _ in range(4):
+        reporter.probe_once(probe)
+        status = read_status(settings, "status-test-m")
+        seen.append(tuple(status[k] for k in keys))
+    # first probe: no interval yet; then 30 rows in 15 s; the topic recreated: none; then 5
+    assert seen == [(None, None, 100), (30, 15.0, 130), (None, None, 4), (5, 15.0, 9)]
+    assert status["written_at"] == written_at
+    reporter.update(progress(1))  # a batch keeps what the probe measured
+    status = read_status(settings, "status-test-m")
+    assert tuple(status[k] for k in keys) == (5, 15.0, 9)
+    assert cells(format_table([status]))["status-test-m"]["dlq/int"] == "5"
+
+
 def test_a_restarted_app_keeps_the_last_hour_of_history(settings):
     import time
 

@@ -10,6 +10,9 @@ Two latencies, labelled for what they are:
   with ``latency_history``, its last hour. The probe runs here, not in the readers, so the status
   file stays the one source and ``make status`` or the Airflow page only read JSON; its cost is
   bounded (a few hundred records per period, one consumer, no offsets committed).
+* ``dlq_rows_last_interval``: at each probe, the growth of the app's DLQ topic (the sum of its
+  end offsets, ``dlq_total``) since the previous probe, ``dlq_interval_s`` seconds earlier
+  (:func:`adlake.latency.dlq_growth`); none on the first probe of a run.
 
 ``waiting_in_state`` says what waits in state and when it will close
 (:func:`adlake.latency.waiting_in_state`).
@@ -74,6 +77,9 @@ class StatusReporter:
         self._lock = threading.RLock()
         self._probe: latency.LatencyProbe | None = None
         self._probe_stop = threading.Event()
+        # the DLQ figures of the last probe, and its (epoch_s, dlq_total): a new run starts over
+        self.dlq: dict = {}
+        self._dlq_last: tuple[float, int] | None = None
         previous = read_status(settings, app) or {}
         self.e2e: dict | None = previous.get("e2e_latency")
         # the history survives a restart: the last hour of the previous run's points
@@ -126,7 +132,7 @@ class StatusReporter:
             "p99_ms": status["latency_p99_ms"], "what": BATCH_BOUND_WHAT}
         status["waiting_in_state"] = self.waiting(rows, status["watermark"])
         with self._lock:
-            status.update(e2e_latency=self.e2e, latency_history=self.history)
+            status.update(e2e_latency=self.e2e, latency_history=self.history, **self.dlq)
             write_status(self.settings, self.app, status)
         phases = status["batch_phases_ms"] or {}
         print(f"[{self.app}] batch {status['batch_id']}: {status['input_rows']} rows in "
@@ -159,28 +165,47 @@ class StatusReporter:
     # -- the end-to-end probe ------------------------------------------------------------------
 
     def probe_once(self, probe: latency.LatencyProbe | None = None) -> dict:
-        """Measure ``e2e_latency`` now, add it to ``latency_history`` and write both into the
-        status file (its other fields and ``written_at`` as they are). A probe that fails (the
-        broker unreachable) records ``error`` instead of figures; the app goes on."""
+        """Measure ``e2e_latency`` now, add it to ``latency_history`` and write both, with the
+        DLQ figures (:meth:`dlq_once`), into the status file (its other fields and
+        ``written_at`` as they are). A probe that fails (the broker unreachable) records
+        ``error`` instead of figures; the app goes on."""
         if probe is None:
             if self._probe is None:
                 spec = self.registry_app()
                 topics = self.outputs if self.outputs is not None else (
                     spec.outputs if spec else ())
-                self._probe = latency.LatencyProbe(self.settings.kafka_bootstrap, topics)
+                self._probe = latency.LatencyProbe(self.settings.kafka_bootstrap, topics,
+                                                   dlq=spec.dlq if spec else None)
             probe = self._probe
         try:
             figures = probe.measure()
         except Exception as exc:  # noqa: BLE001 - a probe must never stop the app
             figures = {"p50_ms": None, "p99_ms": None, "samples": 0, "window_s": None,
                        "measured_at": round(time.time(), 3), "error": str(exc)}
+        dlq = self.dlq_once(probe, figures["measured_at"])
         with self._lock:
-            self.e2e = figures
+            self.e2e, self.dlq = figures, dlq
             self.history = latency.add_history(self.history, figures)
             last = read_status(self.settings, self.app)
             if last is not None:
-                last.update(e2e_latency=self.e2e, latency_history=self.history)
+                last.update(e2e_latency=self.e2e, latency_history=self.history, **self.dlq)
                 write_status(self.settings, self.app, last, now=last.get("written_at"))
+        return figures
+
+    def dlq_once(self, probe, now_s: float) -> dict:
+        """``dlq_rows_last_interval``, ``dlq_interval_s`` and ``dlq_total`` from the probe's
+        DLQ end offsets now (:func:`adlake.latency.dlq_growth`); none for a probe without a DLQ
+        topic. An unreadable total gives nulls and keeps the last one, so the next growth
+        spans both intervals (``dlq_interval_s`` says so)."""
+        if getattr(probe, "dlq", None) is None:
+            return {}
+        try:
+            total = probe.dlq_total()
+        except Exception:  # noqa: BLE001 - a probe must never stop the app
+            total = None
+        figures = latency.dlq_growth(self._dlq_last, total, now_s)
+        if total is not None:
+            self._dlq_last = (now_s, total)
         return figures
 
     def start_probe(self) -> threading.Thread | None:
