@@ -201,7 +201,10 @@ def test_apps_run_by_their_dags_survive_kill_9_and_a_scheduler_restart(platform,
             traffic_done.result()
         restarted_s = time.time() - killed_at
         assert launchers(settings, SURGE.name) == [second.pid]
-        record = apps.read_restarts(settings, SURGE.name)
+        # The supervisor records the restart once the new run has settled (its first report or
+        # a few seconds), after the new process took the lock.
+        record = wait_for(lambda: (r := apps.read_restarts(settings, SURGE.name)).count and r,
+                          TIMEOUT_S, "the restart recorded", sched_log)
         assert (record.count, record.reason) == (1, "should run and does not"), record
         assert second.argv[3:] == first["argv"][3:]  # same app, knobs and checkpoint
         phase("kill -9 repaired by the scheduled supervisor")
