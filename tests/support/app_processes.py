@@ -10,6 +10,7 @@ from pathlib import Path
 
 from adlake import apps, registry
 from adlake.config import Settings
+from adlake.processes import _state
 
 
 def launchers(settings: Settings, app: str) -> list[int]:
@@ -25,7 +26,7 @@ def launchers(settings: Settings, app: str) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        if stat.rsplit(")", 1)[1].split()[0] == "Z":
+        if _state(stat) == "Z":
             continue
         if apps.LAUNCHER.encode() in cmdline and lock.encode() in cmdline:
             out.append(int(entry.name))

@@ -21,6 +21,7 @@ from adlake.apps.state import (AlreadyRunning, AppStartError, AppStopError, Busy
                                StopResult, _app, _check_trigger, _control_path, _iso, _read_json,
                                check_knobs, exit_path, lock_path, log_path)
 from adlake.config import REPO_ROOT, Settings
+from adlake.processes import alive
 from adlake.status import read_status, stop_marker
 
 LAUNCHER = "adlake.app_launcher"
@@ -87,24 +88,13 @@ def _read_holder(path: Path, timeout_s: float = 2.0) -> Holder:
     deadline = time.monotonic() + timeout_s
     while True:
         record = _read_json(path)
-        if record and _alive(int(record.get("pid", 0))):
+        pid = int(record.get("pid", 0)) if record else 0
+        if pid > 0 and alive(pid):  # kill(0, 0) would signal our own process group
             return Holder(int(record["pid"]), str(record.get("mode", "?")),
                           float(record.get("started_at", 0.0)), list(record.get("argv", [])))
         if time.monotonic() >= deadline:
             return Holder(0, "?", 0.0, [])  # held, by a process that has not said who it is
         time.sleep(0.02)
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @contextlib.contextmanager
