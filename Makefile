@@ -21,7 +21,7 @@ test: setup
 	$(LAKE_PY) -m pytest -m "not e2e" --durations=10
 	$(OPS_PY) -m pytest -m "not e2e" --durations=10
 
-# The slow end-to-end tier: Airflow backfills on a real scheduler (12 to 19 minutes on 2 cores).
+# The slow end-to-end tier: Airflow backfills and the apps' lifecycle on a real scheduler (about 35 minutes on 2 cores).
 test-e2e: setup
 	$(LAKE_PY) -m pytest -m e2e --durations=10
 

@@ -53,7 +53,10 @@ from tests.support.airflow_daemons import (
 )
 from tests.support.app_processes import kill_lock_holders, launchers
 
-pytestmark = pytest.mark.integration
+# The e2e tier (`make test-e2e`): in a fresh-clone CI run on 2026-11-23 the scheduler ran the
+# first supervisor run and then no other for 300 s (its log silent), so the killed app was not
+# restarted in time; not yet explained. It passed in three other runs (81 to 176 s).
+pytestmark = pytest.mark.e2e
 
 SURGE, ATTRIBUTION = registry.app("click_surge"), registry.app("attribution")
 # Backstop for an app or a scheduled run to get somewhere on a loaded 2-core machine.
