@@ -22,8 +22,9 @@ time; the checkpoint's action updates Data Docs under ``<runtime>/gx/uncommitted
 Results: one ``dq_results`` row per expectation, written with ``replaceWhere`` on
 ``(table, dag_id, run_id, interval)``: a retried task replaces its rows, never doubles them. Then
 the log lists every failed expectation (observed value, a sample of unexpected values and rows);
-``warn`` failures pass, an ``error`` failure raises :class:`QualityCheckFailed` (exit status 1),
-so nothing downstream of the table runs.
+``warn`` failures pass, an ``error`` failure raises :class:`QualityCheckFailed` (exit status
+:data:`~adlake.quality.results.EXIT_EXPECTATIONS_FAILED`, which the DAG does not retry), so
+nothing downstream of the table runs.
 
     .venv/lake/bin/python -m spark_apps.lake.quality --table page_traffic \\
         --start 2026-11-21T13:00:00+00:00 --end 2026-11-21T14:00:00+00:00
@@ -47,8 +48,8 @@ from adlake import registry
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.quality import project, rules
-from adlake.quality.results import (QualityCheckFailed, RunContext, blocking, failure_report,
-                                    result_rows)
+from adlake.quality.results import (EXIT_EXPECTATIONS_FAILED, QualityCheckFailed, RunContext,
+                                    blocking, failure_report, result_rows)
 from spark_apps.lake.gold import _instant, days_of
 from spark_apps.lake.tables import ensure_table, read_table, table_path
 
@@ -305,4 +306,8 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except QualityCheckFailed as failed:
+        print(f"[quality] FAILED: {failed}", file=sys.stderr, flush=True)
+        sys.exit(EXIT_EXPECTATIONS_FAILED)

@@ -12,6 +12,7 @@ import pytest
 
 from adlake import registry
 from adlake.airflow import factory
+from adlake.quality.results import EXIT_EXPECTATIONS_FAILED
 from tests.dags.conftest import DAGS_DIR
 
 
@@ -166,3 +167,25 @@ def test_a_quality_gate_records_its_results_under_its_run(dagbag):
     assert args[args.index("--dag-id") + 1] == factory.LAKE_DAG_ID
     assert args[args.index("--run-id") + 1] == "scheduled__2026-11-21T13:00:00+00:00"
     assert args[args.index("--start") + 1] == "2026-11-21T13:00:00+00:00"
+
+
+@pytest.mark.parametrize("status, fails_at_once", [
+    (EXIT_EXPECTATIONS_FAILED, True),  # the same data would fail again: no retry
+    (1, False),  # anything else (the JVM, the cluster, the disk) keeps the task's retries
+])
+def test_a_failed_expectation_is_not_retried_but_another_failure_is(dagbag, status,
+                                                                     fails_at_once):
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+    task = dagbag.dags[factory.LAKE_DAG_ID].get_task("quality_campaign_delivery")
+    assert task.retries > 0
+
+    def submit_exits(self, context):  # the hook's message for a spark-submit's exit status
+        raise AirflowException(f"Cannot execute: spark-submit …. Error code is: {status}.")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(SparkSubmitOperator, "execute", submit_exits)
+        with pytest.raises(AirflowException) as raised:
+            task.execute({})
+    assert isinstance(raised.value, AirflowFailException) is fails_at_once

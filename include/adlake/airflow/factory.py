@@ -25,6 +25,7 @@ configuration only: never PySpark, and no I/O when a DAG file is parsed.
 
 from __future__ import annotations
 
+import functools
 import sys
 from datetime import datetime, timedelta, timezone
 
@@ -106,13 +107,39 @@ def published(job: registry.Job) -> list[str]:
     return own + ([t for t in job.reads if gates.get(t) == job.name] if job.gate else [])
 
 
+@functools.cache
+def _gate_operator() -> type:
+    """``SparkSubmitOperator`` for a quality gate: failed ``error`` expectations (the job's exit
+    status ``EXIT_EXPECTATIONS_FAILED``) fail the task without a retry, since a retry would only
+    validate the same data again; any other failure keeps the task's retries."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+    from adlake.quality.results import EXIT_EXPECTATIONS_FAILED
+
+    class QualityGateOperator(SparkSubmitOperator):
+        def execute(self, context):
+            try:
+                return super().execute(context)
+            except AirflowException as error:
+                # The provider's hook reports a spark-submit's status only in its message.
+                if f"Error code is: {EXIT_EXPECTATIONS_FAILED}." not in str(error):
+                    raise
+                raise AirflowFailException(
+                    "error expectations failed (see the log above and the Data quality page): "
+                    "not retried; fix the data or the rule, then clear this task") from error
+
+    return QualityGateOperator
+
+
 def spark_task(job: registry.Job):
     """The job as a spark-submit; its argv (module, args, interval, and for a quality gate the
     run it records its results under) is a templated field, so the UI shows exactly what ran."""
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
     python = sys.executable  # the lake environment is Airflow's: its interpreter runs the jobs
-    return SparkSubmitOperator(
+    operator = _gate_operator() if job.gate else SparkSubmitOperator
+    return operator(
         task_id=job.name, conn_id=spark_conn_id(job.runtime), application=str(SUBMIT),
         application_args=[job.module, *job.args,
                           *(INTERVAL_ARGS if job.takes_interval else ()),

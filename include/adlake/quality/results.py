@@ -48,6 +48,12 @@ _NOT_IDENTIFYING = ("batch_id",)
 SAMPLE = 5  # unexpected values and rows shown per failed expectation
 
 
+# The gate's exit status when an ``error`` expectation failed (1 is any other failure). A retry
+# would validate the same data again, so the DAG's gate task fails at once on this status and
+# keeps its retries for what a retry can fix (the cluster, the JVM, the disk).
+EXIT_EXPECTATIONS_FAILED = 3
+
+
 class QualityCheckFailed(RuntimeError):
     """An ``error`` expectation failed: the slice must not be used downstream until fixed."""
 
