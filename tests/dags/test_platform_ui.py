@@ -5,19 +5,22 @@ navigation; at the end ``down`` stops everything and leaves no process behind. B
 idempotent: a second ``up`` finds everything running and starts nothing, a second ``down`` has
 nothing to do.
 
-On call, in the browser: click-surge started, restarted (a new pid, running again) and stopped
-with the page's buttons, each a DAG run the real scheduler executes; screenshots of every step go
-to the runtime's ``reports/ui/``. No scheduled run is made (``USE_JOB_SCHEDULE`` off): only what a
-person triggers runs; attribution is not started (a JVM each; the lifecycle through Airflow is
-``test_app_lifecycle_dags.py``).
+On call, in the browser: click-surge started (running, its last progress fresh), restarted (a new
+pid, running again) and stopped with the page's buttons, each a DAG run the real scheduler
+executes; then a view's DAG triggered from Airflow's trigger form with a changed ``mode``, its run
+followed to success. Screenshots of every step go to the runtime's ``reports/ui/``. No scheduled
+run is made (``USE_JOB_SCHEDULE`` off): only what a person triggers runs; attribution is not
+started (a JVM each; the lifecycle through Airflow is ``test_app_lifecycle_dags.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import io
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -26,9 +29,13 @@ from adlake import apps, platform, registry
 from adlake.kafka_local import free_port
 from tests.conftest import private_settings
 from tests.dags.conftest import task_env
+from tests.support.airflow_daemons import wait_for
 from tests.support.browser import browser, sign_in
 
 pytestmark = pytest.mark.integration
+
+# A running app's last progress is at most this old (batches of 5 s here, the page polls).
+FRESH_S = 15
 
 
 def quietly(call, *args, **kwargs) -> str:
@@ -130,6 +137,14 @@ def test_on_call_starts_restarts_and_stops_an_app_from_the_page(running):
         press("start", "running", "2-started")
         first = apps.holder(settings, app)
         assert first is not None and str(first.pid) in card.inner_text()
+        # Running and making progress: the card's last progress is younger than two Real-Time
+        # Mode batches (5 s here), as the page refreshes.
+        def progress_is_fresh() -> bool:
+            age = card.get_attribute("data-progress-age")
+            return bool(age) and 0 <= int(age) <= FRESH_S
+
+        wait_for(progress_is_fresh, 120, "a fresh progress age", card.inner_text)
+        page.screenshot(path=str(shots / "2b-progress.png"), full_page=True)
         press("restart", "running", "3-restarted")
         second = apps.holder(settings, app)
         assert second is not None and second.pid != first.pid
@@ -143,8 +158,69 @@ def test_on_call_starts_restarts_and_stops_an_app_from_the_page(running):
     print(f"\nscreenshots: {shots}")
 
 
-def dag_runs(settings, dag_id: str) -> list[dict]:
-    """The DAG's runs, oldest first, from Airflow's REST API (a token for the admin user)."""
+def test_a_lake_dag_triggered_from_its_form_with_a_changed_param_succeeds(running, spark):
+    """A view's DAG triggered by hand from Airflow's trigger form, its ``mode`` changed from
+    ``incremental`` to ``full-refresh``: the run (the refresh's spark-submit, then the view's
+    quality gate, both real) succeeds, the task ran with ``--mode full-refresh``, and the view
+    holds its source's clicks. The source is a few silver rows written here (the lake chain
+    through Airflow is ``test_lake_dag_run.py``)."""
+    from pyspark.sql import functions as F
+
+    from spark_apps.lake.tables import ensure_table
+
+    settings, _ = running
+    view = registry.view("page_clicks_hourly")
+    dag_id = f"view_{view.name}"
+    source = registry.table(view.source)
+    t = dt.datetime(2026, 11, 21, 10, 5)
+    clicks = [{"click_id": f"k{i}", "page_id": f"p{i % 3}", "user_id": f"u{i % 4}",
+               "event_time": t + dt.timedelta(minutes=7 * i), "event_date": t.date()}
+              for i in range(12)]
+    schema = source.schema.spark()
+    (spark.createDataFrame([tuple(c.get(n) for n in schema.names) for c in clicks], schema)
+     .write.format("delta").mode("append").save(ensure_table(spark, settings, source)))
+    shots = settings.runtime_dir / "reports" / "ui"
+    shots.mkdir(parents=True, exist_ok=True)
+    base = platform.airflow_url()
+    with browser() as chromium:
+        page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+        sign_in(page, base, platform.ADMIN, platform.admin_password(settings))
+        page.goto(f"{base}/dags/{dag_id}", wait_until="networkidle")
+        page.get_by_role("button", name="Trigger").first.click()
+        form = page.get_by_role("dialog")
+        form.get_by_label("mode").click()
+        page.get_by_role("option", name="full-refresh", exact=True).click()
+        page.screenshot(path=str(shots / "5-trigger-form.png"))
+        form.get_by_role("button", name="Trigger").click()
+        page.wait_for_url(f"{base}/dags/{dag_id}/runs/**", timeout=60_000)
+        run_id = urllib.parse.unquote(page.url.rsplit("/runs/", 1)[1])
+        badge = page.locator('[data-testid="state-badge"]').first
+
+        def settled() -> str | None:
+            state = badge.inner_text(timeout=30_000).strip().lower()
+            if state in ("success", "failed"):
+                return state
+            page.reload(wait_until="networkidle")  # whether or not the page refreshes itself
+            return None
+
+        state = wait_for(settled, 600, f"{dag_id} run {run_id} ends",
+                     lambda: json.dumps(dag_runs(settings, dag_id), indent=1))
+        page.screenshot(path=str(shots / "6-lake-run.png"), full_page=True)
+    assert state == "success"
+    (run,) = [r for r in dag_runs(settings, dag_id) if r["dag_run_id"] == run_id]
+    assert (run["state"], run["conf"]["mode"], run["run_type"]) == (
+        "success", "full-refresh", "manual")
+    args = api(settings, f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/"
+               f"{dag_id}")["rendered_fields"]["application_args"]
+    assert args[args.index("--mode") + 1] == "full-refresh"
+    shown = spark.read.format("delta").load(str(settings.table_path(view.name)))
+    assert shown.agg(F.sum("clicks")).first()[0] == len(clicks)
+    assert shown.count() == len({(c["page_id"], c["event_time"].replace(minute=0))
+                                 for c in clicks})
+
+
+def api(settings, path: str) -> dict:
+    """GET ``/api/v2{path}`` of Airflow's REST API with a token for the admin user."""
     base = platform.airflow_url()
     login = urllib.request.Request(
         f"{base}/auth/token", method="POST", headers={"Content-Type": "application/json"},
@@ -152,11 +228,15 @@ def dag_runs(settings, dag_id: str) -> list[dict]:
                          "password": platform.admin_password(settings)}).encode())
     with urllib.request.urlopen(login, timeout=30) as response:
         token = json.loads(response.read())["access_token"]
-    listing = urllib.request.Request(
-        f"{base}/api/v2/dags/{dag_id}/dagRuns?order_by=run_after&limit=100",
-        headers={"Authorization": f"Bearer {token}"})
-    with urllib.request.urlopen(listing, timeout=30) as response:
-        return json.loads(response.read())["dag_runs"]
+    request = urllib.request.Request(f"{base}/api/v2{path}",
+                                     headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def dag_runs(settings, dag_id: str) -> list[dict]:
+    """The DAG's runs, oldest first, from Airflow's REST API."""
+    return api(settings, f"/dags/{dag_id}/dagRuns?order_by=run_after&limit=100")["dag_runs"]
 
 
 def test_down_twice_leaves_nothing(tmp_path):

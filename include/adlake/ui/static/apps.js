@@ -102,7 +102,10 @@ function card(app) {
   if (restarts.last_error) {
     errors.push(el("pre", {class: "err"}, `last restart error: ${restarts.last_error}`));
   }
-  return el("section", {class: "card", id: `app-${app.app}`, "data-state": app.state},
+  return el("section", {class: "card", id: `app-${app.app}`, "data-state": app.state,
+                        "data-pid": holder ? String(holder.pid) : "",
+                        "data-progress-age": app.progress_age_s == null ? "" :
+                                             String(Math.round(app.progress_age_s))},
     el("header", {},
       el("h2", {}, app.app),
       airflowLink(`dags/${encodeURIComponent(app.actions.dag_id)}/runs`, app.actions.dag_id),
