@@ -357,6 +357,30 @@ def test_holder_names_the_process_holding_the_lock_and_none_once_it_is_gone(sett
     assert apps.lock_path(settings, APP).exists()
 
 
+def test_a_probe_holding_the_lock_for_an_instant_is_not_taken_for_an_app(settings):
+    """Another process's ``holder()`` probe (the supervisor's, the page's, ``make status``'s)
+    holds the lock for an instant while the record still names a dead app: nobody holds it, so
+    a probe meanwhile must say None, not "held by an unknown process" (which made a supervisor
+    restart give up)."""
+    import fcntl
+    import threading
+
+    path = apps.lock_path(settings, APP)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait(timeout=DEADLINE_S)
+    path.write_text(json.dumps({"pid": dead.pid, "mode": "realtime", "started_at": 0.0,
+                                "argv": ["killed"]}))
+    probe = os.open(path, os.O_RDWR)
+    fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    released = threading.Timer(0.3, os.close, (probe,))  # closing releases the flock
+    released.start()
+    try:
+        assert apps.holder(settings, APP) is None
+    finally:
+        released.join()
+
+
 def test_a_start_is_refused_while_the_lock_is_held(fake, lock_holder):
     with pytest.raises(apps.AlreadyRunning, match=f"pid {lock_holder.pid}, mode realtime"):
         apps.start(fake, APP)

@@ -60,40 +60,39 @@ def app_argv(app: str, trigger: str, knobs: Mapping[str, object],
 
 # -- the lock --------------------------------------------------------------------------------------
 
-def holder(settings: Settings, app: str) -> Holder | None:
+def holder(settings: Settings, app: str, timeout_s: float = 2.0) -> Holder | None:
     """Who holds the app's lock right now, or None if nobody does.
 
     A non-blocking ``flock`` attempt: if it succeeds, nobody holds the lock (it is released at
     once; the launcher retries for a moment, so this probe cannot make a start fail). If it fails,
-    the holder's record is read from the lock file."""
+    the holder's record is read from the lock file. A launcher writes its record right after
+    taking the lock, so a record naming a dead process means the lock is being taken, or is held
+    only for an instant by another process's probe like this one: the attempt is repeated until
+    the lock is free (None) or its record names a live process, at most ``timeout_s``; after that
+    the holder is a process that has not said who it is (pid 0)."""
     path = lock_path(settings, app)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as error:
-            if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise
-            return _read_holder(path)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
-
-
-def _read_holder(path: Path, timeout_s: float = 2.0) -> Holder:
-    """The record of the process holding ``path``. It writes the record right after taking the
-    lock; until then the file is empty or holds its predecessor (a dead pid)."""
     deadline = time.monotonic() + timeout_s
     while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as error:
+                if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+            else:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                return None
+        finally:
+            os.close(fd)
         record = _read_json(path)
         pid = int(record.get("pid", 0)) if record else 0
         if pid > 0 and alive(pid):  # kill(0, 0) would signal our own process group
-            return Holder(int(record["pid"]), str(record.get("mode", "?")),
-                          float(record.get("started_at", 0.0)), list(record.get("argv", [])))
+            return Holder(pid, str(record.get("mode", "?")), float(record.get("started_at", 0.0)),
+                          list(record.get("argv", [])))
         if time.monotonic() >= deadline:
-            return Holder(0, "?", 0.0, [])  # held, by a process that has not said who it is
+            return Holder(0, "?", 0.0, [])
         time.sleep(0.02)
 
 
