@@ -222,8 +222,8 @@ def test_apps_run_by_their_dags_survive_kill_9_and_a_scheduler_restart(platform,
             killed_at = time.time()
             second = wait_for(lambda: (apps.holder(settings, SURGE.name) or None), TIMEOUT_S,
                               "the supervisor restarts click_surge", sched_log)
-            # Until it is freed, the lock is the killed process's, or held by its JVM (which
-            # inherited the lock and outlives it for a moment; pid 0: not a launcher's record).
+            # Until the new launcher holds it, the lock names the killed process, or (pid 0) a
+            # process that has not written its record yet.
             while second.pid in (first["pid"], 0):
                 second = wait_for(lambda: apps.holder(settings, SURGE.name), TIMEOUT_S,
                                   "the supervisor restarts click_surge", sched_log)
