@@ -17,18 +17,13 @@ setup:
 # Unit and integration (real broker, real Spark, real Airflow metadata DB), with the modules'
 # doctests (pyproject's testpaths): in the lake environment, then the ops-runtime tests
 # in the ops environment (tests/runtimes.py splits them).
-# The tests' JVMs (spark-submits, apps, brokers) are short-lived: they compile with C1 only,
-# which cuts a small Spark job's start-to-end time by about a quarter on 2 cores (22 s to 16-19 s
-# measured). `make up` and the benchmarks keep the JVM's defaults (C2 for steady-state speed).
-TEST_JVM := JDK_JAVA_OPTIONS=-XX:TieredStopAtLevel=1
-
 test: setup
-	$(TEST_JVM) $(LAKE_PY) -m pytest -m "not e2e" --durations=10
-	$(TEST_JVM) $(OPS_PY) -m pytest -m "not e2e" --durations=10
+	$(LAKE_PY) -m pytest -m "not e2e" --durations=10
+	$(OPS_PY) -m pytest -m "not e2e" --durations=10
 
 # The slow end-to-end tier: Airflow backfills and the apps' lifecycle on a real scheduler (about 35 minutes on 2 cores).
 test-e2e: setup
-	$(TEST_JVM) $(LAKE_PY) -m pytest -m e2e --durations=10
+	$(LAKE_PY) -m pytest -m e2e --durations=10
 
 # Only what starts no JVM and no broker (tests/tiers.py fails a unit test that does), both runtimes.
 test-unit: setup
