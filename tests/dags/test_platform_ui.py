@@ -115,8 +115,7 @@ def test_on_call_starts_restarts_and_stops_an_app_from_the_page(running):
     session; the card shows the run until it ends, then the app's new state."""
     settings, _ = running
     app = "click_surge"
-    shots = settings.runtime_dir / "reports" / "ui"
-    shots.mkdir(parents=True, exist_ok=True)
+    shots = screenshots_dir(settings)
     base = platform.airflow_url()
     with browser() as chromium:
         page = chromium.new_page(viewport={"width": 1400, "height": 1400})
@@ -179,8 +178,7 @@ def test_a_lake_dag_triggered_from_its_form_with_a_changed_param_succeeds(runnin
     schema = source.schema.spark()
     (spark.createDataFrame([tuple(c.get(n) for n in schema.names) for c in clicks], schema)
      .write.format("delta").mode("append").save(ensure_table(spark, settings, source)))
-    shots = settings.runtime_dir / "reports" / "ui"
-    shots.mkdir(parents=True, exist_ok=True)
+    shots = screenshots_dir(settings)
     base = platform.airflow_url()
     with browser() as chromium:
         page = chromium.new_page(viewport={"width": 1400, "height": 1000})
@@ -217,6 +215,13 @@ def test_a_lake_dag_triggered_from_its_form_with_a_changed_param_succeeds(runnin
     assert shown.agg(F.sum("clicks")).first()[0] == len(clicks)
     assert shown.count() == len({(c["page_id"], c["event_time"].replace(minute=0))
                                  for c in clicks})
+
+
+def screenshots_dir(settings):
+    """Where the browser tests' screenshots go: the runtime's ``reports/ui/``."""
+    shots = settings.runtime_dir / "reports" / "ui"
+    shots.mkdir(parents=True, exist_ok=True)
+    return shots
 
 
 def api(settings, path: str) -> dict:
