@@ -272,3 +272,29 @@ def test_bind_mounts_name_existing_repository_paths(service):
     for source, _ in mounts_of(service):
         if source.startswith("."):
             assert (REPO_ROOT / source).exists(), f"{service} mounts missing {source}"
+
+
+# -- secrets ---------------------------------------------------------------------------------
+
+SECRET_WORDS = re.compile(r"PASSWORD|SECRET|FERNET|SQL_ALCHEMY_CONN")
+
+
+def test_every_variable_the_file_reads_is_a_required_secret_of_the_generated_env_file():
+    from adlake import credentials
+
+    read = set(re.findall(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)", COMPOSE_TEXT))
+    required = set(re.findall(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*):\?", COMPOSE_TEXT))
+    assert read == required == set(credentials.COMPOSE_SECRETS)
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_no_secret_is_written_in_the_file(service):
+    for name, value in env_of(service).items():
+        if SECRET_WORDS.search(name):
+            assert re.search(r"\$\{[A-Z_]+:\?", value), f"{service}: {name} = {value!r}"
+
+
+def test_the_admin_password_is_generated_not_defaulted():
+    script = "\n".join(SERVICES["airflow-init"]["command"])
+    assert "adlake.credentials admin-password" in script
+    assert not re.search(r"--password\s+\"?(admin|airflow)", script)

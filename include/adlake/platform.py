@@ -34,13 +34,13 @@ import time
 import urllib.request
 from pathlib import Path
 
-from adlake import registry
+from adlake import credentials, registry
 from adlake.config import REPO_ROOT, Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.processes import alive, group_alive
 
 AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
-ADMIN = "admin"
+ADMIN = credentials.ADMIN
 DEFAULT_AIRFLOW_PORT = 8080
 
 
@@ -63,22 +63,13 @@ def airflow_url() -> str:
 def _jwt_secret(home: Path) -> str:
     """One secret for every component (they sign and check each other's task tokens)."""
     path = home / "jwt_secret"
-    if not path.exists():
-        home.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(32))
-        path.chmod(0o600)
+    credentials.create_private(path, secrets.token_urlsafe(32))
     return path.read_text().strip()
 
 
 def admin_password(settings: Settings) -> str:
-    """The admin's password, generated at the first ``up`` and kept (SimpleAuthManager reads
-    this file)."""
-    path = airflow_home(settings) / "passwords.json"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({ADMIN: secrets.token_urlsafe(12)}))
-        path.chmod(0o600)
-    return json.loads(path.read_text())[ADMIN]
+    """The admin's password (see :mod:`adlake.credentials`; SimpleAuthManager reads its file)."""
+    return credentials.ensure_admin_password(settings)[0]
 
 
 def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -100,7 +91,8 @@ def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[
         "AIRFLOW__CORE__PARALLELISM": "4",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE":
+            str(credentials.passwords_path(settings)),
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(airflow_port()),
         "AIRFLOW__API__BASE_URL": airflow_url(),
@@ -285,7 +277,7 @@ def up(settings: Settings, start_apps: bool = True, knobs: dict[str, dict] | Non
     broker = LocalKafka(settings)
     broker.start()
     broker.create_topics()
-    admin_password(settings)
+    _, new_password = credentials.ensure_admin_password(settings)
     if all(running_pid(settings, c) for c in AIRFLOW_COMPONENTS):
         log("Airflow is already running")
     else:
@@ -312,7 +304,10 @@ def up(settings: Settings, start_apps: bool = True, knobs: dict[str, dict] | Non
                              "see the app_<name> DAG runs in the UI and <runtime>/logs/")
         log("streaming apps running: " + ", ".join(ops_apps()))
     log(f"ready in {time.monotonic() - started:.0f}s")
-    print(f"\n  Airflow UI      {airflow_url()}   login: {ADMIN} / {admin_password(settings)}"
+    # The password is shown once, when it is generated; after that, where it is kept.
+    login = (admin_password(settings) if new_password
+             else f"<password in {credentials.passwords_path(settings)}>")
+    print(f"\n  Airflow UI      {airflow_url()}   login: {ADMIN} / {login}"
           f"\n  Streaming apps  {airflow_url()}/plugin/streaming-apps"
           f"\n  Data quality    {airflow_url()}/plugin/data-quality\n", flush=True)
 

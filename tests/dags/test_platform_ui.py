@@ -25,7 +25,7 @@ import urllib.request
 
 import pytest
 
-from adlake import apps, platform, registry
+from adlake import apps, credentials, platform, registry
 from adlake.kafka_local import free_port
 from tests.conftest import private_settings
 from tests.dags.conftest import task_env
@@ -79,11 +79,14 @@ def test_up_says_where_to_sign_in_and_a_second_up_starts_nothing(running):
     assert all(pids.values()), pids
     second = quietly(platform.up, settings, start_apps=False)
     assert "Airflow is already running" in second
+    # Shown once, when generated: later starts say where it is kept, not what it is.
+    assert password not in second and str(credentials.passwords_path(settings)) in second
     assert platform_pids(settings) == pids
 
 
 def test_plugin_routes_refuse_a_request_without_a_session(running):
-    for path in ("/adlake/apps/", "/adlake/apps/api/status", "/adlake/quality/"):
+    for path in ("/adlake/apps/", "/adlake/apps/api/status", "/adlake/quality/",
+                 "/api/v2/dags", "/api/v2/dags/app_click_surge/dagRuns"):
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(f"{platform.airflow_url()}{path}", timeout=30)
         assert refused.value.code in (401, 403), path

@@ -1,0 +1,89 @@
+"""Secrets are generated where first needed, private to their owner, shown once, never defaulted."""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+import sys
+
+from adlake import credentials
+from tests.conftest import private_settings
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_the_admin_password_is_generated_once_and_private(tmp_path):
+    settings = private_settings(tmp_path)
+    password, created = credentials.ensure_admin_password(settings)
+    again, created_again = credentials.ensure_admin_password(settings)
+    path = credentials.passwords_path(settings)
+    assert (created, created_again) == (True, False)
+    assert again == password and len(password) >= 16 and password != credentials.ADMIN
+    assert path.is_relative_to(settings.runtime_dir)
+    assert mode(path) == 0o600
+    assert json.loads(path.read_text()) == {credentials.ADMIN: password}
+
+
+def test_two_runtimes_get_different_passwords(tmp_path):
+    first = credentials.ensure_admin_password(private_settings(tmp_path / "a"))[0]
+    second = credentials.ensure_admin_password(private_settings(tmp_path / "b"))[0]
+    assert first != second
+
+
+def test_a_password_file_readable_by_others_is_made_private(tmp_path):
+    settings = private_settings(tmp_path)
+    credentials.ensure_admin_password(settings)
+    path = credentials.passwords_path(settings)
+    path.chmod(0o644)
+    credentials.ensure_admin_password(settings)
+    assert mode(path) == 0o600
+
+
+def test_the_command_announces_the_password_only_when_it_generates_it(tmp_path):
+    env = {"ADLAKE_PROFILE": "compose", "ADLAKE_RUNTIME_DIR": str(tmp_path / "data"),
+           "PATH": "/usr/bin:/bin"}
+    run = [sys.executable, "-m", "adlake.credentials", "admin-password"]
+    first = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
+    second = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
+    password = first.stdout.strip()
+    assert second.stdout.strip() == password
+    assert password in first.stderr and "only this once" in first.stderr
+    assert second.stderr == ""
+    assert mode(tmp_path / "data" / "airflow" / "passwords.json") == 0o600
+
+
+def test_compose_env_generates_every_secret_privately_and_keeps_existing_ones(tmp_path):
+    path = tmp_path / ".env"
+    assert credentials.ensure_compose_env(path) == list(credentials.COMPOSE_SECRETS)
+    values = credentials.read_env_file(path)
+    assert set(values) == set(credentials.COMPOSE_SECRETS) and all(values.values())
+    assert len(set(values.values())) == len(values)
+    assert mode(path) == 0o600
+    assert credentials.ensure_compose_env(path) == []
+    assert credentials.read_env_file(path) == values
+
+
+def test_compose_env_adds_a_missing_secret_without_touching_the_others(tmp_path):
+    path = tmp_path / ".env"
+    path.write_text("POSTGRES_PASSWORD=kept\n")
+    path.chmod(0o644)
+    added = credentials.ensure_compose_env(path)
+    values = credentials.read_env_file(path)
+    assert added == [n for n in credentials.COMPOSE_SECRETS if n != "POSTGRES_PASSWORD"]
+    assert values["POSTGRES_PASSWORD"] == "kept" and all(values.values())
+    assert mode(path) == 0o600
+
+
+def test_the_fernet_key_is_one_fernet_accepts():
+    from cryptography.fernet import Fernet
+
+    Fernet(credentials.new_compose_secret("AIRFLOW_FERNET_KEY").encode())
+
+
+def test_the_compose_env_file_is_ignored_by_git():
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(credentials.COMPOSE_ENV_FILE)],
+                             cwd=credentials.REPO_ROOT)
+    assert ignored.returncode == 0
