@@ -8,7 +8,7 @@ RATE ?= 200
 DURATION ?= 60
 SEED ?= 7
 
-.PHONY: setup test test-unit test-e2e compose-versions kafka-up kafka-down kafka-status generate up clean \
+.PHONY: setup test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
 	attribution click-surge status bench-click-surge bench-attribution bench-lake down
 
 setup:
@@ -33,6 +33,10 @@ test-unit: setup
 # After changing a pin in versions.py: rewrite docker-compose.yaml's generated versions block.
 compose-versions:
 	$(PYTHON) include/adlake/compose_versions.py
+
+# Before `docker compose up`: .env with this deployment's generated secrets (mode 600, git-ignored).
+compose-env: setup
+	$(LAKE_PY) -m adlake.credentials compose-env
 
 kafka-up: setup
 	$(LAKE_PY) -m adlake.kafka_local up
