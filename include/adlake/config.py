@@ -39,6 +39,18 @@ class ConfigError(ValueError):
     """A configuration value is missing, malformed or not allowed."""
 
 
+# Record size. A Kafka value longer than Settings.max_record_bytes is rejected unparsed with the
+# reason ``too_large`` (adlake.rules): a hostile 100 MB value must not be parsed, held in state or
+# copied whole into a DLQ. The limit may be set from MIN_ to MAX_RECORD_LIMIT. The local broker
+# and the producers accept messages up to KAFKA_MAX_MESSAGE_BYTES, so a record over any allowed
+# limit still reaches its topic and is rejected there, with the reason, rather than refused by
+# its producer; and a rejected value just under the limit fits the DLQ record that carries it
+# even when JSON escaping makes it six times longer (a control character becomes ``\u0001``).
+DEFAULT_MAX_RECORD_BYTES = 256 * 1024
+MIN_RECORD_LIMIT = 1024
+MAX_RECORD_LIMIT = 1024 * 1024
+KAFKA_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+
 # The ops runtime's own jar (the JVM attribution processor), relative to the jar root: built
 # there by `make setup` (adlake.setup), put on the classpath by the ops session factory.
 OPS_APP_JAR = Path("ops-app") / "adlake-ops.jar"
@@ -88,6 +100,8 @@ class Settings:
     # missing_in_realtime + extra_in_realtime)); below it the `warn` expectation fails. A `warn`:
     # the stream may lag, drop late events or restart, so agreement is not guaranteed.
     dq_min_match_rate: float = 0.95
+    # The largest Kafka value, in bytes, that is parsed; a longer one is rejected as too_large.
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     jars_dir: Path = field(default=REPO_ROOT / ".cache" / "jars")
 
     # Every path below derives from runtime_dir, so one setting moves all state.
@@ -175,6 +189,7 @@ _APP_DEFAULTS = {
     "app_start_grace_s": "300",
 }
 _QUALITY_DEFAULTS = {"dq_min_match_rate": "0.95"}
+_RECORD_DEFAULTS = {"max_record_bytes": str(DEFAULT_MAX_RECORD_BYTES)}
 
 # Profile defaults. The ops master needs enough task slots for Real-Time Mode, which runs one
 # long-lived task per source partition plus one per shuffle partition, all at once: 4 Kafka
@@ -192,6 +207,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         "log_level": "WARN",
         **_APP_DEFAULTS,
         **_QUALITY_DEFAULTS,
+        **_RECORD_DEFAULTS,
     },
     "compose": {
         "runtime_dir": "/opt/adlake/data",
@@ -205,6 +221,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         "log_level": "WARN",
         **_APP_DEFAULTS,
         **_QUALITY_DEFAULTS,
+        **_RECORD_DEFAULTS,
     },
 }
 
@@ -302,6 +319,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         **{name: _int(name, raw[name], 1, 86_400) for name in _APP_DEFAULTS
            if name.startswith("app_")},
         dq_min_match_rate=_fraction("dq_min_match_rate", raw["dq_min_match_rate"]),
+        max_record_bytes=_int("max_record_bytes", raw["max_record_bytes"], MIN_RECORD_LIMIT,
+                              MAX_RECORD_LIMIT),
     )
     if settings.app_backoff_min_s > settings.app_backoff_max_s:
         raise ConfigError(

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adlake import registry
-from adlake.config import Settings, load_settings
+from adlake.config import KAFKA_MAX_MESSAGE_BYTES, Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.processes import alive
 
@@ -155,6 +155,10 @@ class LocalKafka:
             "num.partitions": "1",
             "auto.create.topics.enable": "false",
             "log.retention.hours": "168",
+            # Above Kafka's default (~1 MiB): a record over the record limit must reach its
+            # topic, to be rejected as too_large with its coordinates, not be refused here.
+            "message.max.bytes": str(KAFKA_MAX_MESSAGE_BYTES),
+            "replica.fetch.max.bytes": str(KAFKA_MAX_MESSAGE_BYTES),
         }
         path = self.home / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))

@@ -10,9 +10,16 @@ them to one value in plain Python (the generator's tally, the tests). A shared t
 ==================  =====================================================================
 reason              when
 ==================  =====================================================================
+``too_large``       the value is longer than the record limit, in bytes
+                    (``ADLAKE_MAX_RECORD_BYTES``, 256 KiB by default): checked first, on the
+                    length alone, so such a value is never decoded or parsed. Its DLQ and
+                    quarantine rows keep only :func:`kept_raw` of it (the first
+                    :data:`TOO_LARGE_KEPT_CHARS` characters and its size)
 ``invalid_json``    the value is not UTF-8 text of exactly one JSON object (whitespace around
-                    it is fine): unparseable, an array, a scalar, null, a duplicate key, an
-                    object followed by more text or by a second object
+                    it is fine): unparseable, an array, a scalar, JSON null, a duplicate key,
+                    an object followed by more text or by a second object; also an empty value
+                    and a Kafka null value (a tombstone), in Python, in Spark and in bronze
+                    (which keeps them as an empty string and a null)
 ``missing_field:F`` required field ``F`` is absent or JSON null
 ``wrong_type:F``    ``F`` has the wrong JSON type (a string for a double, 2.5 or 3e9 for an
                     int), or is a timestamp that is not :data:`TIMESTAMP_PATTERN` or not a real
@@ -24,6 +31,10 @@ reason              when
 ==================  =====================================================================
 
 The first failing check, in field order (:func:`checks`), is the reason. Imports no PySpark.
+
+The record limit is a setting (:attr:`adlake.config.Settings.max_record_bytes`): every
+function that judges a value takes it as ``max_bytes``, and without it reads the configuration
+(only for a value long enough to need it, so the generator's small records never do).
 
 >>> check_record("page_clicks", b'{"click_id":"c1","page_id":"p","event_time":'
 ...              b'"2026-11-21T10:00:00.000Z","user_id":"u"} xyz')
@@ -43,12 +54,13 @@ from dataclasses import dataclass
 from typing import NamedTuple
 from datetime import UTC, datetime, timedelta
 
-from adlake import registry
+from adlake import config, registry
 
 # The name of the reject reason everywhere: parsing's DataFrame column, the DLQ topics' field
 # (registry.DLQ_SCHEMA) and the quarantine table's column (registry.QUARANTINE_SCHEMA).
 REASON = "reason"
 
+TOO_LARGE = "too_large"
 INVALID_JSON = "invalid_json"
 MISSING_FIELD = "missing_field"
 WRONG_TYPE = "wrong_type"
@@ -56,7 +68,14 @@ INVALID_VALUE = "invalid_value"
 # parse_json_by_topic only: the row's topic is none of the topics it was given.
 UNKNOWN_TOPIC = "unknown_topic"
 # The kinds of reason (the text before ``:``), in the order they are checked.
-REASON_KINDS = (INVALID_JSON, MISSING_FIELD, WRONG_TYPE, INVALID_VALUE)
+REASON_KINDS = (TOO_LARGE, INVALID_JSON, MISSING_FIELD, WRONG_TYPE, INVALID_VALUE)
+
+# What a too_large record keeps as its raw value in the DLQ and the quarantine: its first
+# characters and its size in bytes, never the whole value (it may be megabytes, and the raw value
+# travels through the apps' state and into a Kafka record). A printf format for Spark's
+# ``format_string`` and Python's ``%`` alike: the kept characters, then the value's size.
+TOO_LARGE_KEPT_CHARS = 1024
+TOO_LARGE_RAW_FORMAT = "%s ... [too_large: %d bytes]"
 
 # JSON value kinds. An integer is a JSON number without fraction or exponent that fits 64 bits;
 # any other number (1.0, 1e2, 2^63) is a "number".
@@ -201,6 +220,39 @@ def timestamp_us(text: str) -> int | None:
     return seconds * 1_000_000 + (int(fraction[:6].ljust(6, "0")) if fraction else 0)
 
 
+def max_record_bytes(max_bytes: int | None = None) -> int:
+    """``max_bytes``, or the configured record limit (``ADLAKE_MAX_RECORD_BYTES``) if None."""
+    return config.load_settings().max_record_bytes if max_bytes is None else max_bytes
+
+
+def too_large(value: bytes | str | None, max_bytes: int | None = None) -> bool:
+    """Whether ``value`` is longer than the record limit, in bytes (UTF-8 for a ``str``).
+
+    A value no longer than the smallest limit the configuration allows is never too large, so
+    the configuration is read only for longer ones.
+
+    >>> too_large(b"x" * 2000, max_bytes=1999), too_large("\u00e9" * 1000, max_bytes=1999)
+    (True, True)
+    >>> too_large(None), too_large(b"{}")
+    (False, False)
+    """
+    if value is None:
+        return False
+    size = len(value) if isinstance(value, bytes) else len(value.encode("utf-8", "surrogatepass"))
+    return size > config.MIN_RECORD_LIMIT and size > max_record_bytes(max_bytes)
+
+
+def kept_raw(value: bytes) -> str:
+    """What the DLQ and the quarantine keep of a too_large ``value`` as its raw value: the first
+    :data:`TOO_LARGE_KEPT_CHARS` characters (bytes that are not UTF-8 are replaced) and its size.
+
+    >>> kept_raw(b"ab" * 5000)[1020:]
+    'abab ... [too_large: 10000 bytes]'
+    """
+    head = value.decode("utf-8", "replace")[:TOO_LARGE_KEPT_CHARS]
+    return TOO_LARGE_RAW_FORMAT % (head, len(value))
+
+
 class _NotJson(ValueError):
     pass
 
@@ -306,12 +358,14 @@ def _plan(topic_name: str) -> tuple[tuple[registry.Field, str | None, str, tuple
 
 
 def validate(topic: registry.Topic | str, value: bytes | str | None,
-             kafka_ts_ms: int | None = None) -> Checked:
+             kafka_ts_ms: int | None = None, max_bytes: int | None = None) -> Checked:
     """The reason, the parsed object and the typed field values of one record value; see
     :func:`check_record`."""
     name = topic if isinstance(topic, str) else topic.name
-    obj = parse_object(value)
     values: dict[str, object] = {}
+    if too_large(value, max_bytes):  # before any decoding or parsing
+        return Checked(TOO_LARGE, None, values)
+    obj = parse_object(value)
     if obj is None:
         return Checked(INVALID_JSON, None, values)
     for field, missing, wrong_type, value_checks in _plan(name):
@@ -343,16 +397,19 @@ def validate(topic: registry.Topic | str, value: bytes | str | None,
 
 
 def check_record(topic: registry.Topic | str, value: bytes | str | None,
-                 kafka_ts_ms: int | None = None) -> str | None:
+                 kafka_ts_ms: int | None = None, max_bytes: int | None = None) -> str | None:
     """The reason ``value`` (a Kafka record's value, None for a tombstone) fails ``topic``'s
     rules, or None if it passes: the reason Spark's ``parsing.parse_json`` gives the same record.
     ``kafka_ts_ms``: its Kafka timestamp (epoch milliseconds), the upper bound of a plausible
-    time; without it only the lower bound is checked.
+    time; without it only the lower bound is checked. ``max_bytes``: the record limit (default:
+    the configured one, ``ADLAKE_MAX_RECORD_BYTES``).
 
     >>> check_record("page_clicks", b'{"click_id": "c"')
     'invalid_json'
     >>> check_record("page_clicks", b'{"click_id":"c","page_id":"p","user_id":"u",'
     ...              b'"event_time":"2026-11-21T12:00:00Z"}', kafka_ts_ms=1795255200000)
     'invalid_value:event_time'
+    >>> check_record("page_clicks", b"[" * 4096, max_bytes=4095)
+    'too_large'
     """
-    return validate(topic, value, kafka_ts_ms).reason
+    return validate(topic, value, kafka_ts_ms, max_bytes).reason

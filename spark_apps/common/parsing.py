@@ -6,6 +6,12 @@ ranges, plausible times, the timestamp pattern) and built into Spark columns her
 in :func:`adlake.rules.checks` order: the first failing check is the reason, the same one
 :func:`adlake.rules.check_record` gives in plain Python. A valid row has ``reason`` null.
 
+The record limit comes first: a value longer than ``max_bytes`` (its ``octet_length``, in bytes;
+by default the configured ``ADLAKE_MAX_RECORD_BYTES``) is ``too_large``, is never handed to a
+JSON parser, and its ``raw_value`` is only what :func:`adlake.rules.kept_raw` keeps (its first
+characters and its size), so a megabyte value is not copied into state, a DLQ record or the
+quarantine.
+
 >>> parsed = parse_json(df, registry.topic("ad_callbacks"))          # doctest: +SKIP
 >>> valid, rejected = split_valid(parsed)                             # doctest: +SKIP
 """
@@ -104,6 +110,27 @@ def reason_column(variant: Column, topic: registry.Topic, parsed: Column,
     return reason
 
 
+def _guard_size(df: DataFrame, value_col: str, max_bytes: int | None) -> DataFrame:
+    """``df`` with ``_too_large`` (the value is over the record limit), ``_text`` (the value as
+    text, null when too large: the only column the JSON parsers read) and :data:`RAW` (the value
+    as text, or :func:`adlake.rules.kept_raw` of a too-large one)."""
+    from pyspark.sql import functions as F
+
+    value = F.col(value_col)
+    limit = rules.max_record_bytes(max_bytes)
+    # octet_length counts bytes of a binary (Kafka) and of a string (bronze) value alike.
+    oversized = F.coalesce(F.octet_length(value) > F.lit(limit), F.lit(False))
+    text = value.cast("string")
+    # make_valid_utf8 replaces what is not UTF-8 as Python's decode(errors="replace") does,
+    # so the kept characters are the same in both implementations.
+    kept = F.format_string(rules.TOO_LARGE_RAW_FORMAT,
+                           F.substring(F.make_valid_utf8(text), 1, rules.TOO_LARGE_KEPT_CHARS),
+                           F.octet_length(value))
+    return (df.withColumn("_too_large", oversized)
+            .withColumn("_text", F.when(~F.col("_too_large"), text))
+            .withColumn(RAW, F.when(F.col("_too_large"), kept).otherwise(text)))
+
+
 def _refuse_clash(schema: registry.Schema) -> None:
     clash = [n for n in (RAW, REASON) if n in schema.names]
     if clash:
@@ -111,19 +138,20 @@ def _refuse_clash(schema: registry.Schema) -> None:
 
 
 def parse_json(df: DataFrame, topic: registry.Topic, value_col: str = "value",
-               received_col: str | None = None) -> DataFrame:
+               received_col: str | None = None, max_bytes: int | None = None) -> DataFrame:
     """Add the registry schema's fields (parsed from ``value_col``), ``raw_value`` and
     ``reason`` to ``df``; the other columns (Kafka metadata) are kept. ``received_col``: the
-    column of the record's Kafka timestamp, which bounds a plausible event time."""
+    column of the record's Kafka timestamp, which bounds a plausible event time; ``max_bytes``:
+    the record limit (default: the configured one)."""
     from pyspark.sql import functions as F
 
     _refuse_clash(topic.schema)
-    raw = F.col(value_col).cast("string")
-    with_parsed = (df.withColumn(RAW, raw)
-                   .withColumn("_parsed", F.from_json(F.col(RAW), topic.schema.spark()))
-                   .withColumn("_variant", json_document(F.col(RAW))))
-    reason = reason_column(F.col("_variant"), topic, F.col("_parsed"),
-                           F.col(received_col) if received_col else None)
+    with_parsed = (_guard_size(df, value_col, max_bytes)
+                   .withColumn("_parsed", F.from_json(F.col("_text"), topic.schema.spark()))
+                   .withColumn("_variant", json_document(F.col("_text"))))
+    reason = F.when(F.col("_too_large"), F.lit(rules.TOO_LARGE)).otherwise(
+        reason_column(F.col("_variant"), topic, F.col("_parsed"),
+                      F.col(received_col) if received_col else None))
     # The source value is replaced by raw_value; its other columns stay unless a payload field
     # has the same name (the payload wins: ``value`` of a callback is the callback's value).
     kept = [c for c in df.columns if c != value_col and c not in topic.schema.names]
@@ -134,13 +162,15 @@ def parse_json(df: DataFrame, topic: registry.Topic, value_col: str = "value",
 
 def parse_json_by_topic(df: DataFrame, topics: list[registry.Topic],
                         value_col: str = "value", topic_col: str = "topic",
-                        received_col: str | None = None) -> DataFrame:
+                        received_col: str | None = None,
+                        max_bytes: int | None = None) -> DataFrame:
     """:func:`parse_json` for records of several topics in one pass: each row is validated
     against the schema of the topic named in its ``topic_col``. The result has the union of the
     topics' fields (a field another topic declares is null), ``raw_value`` and ``reason``.
 
     One projection, so a streaming source feeding it is read once per batch; filtering the
-    source per topic would instead plan (and read and count) one source scan per branch.
+    source per topic would instead plan (and read and count) one source scan per branch. A
+    value over the record limit is ``too_large`` whatever its topic.
     """
     from pyspark.sql import functions as F
 
@@ -153,16 +183,16 @@ def parse_json_by_topic(df: DataFrame, topics: list[registry.Topic],
                                  f"{field.type} in {topic.name}: they cannot be parsed together")
     merged = registry.Schema(tuple(fields.values()))
     _refuse_clash(merged)
-    raw = F.col(value_col).cast("string")
-    with_parsed = (df.withColumn(RAW, raw)
-                   .withColumn("_parsed", F.from_json(F.col(RAW), merged.spark()))
-                   .withColumn("_variant", json_document(F.col(RAW))))
+    with_parsed = (_guard_size(df, value_col, max_bytes)
+                   .withColumn("_parsed", F.from_json(F.col("_text"), merged.spark()))
+                   .withColumn("_variant", json_document(F.col("_text"))))
     reason = F.lit(rules.UNKNOWN_TOPIC)
     for topic in reversed(topics):
         reason = F.when(F.col(topic_col) == topic.name,
                         reason_column(F.col("_variant"), topic, F.col("_parsed"),
                                       F.col(received_col) if received_col else None)
                         ).otherwise(reason)
+    reason = F.when(F.col("_too_large"), F.lit(rules.TOO_LARGE)).otherwise(reason)
     kept = [c for c in df.columns if c != value_col and c not in merged.names]
 
     def own(name: str):

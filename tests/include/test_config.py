@@ -36,6 +36,9 @@ def test_override_one_setting():
     ("ADLAKE_SPARK_UI", "maybe", "expected true or false"),
     ("ADLAKE_DRIVER_MEMORY", "lots", "expected a size"),
     ("ADLAKE_LOG_LEVEL", "LOUD", "allowed values are ALL"),
+    ("ADLAKE_MAX_RECORD_BYTES", "256k", "expected an integer from 1024 to 1048576"),
+    ("ADLAKE_MAX_RECORD_BYTES", "1023", "expected an integer from 1024 to 1048576"),
+    ("ADLAKE_MAX_RECORD_BYTES", "1048577", "expected an integer from 1024 to 1048576"),
 ])
 def test_invalid_value_names_the_setting_and_what_is_allowed(name, value, allowed):
     with pytest.raises(ConfigError) as err:
@@ -48,3 +51,9 @@ def test_invalid_value_names_the_setting_and_what_is_allowed(name, value, allowe
 def test_unknown_setting_is_rejected_not_ignored():
     with pytest.raises(ConfigError, match="unknown setting ADLAKE_SHUFLE_PARTITIONS"):
         load_settings({"ADLAKE_SHUFLE_PARTITIONS": "4"})
+
+
+def test_the_record_limit_is_256_kib_unless_set():
+    assert load_settings({}).max_record_bytes == 262_144
+    assert load_settings({"ADLAKE_PROFILE": "compose"}).max_record_bytes == 262_144
+    assert load_settings({"ADLAKE_MAX_RECORD_BYTES": "1048576"}).max_record_bytes == 1_048_576

@@ -25,10 +25,13 @@ NO_ANOMALIES = dict(out_of_order=0.0, duplicates=0.0, late=0.0, malformed=0.0, o
 HEAVY = dict(out_of_order=0.05, duplicates=0.05, late=0.05, malformed=0.05, orphans=0.05,
              surge_pages=3, surge_rate=50.0)
 INPUT_NAMES = sorted({name for a in registry.APPS.values() for name in a.inputs})
-KINDS = ("invalid_json", "missing_field", "wrong_type", "invalid_value", "duplicate", "late",
-         "out_of_order", "orphan_impression", "orphan_callback", "surge_click")
-# What the knobs inject: every kind but invalid_value (the generator writes no invalid values).
-INJECTED = tuple(k for k in KINDS if k != "invalid_value")
+KINDS = ("too_large", "invalid_json", "missing_field", "wrong_type", "invalid_value",
+         "duplicate", "late", "out_of_order", "orphan_impression", "orphan_callback",
+         "surge_click")
+# What the knobs inject: every kind but too_large and invalid_value (the generator writes no
+# record over the size limit and no invalid values).
+INJECTED = tuple(k for k in KINDS if k not in ("too_large", "invalid_value"))
+MAX_RECORD_BYTES = 262_144  # the configured default
 
 
 def plan(**knobs):
@@ -80,6 +83,9 @@ def recount(sent: list[tuple[str, int, bytes, int]], lateness_s: float, surge_pa
     counts = {name: Counter() for name in INPUT_NAMES}
     good = []  # (topic, partition, obj, event_ms, ts)
     for topic_name, partition, value, ts in sent:
+        if len(value) > MAX_RECORD_BYTES:
+            counts[topic_name]["too_large"] += 1
+            continue
         obj = parse(value)
         if obj is None:
             counts[topic_name]["invalid_json"] += 1
@@ -370,15 +376,18 @@ def test_classify_small_inline_sequence():
             "callback_id": "cb3", "impression_id": "i1", "request_id": "r-never-sent",
             "event_type": "hover", "event_time": "2026-11-21T10:00:01.000Z"}).encode(), t0 + 15),
         ("page_clicks", 1, click("c6", "page-0001", "2026-11-21T11:00:00.017Z"), t0 + 16),
+        # Over the configured record limit (256 KiB): rejected before it is parsed.
+        ("page_clicks", 1, click("c7", "page-0001", "2026-11-21T10:00:00.000Z" + " " * 300_000),
+         t0 + 17),
     ]
     tally = generator.classify(records, lateness_s=30, surge_pages=["page-0150"])
     assert tally.anomalies() == {
-        "invalid_json": 2, "missing_field": 1, "wrong_type": 1, "invalid_value": 2,
+        "too_large": 1, "invalid_json": 2, "missing_field": 1, "wrong_type": 1, "invalid_value": 2,
         "duplicate": 1, "late": 1, "out_of_order": 1, "orphan_impression": 1,
         "orphan_callback": 0, "surge_click": 2,
     }
     assert tally.anomalies_by_topic()["page_clicks"]["wrong_type"] == 1
-    assert dict(tally.sent) == {"page_clicks": 7, "ad_impressions": 1, "ad_callbacks": 3,
+    assert dict(tally.sent) == {"page_clicks": 8, "ad_impressions": 1, "ad_callbacks": 3,
                                 "ad_requests": 1}
 
 
@@ -390,7 +399,8 @@ def test_the_tally_counts_rejected_records_by_the_kind_of_their_reason():
                                lateness_s=3600, surge_pages=[])
     expected = Counter(c.expected.split(":")[0] for c in cases if c.expected)
     assert {k: tally.anomalies()[k] for k in expected} == dict(expected)
-    assert set(expected) == {"invalid_json", "missing_field", "wrong_type", "invalid_value"}
+    assert set(expected) == {"too_large", "invalid_json", "missing_field", "wrong_type",
+                             "invalid_value"}
 
 
 def test_command_line_defaults_and_errors():

@@ -12,12 +12,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from adlake import registry, rules
-from tests.support.parsing_cases import CASES
+from tests.support.parsing_cases import CASES, MAX_BYTES
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_check_record_gives_each_case_of_the_shared_vector_its_reason(case):
-    assert rules.check_record(case.topic, case.value, case.kafka_ts_ms) == case.expected
+    assert rules.check_record(case.topic, case.value, case.kafka_ts_ms,
+                              max_bytes=MAX_BYTES) == case.expected
 
 
 def test_the_vector_covers_every_kind_of_reason_and_every_rule():
@@ -64,3 +65,21 @@ def test_every_topic_of_the_registry_has_its_checks():
         checks = rules.checks(name)
         fields = [f.name for f in registry.topic(name).schema.fields]
         assert [c.field.name for c in checks if c.rule == rules.TYPE] == fields
+
+
+def test_the_record_limit_defaults_to_the_configured_one(monkeypatch):
+    value = b'{"click_id":"c","page_id":"p","event_time":"2026-11-21T10:00:00Z","user_id":"' + \
+        b"u" * 2000 + b'"}'
+    monkeypatch.delenv("ADLAKE_MAX_RECORD_BYTES", raising=False)
+    assert rules.check_record("page_clicks", value) is None  # 2,082 bytes, under 256 KiB
+    monkeypatch.setenv("ADLAKE_MAX_RECORD_BYTES", "2048")
+    assert rules.check_record("page_clicks", value) == "too_large"
+    assert rules.check_record("page_clicks", value, max_bytes=4096) is None
+
+
+def test_a_too_large_value_keeps_its_first_characters_and_its_size():
+    assert rules.kept_raw(b"a" * 300_000) == "a" * 1024 + " ... [too_large: 300000 bytes]"
+    # Characters, not bytes; what is not UTF-8 is replaced, one U+FFFD per bad byte here.
+    assert rules.kept_raw("\u00e9".encode() * 2000) == "\u00e9" * 1024 + \
+        " ... [too_large: 4000 bytes]"
+    assert rules.kept_raw(b"\xff" * 2000) == "\ufffd" * 1024 + " ... [too_large: 2000 bytes]"

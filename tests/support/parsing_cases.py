@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 KAFKA_TS_MS = 1_795_255_201_000  # 2026-11-21T10:00:01Z
 MISSING = object()  # a field left out of the JSON
+# The record limit every case is judged with, passed explicitly to both implementations (so a
+# developer's own ADLAKE_MAX_RECORD_BYTES changes nothing here): the configured default, 256 KiB.
+MAX_BYTES = 262_144
 
 
 @dataclass(frozen=True)
@@ -60,10 +63,35 @@ def at_time(event_time: str) -> bytes:
     return click(event_time=event_time)
 
 
+def sized(value: bytes, size: int, filler: str = "u") -> bytes:
+    """``value`` (one of the records above, whose ``user_id`` or ``device_id`` is a short
+    string) with that string padded with ``filler`` so the whole value is ``size`` bytes long
+    (a multi-byte ``filler`` may leave it up to a character short)."""
+    field = b'"user_id":"u1"' if b'"user_id":"u1"' in value else b'"device_id":"d1"'
+    name = field.split(b":")[0]
+    room = size - (len(value) - len(field)) - len(name) - 3  # the string's bytes: ':' and quotes
+    text = filler * (room // len(filler.encode()))
+    return value.replace(field, name + b':"' + text.encode() + b'"')
+
+
 OK = click()
 CASES: list[Case] = [
     Case("valid", "page_clicks", OK, None),
     Case("an unknown extra field", "page_clicks", click(note={"x": [1, 2]}), None),
+    # -- the record limit: bytes, before anything else -------------------------------------------
+    Case("exactly the limit", "page_clicks", sized(OK, MAX_BYTES), None),
+    Case("one byte over the limit", "page_clicks", sized(OK, MAX_BYTES + 1), "too_large"),
+    Case("a request over the limit", "ad_requests", sized(request(), MAX_BYTES + 1),
+         "too_large"),
+    Case("a 1 MB string", "ad_callbacks",
+         callback(event_type="x" * (1 << 20)), "too_large"),
+    Case("over the limit in bytes, not in characters", "page_clicks",
+         sized(OK, MAX_BYTES + 2, filler="\u00e9"), "too_large"),
+    Case("under the limit in bytes", "page_clicks", sized(OK, MAX_BYTES - 1, filler="\u00e9"),
+         None),
+    Case("over the limit and not JSON", "page_clicks", b"{" * (MAX_BYTES + 1), "too_large"),
+    Case("over the limit and not UTF-8", "page_clicks", b"\xff" * (MAX_BYTES + 1), "too_large"),
+    Case("over the limit and no object", "page_clicks", b" " * (MAX_BYTES + 1), "too_large"),
     # -- exactly one JSON object -----------------------------------------------------------------
     Case("trailing text", "page_clicks", OK + b" xyz", "invalid_json"),
     Case("two objects", "page_clicks", OK + OK, "invalid_json"),
@@ -214,8 +242,9 @@ CASES: list[Case] = [
 
 
 def reasons_by_spark(spark, cases: list[Case], by_topic: bool = False) -> dict[str, str | None]:
-    """The reason Spark's ``parse_json`` (or ``parse_json_by_topic``) gives each case, by name.
-    The records are Kafka-shaped: a binary value and a timestamp column."""
+    """The reason Spark's ``parse_json`` (or ``parse_json_by_topic``) gives each case, by name,
+    with the record limit :data:`MAX_BYTES`. The records are Kafka-shaped: a binary value and a
+    timestamp column."""
     from pyspark.sql import functions as F
 
     from adlake import registry
@@ -227,11 +256,12 @@ def reasons_by_spark(spark, cases: list[Case], by_topic: bool = False) -> dict[s
     topics = sorted({c.topic for c in cases})
     if by_topic:
         parsed = parse_json_by_topic(df, [registry.topic(t) for t in topics],
-                                     received_col="timestamp")
+                                     received_col="timestamp", max_bytes=MAX_BYTES)
     else:
         parsed = None
         for name in topics:
             one = parse_json(df.where(F.col("topic") == name), registry.topic(name),
-                             received_col="timestamp").select("name", REASON)
+                             received_col="timestamp", max_bytes=MAX_BYTES
+                             ).select("name", REASON)
             parsed = one if parsed is None else parsed.unionByName(one)
     return {r["name"]: r[REASON] for r in parsed.select("name", REASON).collect()}

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+from adlake.config import KAFKA_MAX_MESSAGE_BYTES
 from adlake.generator.plan import INPUT_TOPICS, GeneratorConfig, OutRecord, iso_ms
 from adlake.generator.tally import Tally
 from adlake.generator.traffic import Traffic
@@ -94,6 +95,8 @@ def run(config: GeneratorConfig, bootstrap: str, report_path: Path | None = None
         "enable.idempotence": True,
         "linger.ms": 5,
         "client.id": "adlake-generator",
+        # librdkafka's default (1,000,000) would refuse a record the broker accepts.
+        "message.max.bytes": KAFKA_MAX_MESSAGE_BYTES,
         **(producer_config or {}),
     })
 

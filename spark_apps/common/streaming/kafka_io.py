@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adlake import registry
-from adlake.config import Settings
+from adlake.config import KAFKA_MAX_MESSAGE_BYTES, Settings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -71,6 +71,9 @@ def write_kafka(df: DataFrame, settings: Settings, checkpoint: Path, trigger: Tr
     """Start the query writing ``df`` (columns topic, key, value) to Kafka."""
     return (df.writeStream.format("kafka")
             .option("kafka.bootstrap.servers", settings.kafka_bootstrap)
+            # A DLQ record carries its raw value JSON-escaped, up to six times the record limit
+            # (adlake.config): above the producer's default 1 MiB, within the broker's limit.
+            .option("kafka.max.request.size", str(KAFKA_MAX_MESSAGE_BYTES))
             .option("checkpointLocation", str(checkpoint))
             .outputMode(output_mode)
             .queryName(query_name)

@@ -8,11 +8,12 @@ DLQs parse on Spark 4.3, silver on Spark 4.2. The shared vector
 
 from __future__ import annotations
 
+import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from adlake import registry
 from spark_apps.common.parsing import RAW, REASON, parse_json
-from tests.support.parsing_cases import CASES, click, reasons_by_spark
+from tests.support.parsing_cases import CASES, MAX_BYTES, click, reasons_by_spark, sized
 
 ATTRIBUTION_INPUTS = ("ad_requests", "ad_impressions", "ad_callbacks")
 
@@ -64,3 +65,24 @@ def test_a_topic_none_of_the_schemas_name_is_unknown_topic(spark):
     parsed = parse_json_by_topic(df, [registry.topic(t) for t in ATTRIBUTION_INPUTS])
 
     assert [r[REASON] for r in parsed.select(REASON).collect()] == ["unknown_topic"]
+
+
+@pytest.mark.parametrize("value_type", ["binary", "string"])  # Kafka's value, bronze's value
+def test_a_too_large_value_is_never_parsed_and_keeps_its_head_and_size(spark, value_type):
+    big = sized(click(), MAX_BYTES + 1)
+    accents = sized(click(), MAX_BYTES + 2, filler="\u00e9")  # 131,036 characters
+    not_utf8 = b"\xff" * (MAX_BYTES + 1)
+    values = [big, accents, click()] + ([not_utf8] if value_type == "binary" else [])
+    df = spark.createDataFrame([(v if value_type == "binary" else v.decode(),) for v in values],
+                               f"value {value_type}")
+
+    parsed = parse_json(df, registry.topic("page_clicks"), max_bytes=MAX_BYTES)
+
+    expected = [
+        (big.decode()[:1024] + " ... [too_large: 262145 bytes]", "too_large", None),
+        (accents.decode()[:1024] + " ... [too_large: 262145 bytes]", "too_large", None),
+        (click().decode(), None, "c1"),
+        ("\ufffd" * 1024 + " ... [too_large: 262145 bytes]", "too_large", None),
+    ][:len(values)]
+    assertDataFrameEqual(parsed.select(RAW, REASON, "click_id"), spark.createDataFrame(
+        expected, f"{RAW} string, {REASON} string, click_id string"))
