@@ -84,16 +84,40 @@ def start_ingest(spark: SparkSession, settings: Settings, topic: str,
 
 def run(spark: SparkSession, settings: Settings, topics: list[str],
         max_offsets: int | None = None) -> dict[str, int]:
-    """Ingest every topic in ``topics`` (concurrently); returns rows written per table."""
-    queries = {t: start_ingest(spark, settings, t, max_offsets) for t in topics}
-    written: dict[str, int] = {}
-    for topic, query in queries.items():
-        query.awaitTermination()
-        rows = sum(p["numInputRows"] for p in query.recentProgress)
-        written[bronze_table(topic).name] = rows
-        print(f"[bronze] {topic} -> {table_path(settings, bronze_table(topic))}: {rows} rows "
-              f"in {len(query.recentProgress)} batches", flush=True)
-    return written
+    """Ingest every topic in ``topics`` (concurrently); returns rows written per table.
+
+    A failure that a damaged checkpoint or Delta log, or a full disk, explains is raised as the
+    typed error of :mod:`spark_apps.lake.errors`, naming the file and the runbook step.
+    """
+    from pathlib import Path
+
+    from spark_apps.lake.errors import diagnosed
+
+    tables = [bronze_table(t) for t in topics]
+    with diagnosed("bronze", settings.runtime_dir,
+                   [settings.checkpoint_path(t.name) for t in tables],
+                   [Path(table_path(settings, t)) for t in tables]):
+        return _run(spark, settings, topics, max_offsets)
+
+
+def _run(spark: SparkSession, settings: Settings, topics: list[str],
+         max_offsets: int | None) -> dict[str, int]:
+    queries: dict[str, StreamingQuery] = {}
+    try:
+        for t in topics:
+            queries[t] = start_ingest(spark, settings, t, max_offsets)
+        written: dict[str, int] = {}
+        for topic, query in queries.items():
+            query.awaitTermination()
+            rows = sum(p["numInputRows"] for p in query.recentProgress)
+            written[bronze_table(topic).name] = rows
+            print(f"[bronze] {topic} -> {table_path(settings, bronze_table(topic))}: {rows} "
+                  f"rows in {len(query.recentProgress)} batches", flush=True)
+        return written
+    finally:
+        for query in queries.values():  # one topic failed: stop the others before raising
+            if query.isActive:
+                query.stop()
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -325,8 +325,30 @@ GOLD_TABLES = tuple(t.name for t in registry.TABLES.values() if t.layer == "gold
 
 
 def rebuild(spark: SparkSession, settings: Settings, name: str, start: date, end: date) -> int:
-    """Replace ``[start, end)`` of gold table ``name``; returns the rows written."""
+    """Replace ``[start, end)`` of gold table ``name``; returns the rows written.
+
+    Two writers of one table at once (an hourly run and an overlapping backfill, or a retried
+    task beside its first try) are resolved by Delta's optimistic concurrency: the first commit
+    wins and the other's is rejected. The loser is retried (bounded, logged): gold is a pure
+    function of silver, so the retry recomputes the same dates and replaces them again, and the
+    table ends as a serial run leaves it. A damaged Delta log or a full disk fails with the
+    typed error of :mod:`spark_apps.lake.errors`.
+    """
+    from pathlib import Path
+
+    from spark_apps.lake.errors import diagnosed, retry_on_conflict
+
     table = registry.table(name)
+    path = table_path(settings, table)
+    sources = [Path(table_path(settings, t)) for t in table.sources]
+    with diagnosed("gold", settings.runtime_dir, tables=[Path(path), *sources]):
+        return retry_on_conflict(f"gold {name}", path,
+                                 lambda: _replace(spark, settings, table, start, end))
+
+
+def _replace(spark: SparkSession, settings: Settings, table: registry.Table, start: date,
+             end: date) -> int:
+    name = table.name
     path = ensure_table(spark, settings, table)
     rows = _builders(spark, settings, start, end)[name]().persist()
     try:

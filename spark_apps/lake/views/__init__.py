@@ -68,7 +68,7 @@ The package, along its seams:
 from spark_apps.lake.views.bookkeeping import (HISTORY_LOOKBACK, PROGRESS_TABLE, committed_version,
                                                latest_version, merge_into_view, read_changes,
                                                read_version, record_progress, recorded_version)
-from spark_apps.lake.views.cli import main, parse_args
+from spark_apps.lake.views.cli import main, parse_args, refresh_view
 from spark_apps.lake.views.engine import (FAIL_POINTS, KEY_FILTER_LIMIT, ChangeFeedUnavailable,
                                           Difference, InjectedFailure, RefreshReport,
                                           SourceRewound, ViewInconsistent, ViewNotMaterialized,
@@ -86,7 +86,7 @@ __all__ = [
     "ViewInconsistent", "ViewNotMaterialized",
     "committed_version", "full_refresh", "helper_columns", "latest_version", "main",
     "merge_into_view", "needs_recompute", "parse_args", "read_changes", "read_version",
-    "record_progress", "recorded_version", "refresh", "transform_aggregate",
+    "record_progress", "recorded_version", "refresh", "refresh_view", "transform_aggregate",
     "transform_change_groups", "transform_changes", "transform_compare", "transform_new_state",
     "transform_project", "verify", "view_columns",
 ]

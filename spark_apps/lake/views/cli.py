@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from adlake import registry
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
-from spark_apps.lake.views.engine import full_refresh, refresh, verify
+from spark_apps.lake.views.engine import RefreshReport, full_refresh, refresh, verify
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 MODES = registry.VIEW_MODE.choices
@@ -65,6 +69,33 @@ def main(argv: Sequence[str] | None = None, settings: Settings | None = None) ->
             else:
                 print(f"{name}: consistent with its source")
         else:
-            report = (full_refresh if args.full_refresh else refresh)(spark, settings, view)
-            print(report.line(), flush=True)
+            print(refresh_view(spark, settings, view, args.full_refresh).line(), flush=True)
     return status
+
+
+def refresh_view(spark: SparkSession, settings: Settings, view: registry.View,
+                 full: bool = False) -> RefreshReport:
+    """One refresh (``full``: a full refresh) of ``view`` as the command runs it.
+
+    Two refreshes of one view at once (a manual run beside the DAG's, or a retried task beside
+    its first try) both compute the same change; Delta lets one commit win and rejects the
+    other's MERGE. The loser is retried (bounded, logged): it finds the winner's ``txnVersion``
+    in the view's log and has nothing left to do, so no change is counted twice. A damaged
+    Delta log or a full disk fails with the typed error of :mod:`spark_apps.lake.errors`.
+
+    >>> refresh_view(spark, settings, registry.view("page_clicks_hourly")).mode  # doctest: +SKIP
+    'incremental'
+    """
+    from pathlib import Path
+
+    from spark_apps.lake.errors import diagnosed, retry_on_conflict
+    from spark_apps.lake.tables import table_path
+    from spark_apps.lake.views.bookkeeping import PROGRESS_TABLE
+
+    path = table_path(settings, view.name)
+    tables = [Path(table_path(settings, name))
+              for name in (view.name, view.source, PROGRESS_TABLE)]
+    with diagnosed(f"view {view.name}", settings.runtime_dir, tables=tables):
+        return retry_on_conflict(f"view {view.name}", path,
+                                 lambda: (full_refresh if full else refresh)(spark, settings,
+                                                                             view))

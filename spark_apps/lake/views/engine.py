@@ -292,9 +292,17 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
             raise
         if stats.groups and metrics is None:
             # Delta skipped the MERGE: a commit with txnVersion >= v1 is already in the view.
-            # A commit of this very change would have been found above (v0 == v1, nothing to
-            # do); so the txn version belongs to another history of the source (recreated):
-            # refuse rather than drop the change silently.
+            # Either a concurrent refresh of this view committed this change since v0 was read
+            # (the view's log now records v1 or later: nothing is left to do, and the progress
+            # row below is the same as the winner's), or the txn version belongs to another
+            # history of the source (recreated): refuse rather than drop the change silently.
+            now = committed_version(spark, settings, view)
+            if now is not None and now >= v1:
+                record_progress(spark, settings, view, now)
+                return RefreshReport(view.name, "up_to_date", v0, now,
+                                     seconds=time.monotonic() - start,
+                                     notes=(f"a concurrent refresh applied v{v0 + 1}..v{v1} "
+                                            "first; this one skipped it",))
             raise SourceRewound(
                 f"view {view.name!r}: Delta skipped the MERGE for v{v1} as already applied, "
                 f"but the view reflects v{v0}: delete {dst} and run with --full-refresh")
