@@ -176,7 +176,24 @@ def start_refine(spark: SparkSession, settings: Settings, topic: str,
 def run(spark: SparkSession, settings: Settings, topics: list[str],
         max_files: int | None = None) -> dict[str, int]:
     """Refine every topic in ``topics``, one after the other (each MERGEs into the shared
-    quarantine table, and Delta would make concurrent MERGEs into it conflict)."""
+    quarantine table, and Delta would make concurrent MERGEs into it conflict).
+
+    A failure that a damaged checkpoint or Delta log, or a full disk, explains is raised as the
+    typed error of :mod:`spark_apps.lake.errors`, naming the file and the runbook step."""
+    from pathlib import Path
+
+    from spark_apps.lake.bronze import bronze_table
+    from spark_apps.lake.errors import diagnosed
+
+    tables = [bronze_table(t) for t in topics] + [silver_table(t) for t in topics] + [QUARANTINE]
+    with diagnosed("silver", settings.runtime_dir,
+                   [settings.checkpoint_path(silver_table(t).name) for t in topics],
+                   [Path(table_path(settings, t)) for t in tables]):
+        return _run(spark, settings, topics, max_files)
+
+
+def _run(spark: SparkSession, settings: Settings, topics: list[str],
+         max_files: int | None) -> dict[str, int]:
     read: dict[str, int] = {}
     for topic in topics:
         query = start_refine(spark, settings, topic, max_files)
