@@ -45,6 +45,8 @@ GREAT_EXPECTATIONS = "1.24.*"
 PLAYWRIGHT = "1.64.1"
 CONFLUENT_KAFKA = "2.16.1"
 PYTEST = ">=8,<10"
+# The soak's plot (spark_apps/ops/soak.py).
+MATPLOTLIB = "3.11.2"
 
 # Only in the compose shape: Airflow's metadata database.
 POSTGRES = "16"
@@ -87,6 +89,7 @@ _REQUIREMENTS = {
     "ops": [
         f"pyspark=={SPARK_OPS}",
         "pandas<3",
+        f"matplotlib=={MATPLOTLIB}",
         *_COMMON,
     ],
 }

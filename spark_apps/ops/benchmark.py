@@ -113,7 +113,9 @@ class OutputReader(threading.Thread):
         self.consumer.close()
 
 
-def _start_app(app: str, settings: Settings, args: list[str], log: Path) -> subprocess.Popen:
+def start_app(app: str, settings: Settings, args: list[str], log: Path) -> subprocess.Popen:
+    """Start ``app`` (a registry name) as its own process, as spark-submit would, configured by
+    ``settings`` (runtime, broker, shuffle partitions), its output appended to ``log``."""
     env = {**os.environ, "ADLAKE_PROFILE": "local", "ADLAKE_RUNTIME_DIR": str(settings.runtime_dir),
            "ADLAKE_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
            "ADLAKE_KAFKA_CONTROLLER_PORT": str(settings.kafka_controller_port),
@@ -123,8 +125,9 @@ def _start_app(app: str, settings: Settings, args: list[str], log: Path) -> subp
                                 stdout=out, stderr=subprocess.STDOUT)
 
 
-def _wait_started(settings: Settings, name: str, proc: subprocess.Popen, log: Path,
-                  timeout_s: float = 120) -> None:
+def wait_started(settings: Settings, name: str, proc: subprocess.Popen, log: Path,
+                 timeout_s: float = 120) -> None:
+    """Wait until the app's status says its query started; raise if it exits first."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -136,7 +139,8 @@ def _wait_started(settings: Settings, name: str, proc: subprocess.Popen, log: Pa
     raise RuntimeError(f"{name} did not start within {timeout_s:.0f}s; see {log}")
 
 
-def _stop(proc: subprocess.Popen, timeout_s: float = 90) -> None:
+def stop_app(proc: subprocess.Popen, timeout_s: float = 90) -> None:
+    """SIGTERM (the app stops after its running batch commits); SIGKILL after ``timeout_s``."""
     proc.send_signal(signal.SIGTERM)
     try:
         proc.wait(timeout_s)
@@ -156,9 +160,9 @@ def run_scenario(settings: Settings, app: str, mode: str, rate: float, duration_
     args = ["--trigger", mode, "--query-name", name, "--checkpoint",
             str(workdir / "checkpoints" / name), "--starting-offsets", "latest", *app_args]
     print(f"[bench] {name}: starting the app", flush=True)
-    proc = _start_app(app, settings, args, log)
+    proc = start_app(app, settings, args, log)
     try:
-        _wait_started(settings, name, proc, log)
+        wait_started(settings, name, proc, log)
         reader = OutputReader(settings.kafka_bootstrap, registry.app(app).outputs[0])
         reader.start()
         # The query is planned; give its tasks a moment to be scheduled before traffic starts.
@@ -175,7 +179,7 @@ def run_scenario(settings: Settings, app: str, mode: str, rate: float, duration_
         reader.stopping.set()
         reader.join(10)
     finally:
-        _stop(proc)
+        stop_app(proc)
     measure_from = started_ms + warmup_s * 1000
     latencies = [out - src for out, src in reader.samples if src >= measure_from]
     result.measured_outputs = len(latencies)

@@ -1,0 +1,531 @@
+"""Soak both operational apps: hours-long health at a steady rate, sampled every minute.
+
+Not a test: it measures and reports. Like the benchmark (:mod:`spark_apps.ops.benchmark`, whose
+broker and app machinery it uses), it starts a broker of its own on free loopback ports under a
+temporary directory and runs each app as its own process on a fresh checkpoint: attribution in
+micro-batches (JVM engine), click-surge in Real-Time Mode with threshold 0 (every click updates
+its window, so every click is an output whose latency is measured). Then:
+
+1. the generator sends ``--rate`` events/s to *each* app (ad chains and page clicks, half each of
+   twice the rate; malformed records, duplicates, out-of-order events and orphans at the
+   generator's defaults, no late events: see "no loss") for ``--duration-min`` minutes;
+2. every ``--sample-s`` seconds, per app: rows in state and the state store's memory (RocksDB's,
+   from the query's progress), the checkpoint directory's size and file count, the driver JVM's
+   heap (``jcmd <pid> GC.heap_info``: used and committed) and resident memory, the measured
+   end-to-end latency p50/p99 (the status file's ``e2e_latency``, from the app's own probe of its
+   output topic) and the input rate;
+3. when the traffic ends: both apps must read every input offset, then one closing request
+   (:func:`closing_request`) moves attribution's watermark past every key's close, and the
+   counts in and out are compared (:func:`account`);
+4. the samples, the verdict (each metric flat after the warm-up, :func:`trend`) and the counts go
+   to ``<reports>/soak/soak-<time>.json``, the plot to the ``.png`` beside it.
+
+**No loss**, from the generator's own report (what was sent and what of it is malformed or a
+duplicate, by the rules the DLQs apply) against the outputs read back and deduplicated by ids:
+
+* each DLQ holds exactly the malformed records of its app's topics;
+* attribution: every distinct valid request is closed once (``request_closed``), every distinct
+  valid impression is emitted once as ``attributed_impression`` or ``orphan_impression``, every
+  distinct valid callback once as ``attributed_callback`` or ``orphan_callback``;
+* click-surge: the final counts of all windows (the highest ``click_count`` per
+  ``page_id|window_start``) add up to the valid clicks (click-surge counts duplicates: each is a
+  click record), less the clicks the watermark dropped as late (the status's ``late_rows``; the
+  generator sends no late events here, so normally none).
+
+    .venv/ops/bin/python -m spark_apps.ops.soak                       # 30 minutes (make soak)
+    .venv/ops/bin/python -m spark_apps.ops.soak --duration-min 3 --sample-s 15 --warmup-min 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from adlake import generator, registry, rules
+from adlake.apps import committed_offsets, settings_env
+from adlake.config import Settings, load_settings
+from adlake.helpformat import HelpFormatter
+from adlake.kafka_local import scratch_broker
+from adlake.status import read_status
+from spark_apps.common.attribution.contract import (ATTRIBUTED_CALLBACK, ATTRIBUTED_IMPRESSION,
+                                                    ORPHAN_CALLBACK, ORPHAN_IMPRESSION,
+                                                    REQUEST_CLOSED)
+from spark_apps.ops.benchmark import start_app, stop_app, wait_started
+
+ATTRIBUTION = registry.app("attribution")
+CLICK_SURGE = registry.app("click_surge")
+SOAK_APPS = (ATTRIBUTION, CLICK_SURGE)
+# What each sample holds per app, in the plot's order: (field, label).
+METRICS = (
+    ("state_rows", "rows in state"),
+    ("state_memory_mb", "state store memory (MB)"),
+    ("checkpoint_mb", "checkpoint size (MB)"),
+    ("checkpoint_files", "checkpoint files"),
+    ("heap_used_mb", "driver heap used (MB)"),
+    ("e2e_p99_ms", "end-to-end latency p99 (ms)"),
+)
+# A metric is flat when its mean over the last third of the samples after the warm-up is within
+# this share of its mean over the middle third (and not over the cap, for the latency).
+FLAT_TOLERANCE = 0.2
+_HEAP = re.compile(r"heap\s+total (?:reserved \d+K, committed )?(\d+)K, used (\d+)K")
+
+
+# -- what is sampled -------------------------------------------------------------------------------
+
+def dir_usage(path: Path) -> tuple[int, int]:
+    """``(bytes, files)`` under ``path`` (0, 0 if it does not exist); files that vanish while
+    they are counted (the checkpoint's maintenance deletes old ones) are skipped."""
+    size = files = 0
+    for root, _, names in os.walk(path):
+        for name in names:
+            try:
+                size += os.stat(os.path.join(root, name)).st_size
+            except FileNotFoundError:
+                continue
+            files += 1
+    return size, files
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (children, grandchildren ...), from ``/proc``."""
+    parent: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parent[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+    out, frontier = [], [pid]
+    while frontier:
+        current = frontier.pop()
+        children = [p for p, pp in parent.items() if pp == current]
+        out += children
+        frontier += children
+    return out
+
+
+def driver_jvm(app_pid: int) -> int | None:
+    """The pid of the app's driver JVM: the ``java`` process PySpark started below it."""
+    for pid in descendants(app_pid):
+        try:
+            argv0 = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")[0]
+        except OSError:
+            continue
+        if os.path.basename(argv0) == b"java":
+            return pid
+    return None
+
+
+def parse_heap_info(text: str) -> dict[str, float] | None:
+    """Heap used and committed (MB) from ``jcmd <pid> GC.heap_info``.
+
+    >>> parse_heap_info(" garbage-first heap   total 262144K, used 104857K [0x0000000080000000")
+    {'heap_used_mb': 102.4, 'heap_committed_mb': 256.0}
+    >>> parse_heap_info(" garbage-first heap   total reserved 2097152K, committed 524288K, "
+    ...                 "used 51200K [0x0000000080000000")
+    {'heap_used_mb': 50.0, 'heap_committed_mb': 512.0}
+    >>> parse_heap_info("Could not attach") is None
+    True
+    """
+    match = _HEAP.search(text)
+    if not match:
+        return None
+    return {"heap_used_mb": round(int(match.group(2)) / 1024, 1),
+            "heap_committed_mb": round(int(match.group(1)) / 1024, 1)}
+
+
+def heap(jvm_pid: int | None) -> dict[str, float | None]:
+    """The driver JVM's heap (``jcmd``) and resident memory (``/proc``), None where unreadable."""
+    out: dict[str, float | None] = {"heap_used_mb": None, "heap_committed_mb": None,
+                                    "rss_mb": None}
+    if jvm_pid is None:
+        return out
+    try:
+        result = subprocess.run(["jcmd", str(jvm_pid), "GC.heap_info"], capture_output=True,
+                                text=True, timeout=30)
+        out.update(parse_heap_info(result.stdout) or {})
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    try:
+        for line in (Path("/proc") / str(jvm_pid) / "status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                out["rss_mb"] = round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return out
+
+
+def sample_app(settings: Settings, app: str, pid: int, checkpoint: Path) -> dict:
+    """One sample of ``app`` (see the module docstring, step 2)."""
+    status = read_status(settings, app) or {}
+    e2e = status.get("e2e_latency") or {}
+    size, files = dir_usage(checkpoint)
+    return {
+        "state": status.get("state"), "batch_id": status.get("batch_id"),
+        "state_rows": status.get("state_rows"), "state_memory_mb": status.get("state_memory_mb"),
+        "checkpoint_mb": round(size / 1e6, 2), "checkpoint_files": files,
+        **heap(driver_jvm(pid)),
+        "e2e_p50_ms": e2e.get("p50_ms"), "e2e_p99_ms": e2e.get("p99_ms"),
+        "e2e_samples": e2e.get("samples"),
+        "input_rows_per_s": status.get("input_rows_per_s"), "late_rows": status.get("late_rows"),
+    }
+
+
+# -- the verdict -----------------------------------------------------------------------------------
+
+def trend(points: list[tuple[float, float | None]], warmup_s: float) -> dict:
+    """Whether a metric stays bounded: over the samples after ``warmup_s``, the mean of the last
+    third against the mean of the middle third (``growth``: 0.1 = 10% higher), and ``flat`` when
+    that growth is within :data:`FLAT_TOLERANCE`. Too few samples give ``flat`` None.
+
+    >>> trend([(60 * i, 100.0 + i % 2) for i in range(12)], warmup_s=120)["flat"]
+    True
+    >>> trend([(60 * i, 100.0 * i) for i in range(12)], warmup_s=120)["flat"]
+    False
+    >>> trend([(0, 1.0), (60, 2.0)], warmup_s=0)["flat"] is None
+    True
+    """
+    values = [v for t, v in points if t >= warmup_s and v is not None]
+    third = len(values) // 3
+    if third < 1:
+        return {"samples": len(values), "growth": None, "flat": None}
+    middle = sum(values[third:2 * third]) / third
+    last = sum(values[-third:]) / third
+    growth = (last - middle) / middle if middle else (0.0 if not last else None)
+    return {"samples": len(values), "middle_mean": round(middle, 2), "last_mean": round(last, 2),
+            "max": max(values), "growth": None if growth is None else round(growth, 3),
+            "flat": None if growth is None else growth <= FLAT_TOLERANCE}
+
+
+# -- no loss ---------------------------------------------------------------------------------------
+
+def closing_request(request_id: str, newest_ms: int) -> tuple[bytes, int]:
+    """A valid ``ad_requests`` value and the Kafka timestamp to send it with, such that once
+    attribution reads it, its watermark (timestamp - lateness) is past the close time (event
+    time + window, with the registry's default knobs) of every key whose records carry Kafka
+    timestamps up to ``newest_ms``: the next batch closes them all, and this request too."""
+    knobs = {k.name: k.default for k in ATTRIBUTION.knobs}
+    value = {"request_id": request_id, "event_time": generator.iso_ms(newest_ms),
+             "device_id": "dev-sentinel", "household_id": "hh-sentinel",
+             "content_id": "content-0000", "slot_id": "pre-roll", "geo": "US-CA",
+             "floor_price": 1.0, "bid_count": 1}
+    delay_ms = int((knobs["window_s"] + knobs["lateness_s"]) * 1000) + 5_000
+    return json.dumps(value).encode(), newest_ms + delay_ms
+
+
+def expected_counts(report: dict) -> dict[str, int]:
+    """From a generator report: distinct valid events per input topic (sent, less the malformed
+    and the duplicates) and the records each DLQ must hold.
+
+    >>> r = {"sent": {"ad_requests": 10, "ad_impressions": 8, "ad_callbacks": 5, "page_clicks": 9},
+    ...      "anomalies_by_topic": {t: {"invalid_json": 1, "duplicate": 1} for t in
+    ...                             ("ad_requests", "ad_impressions", "ad_callbacks",
+    ...                              "page_clicks")}}
+    >>> expected_counts(r)["ad_requests"], expected_counts(r)["page_clicks_records"]
+    (8, 8)
+    >>> expected_counts(r)["ad_events_dlq"], expected_counts(r)["page_clicks_dlq"]
+    (3, 1)
+    """
+    out: dict[str, int] = {}
+    rejected = {t: sum(report["anomalies_by_topic"][t].get(k, 0) for k in rules.REASON_KINDS)
+                for t in report["sent"]}
+    for topic, sent in report["sent"].items():
+        out[topic] = sent - rejected[topic] - report["anomalies_by_topic"][topic]["duplicate"]
+        out[f"{topic}_records"] = sent - rejected[topic]  # valid records, duplicates included
+    for app in SOAK_APPS:
+        out[app.dlq] = sum(rejected[t] for t in app.inputs)
+    return out
+
+
+def account(report: dict, outputs: dict[str, list[dict]], late_clicks: int,
+            closing_id: str | None) -> dict:
+    """In against out (module docstring, "No loss"): per check, ``expected``, ``got`` and
+    ``lost`` (expected - got; negative: more than expected)."""
+    expected = expected_counts(report)
+    events = outputs[ATTRIBUTION.outputs[0]]
+    by_type: dict[str, set] = {}
+    for v in events:
+        item = {REQUEST_CLOSED: v["request_id"], ATTRIBUTED_IMPRESSION: v["impression_id"],
+                ORPHAN_IMPRESSION: v["impression_id"], ATTRIBUTED_CALLBACK: v["callback_id"],
+                ORPHAN_CALLBACK: v["callback_id"]}[v["record_type"]]
+        by_type.setdefault(v["record_type"], set()).add(item)
+    closed = by_type.get(REQUEST_CLOSED, set()) - {closing_id}
+    windows: dict[tuple, int] = {}
+    for v in outputs[CLICK_SURGE.outputs[0]]:
+        key = (v["page_id"], v["window_start"])
+        windows[key] = max(windows.get(key, 0), v["click_count"])
+    got = {
+        "requests closed": (expected["ad_requests"], len(closed)),
+        "impressions attributed or orphaned": (
+            expected["ad_impressions"],
+            len(by_type.get(ATTRIBUTED_IMPRESSION, set()) | by_type.get(ORPHAN_IMPRESSION, set()))),
+        "callbacks attributed or orphaned": (
+            expected["ad_callbacks"],
+            len(by_type.get(ATTRIBUTED_CALLBACK, set()) | by_type.get(ORPHAN_CALLBACK, set()))),
+        "clicks counted in windows (+ late)": (expected["page_clicks_records"],
+                                               sum(windows.values()) + late_clicks),
+    }
+    for app in SOAK_APPS:
+        topic = registry.topic(app.dlq)
+        ids = {tuple(v[f] for f in topic.id_fields) for v in outputs[app.dlq]}
+        got[f"{app.dlq} records"] = (expected[app.dlq], len(ids))
+    return {name: {"expected": e, "got": g, "lost": e - g} for name, (e, g) in got.items()}
+
+
+def read_values(bootstrap: str, topic: str, timeout_s: float = 600) -> list[dict]:
+    """Every record of ``topic`` up to its end offsets now, as JSON objects."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"soak-{uuid.uuid4()}",
+                         "enable.auto.commit": False})
+    try:
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+                for p in range(registry.topic(topic).partitions)}
+        left = {p: end for p, end in ends.items() if end > 0}
+        consumer.assign([TopicPartition(topic, p, 0) for p in left])
+        out: list[dict] = []
+        deadline = time.monotonic() + timeout_s
+        while left and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=5000, timeout=1.0):
+                if msg.error() or msg.partition() not in left:
+                    continue
+                if msg.offset() < ends[msg.partition()]:
+                    out.append(json.loads(msg.value()))
+                if msg.offset() >= ends[msg.partition()] - 1:
+                    del left[msg.partition()]
+        if left:
+            raise RuntimeError(f"reading {topic} timed out with partitions {sorted(left)} unread")
+        return out
+    finally:
+        consumer.close()
+
+
+def committed_all(settings: Settings, app: registry.App, checkpoint: Path) -> bool:
+    """The app's last committed batch ends at every input partition's end offset."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": settings.kafka_bootstrap,
+                         "group.id": f"soak-{uuid.uuid4()}"})
+    try:
+        ends = {t: {str(p): consumer.get_watermark_offsets(TopicPartition(t, p), timeout=30)[1]
+                    for p in range(registry.topic(t).partitions)} for t in app.inputs}
+    finally:
+        consumer.close()
+    return committed_offsets(checkpoint) == ends
+
+
+# -- the plot ----------------------------------------------------------------------------------
+
+def plot(samples: list[dict], warmup_s: float, path: Path, title: str) -> Path:
+    """One panel per metric (:data:`METRICS`), a line per app, minutes on the x axis; the
+    warm-up shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(3, 2, figsize=(12, 10), sharex=True)
+    for ax, (name, label) in zip(axes.flat, METRICS):
+        for app in SOAK_APPS:
+            points = [(s["t_s"] / 60, s[app.name][name]) for s in samples
+                      if s[app.name].get(name) is not None]
+            if points:
+                ax.plot(*zip(*points), marker="o", markersize=3, label=app.name)
+        ax.axvspan(0, warmup_s / 60, color="0.9", label="warm-up")
+        ax.set_title(label)
+        ax.grid(True, alpha=0.3)
+    for ax in axes[-1]:
+        ax.set_xlabel("minutes since the traffic started")
+    axes.flat[0].legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+# -- the run -------------------------------------------------------------------------------------
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="spark_apps.ops.soak", description=__doc__,
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("--duration-min", type=float, default=30.0,
+                        help="minutes of traffic")
+    parser.add_argument("--rate", type=float, default=1000.0, help="events/s to each app")
+    parser.add_argument("--sample-s", type=float, default=60.0, help="seconds between samples")
+    parser.add_argument("--warmup-min", type=float, default=12.0,
+                        help="minutes left out of the verdict: attribution's state fills for "
+                             "window + lateness + one more window of tombstones (about 11 "
+                             "minutes with the default knobs)")
+    parser.add_argument("--rtm-interval", default="30 seconds",
+                        help="click-surge's Real-Time Mode checkpoint interval")
+    parser.add_argument("--seed", type=int, default=7, help="the generator's seed")
+    parser.add_argument("--drain-timeout-s", type=float, default=600.0,
+                        help="how long the apps may take to read the last input after the "
+                             "traffic ends")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="JSON report (unset: <reports>/soak/soak-<time>.json); the plot "
+                             "is written beside it with the suffix .png")
+    return parser.parse_args(argv)
+
+
+def _wait(condition, timeout_s: float, poll_s: float = 2.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    base = load_settings()
+    out = args.out or base.reports_dir / "soak" / f"soak-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    workdir = Path(tempfile.mkdtemp(prefix="adlake-soak-"))
+    warmup_s = args.warmup_min * 60
+    samples: list[dict] = []
+    procs: dict[str, subprocess.Popen] = {}
+    notes: list[str] = []
+    with scratch_broker(base, workdir) as settings:
+        checkpoints = {a.name: workdir / "checkpoints" / a.name for a in SOAK_APPS}
+        app_args = {ATTRIBUTION.name: [],
+                    CLICK_SURGE.name: ["--threshold", "0", "--trigger-interval",
+                                       args.rtm_interval]}
+        try:
+            for app in SOAK_APPS:
+                log = workdir / f"{app.name}.log"
+                procs[app.name] = start_app(app.name, settings, [
+                    "--trigger", app.default_trigger, "--checkpoint",
+                    str(checkpoints[app.name]), "--starting-offsets", "latest",
+                    *app_args[app.name]], log)
+            for app in SOAK_APPS:
+                wait_started(settings, app.name, procs[app.name], workdir / f"{app.name}.log",
+                             timeout_s=300)
+            report_path = workdir / "generator.json"
+            # The generator in a process of its own: its pacing must not share this one's GIL.
+            traffic = subprocess.Popen(
+                [sys.executable, "-m", "adlake.generator", "--rate", str(2 * args.rate),
+                 "--click-share", "0.5", "--late", "0", "--duration",
+                 str(args.duration_min * 60), "--seed", str(args.seed), "--bootstrap",
+                 settings.kafka_bootstrap, "--report", str(report_path)],
+                stdout=subprocess.DEVNULL, stderr=open(workdir / "generator.log", "wb"),
+                env={**os.environ, **settings_env(settings)})
+            started = time.monotonic()
+            print(f"[soak] {args.rate:.0f} events/s to each app for {args.duration_min:g} min; "
+                  f"sampling every {args.sample_s:g} s; work dir {workdir}", flush=True)
+            while True:
+                due = started + (len(samples) + 1) * args.sample_s
+                while time.monotonic() < due and traffic.poll() is None:
+                    time.sleep(min(1.0, max(0.0, due - time.monotonic())))
+                if traffic.poll() is not None:
+                    break
+                sample = {"t_s": round(time.monotonic() - started, 1),
+                          **{a.name: sample_app(settings, a.name, procs[a.name].pid,
+                                                checkpoints[a.name]) for a in SOAK_APPS}}
+                samples.append(sample)
+                print(f"[soak] {sample['t_s'] / 60:.1f} min: " + "; ".join(
+                    f"{a.name} state {sample[a.name]['state_rows']} rows, heap "
+                    f"{sample[a.name]['heap_used_mb']} MB, checkpoint "
+                    f"{sample[a.name]['checkpoint_mb']} MB/{sample[a.name]['checkpoint_files']}"
+                    f" files, e2e p99 {sample[a.name]['e2e_p99_ms']} ms" for a in SOAK_APPS),
+                    flush=True)
+            if traffic.returncode != 0:
+                raise RuntimeError(f"the generator exited with {traffic.returncode}; see "
+                                   f"{workdir / 'generator.log'}")
+            report = json.loads(report_path.read_text())
+            caught_up = {a.name: _wait(lambda a=a: committed_all(settings, a,
+                                                                 checkpoints[a.name]),
+                                       args.drain_timeout_s) for a in SOAK_APPS}
+            closing_id = f"soak-close-{uuid.uuid4()}"
+            value, ts = closing_request(closing_id, int(time.time() * 1000))
+            _produce(settings.kafka_bootstrap, closing_id, value, ts)
+            closed = _wait(lambda: any(
+                v["request_id"] == closing_id and v["record_type"] == REQUEST_CLOSED
+                for v in _newest(settings.kafka_bootstrap, ATTRIBUTION.outputs[0])),
+                args.drain_timeout_s)
+            if not closed:
+                notes.append("the closing request was not closed in time: the counts of "
+                             "requests and orphans are incomplete")
+            late = int((read_status(settings, CLICK_SURGE.name) or {}).get("late_rows") or 0)
+        finally:
+            for proc in procs.values():
+                if proc.poll() is None:
+                    stop_app(proc)
+        outputs = {name: read_values(settings.kafka_bootstrap, name)
+                   for a in SOAK_APPS for name in (*a.outputs, a.dlq)}
+    counts = account(report, outputs, late, closing_id)
+    summary = {
+        "rate_per_app": args.rate, "duration_min": args.duration_min, "sample_s": args.sample_s,
+        "warmup_min": args.warmup_min, "cores": os.cpu_count(), "seed": args.seed,
+        "sent": report["sent"], "elapsed_s": report["elapsed_s"],
+        "caught_up": caught_up, "closed": closed,
+        "trends": {a.name: {m: trend([(s["t_s"], s[a.name].get(m)) for s in samples], warmup_s)
+                            for m, _ in METRICS} for a in SOAK_APPS},
+        "counts": counts, "no_loss": all(c["lost"] == 0 for c in counts.values()),
+        "notes": notes, "samples": samples, "work_dir": str(workdir),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=2) + "\n")
+    title = (f"soak: {args.rate:.0f} events/s to each app, {args.duration_min:g} min, "
+             f"{os.cpu_count()} cores (no loss: {summary['no_loss']})")
+    png = plot(samples, warmup_s, out.with_suffix(".png"), title)
+    print(json.dumps({k: summary[k] for k in ("sent", "caught_up", "closed", "counts",
+                                              "no_loss", "trends")}, indent=1))
+    print(f"[soak] report {out}, plot {png}; app logs in {workdir}")
+    return 0 if summary["no_loss"] else 1
+
+
+def _produce(bootstrap: str, key: str, value: bytes, timestamp_ms: int) -> None:
+    from confluent_kafka import Producer
+
+    topic = generator.AD_REQUESTS
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    producer.produce(topic.name, value=value, key=key.encode(),
+                     partition=generator.partition_for(topic, key), timestamp=timestamp_ms)
+    if producer.flush(30):
+        raise RuntimeError(f"the closing request to {topic.name} was not delivered")
+
+
+def _newest(bootstrap: str, topic: str, per_partition: int = 200) -> list[dict]:
+    """The newest records of each partition of ``topic``."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"soak-{uuid.uuid4()}",
+                         "enable.auto.commit": False})
+    try:
+        parts = []
+        ends = {}
+        for p in range(registry.topic(topic).partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+            if high > low:
+                ends[p] = high
+                parts.append(TopicPartition(topic, p, max(low, high - per_partition)))
+        if not parts:
+            return []
+        consumer.assign(parts)
+        out, deadline = [], time.monotonic() + 30
+        while ends and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=1000, timeout=0.5):
+                if msg.error():
+                    continue
+                out.append(json.loads(msg.value()))
+                if msg.offset() >= ends.get(msg.partition(), 0) - 1:
+                    ends.pop(msg.partition(), None)
+        return out
+    finally:
+        consumer.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
