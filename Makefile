@@ -9,7 +9,8 @@ DURATION ?= 60
 SEED ?= 7
 
 .PHONY: setup test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
-	attribution click-surge status bench-click-surge bench-attribution bench-lake down
+	attribution click-surge status bench-click-surge bench-attribution bench-lake down \
+	faults faults-ops soak
 
 setup:
 	$(PYTHON) include/adlake/bootstrap.py
@@ -76,6 +77,20 @@ bench-attribution: setup
 
 bench-lake: setup
 	$(LAKE_PY) -m spark_apps.lake.benchmark --bronze-records 1000000 --rows 10000000
+
+# The streaming apps' fault tests, long form (make test runs the short one): several kill -9 of
+# each app and broker bounces against an uninterrupted run, and a short soak; each faulted run
+# writes <runtime>/reports/faults/ops-<scenario>-<time>.json. Part of `make faults`.
+faults: faults-ops
+faults-ops: setup
+	FAULTS_FORM=long $(OPS_PY) -m pytest -m faults tests/spark_apps/ops --durations=10
+
+# Not in CI: both streaming apps at SOAK_RATE events/s each for SOAK_MIN minutes, sampled every
+# minute; JSON and a PNG plot under <runtime>/reports/soak/ (spark_apps/ops/soak.py).
+SOAK_MIN ?= 30
+SOAK_RATE ?= 1000
+soak: setup
+	$(OPS_PY) -m spark_apps.ops.soak --duration-min $(SOAK_MIN) --rate $(SOAK_RATE)
 
 # The platform on embedded defaults (adlake.platform): the broker, Airflow (api-server, scheduler,
 # dag-processor, triggerer; metadata on SQLite), every DAG unpaused, both streaming apps started
