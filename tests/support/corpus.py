@@ -37,9 +37,13 @@ import gzip
 import json
 import random
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PATH = REPO_ROOT / "tests" / "corpus" / "bad_inputs.jsonl.gz"
@@ -495,6 +499,75 @@ def produce(bootstrap: str, records: list[CorpusRecord], timestamp_ms: int,
     if left or errors:
         raise RuntimeError(f"{left} corpus records not delivered; errors: {errors[:5]}")
     return placed
+
+
+@contextmanager
+def loaded_broker(runtime_dir: Path) -> Iterator[tuple[object, dict]]:
+    """A broker of its own (state under ``runtime_dir``, free ports, every registry topic)
+    holding the whole committed corpus, produced now; yields its settings and the records by
+    coordinates (see :func:`produce`), and stops the broker on exit."""
+    from adlake.kafka_local import LocalKafka
+    from tests.conftest import private_settings
+
+    settings = private_settings(runtime_dir)
+    broker = LocalKafka(settings)
+    broker.start()
+    try:
+        broker.create_topics()
+        yield settings, produce(settings.kafka_bootstrap, load(), time.time_ns() // 10**6)
+    finally:
+        broker.stop()
+
+
+# -- what the integration tests share ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def corpus_broker(tmp_path_factory) -> Iterator[tuple[object, dict]]:
+    """:func:`loaded_broker` for one test module: (settings, records by coordinates)."""
+    with loaded_broker(tmp_path_factory.mktemp("corpus")) as loaded:
+        yield loaded
+
+
+@pytest.fixture
+def corpus_limit(monkeypatch) -> int:
+    """The record limit the corpus is written for, whatever the caller's environment says."""
+    monkeypatch.setenv("ADLAKE_MAX_RECORD_BYTES", str(MAX_BYTES))
+    return MAX_BYTES
+
+
+def wrong_reasons(placed: dict[tuple[str, int, int], CorpusRecord],
+                  got: dict[tuple[str, int, int], str], topics) -> dict:
+    """Coordinates -> (kind, expected reason, reason given) of every record of ``topics`` whose
+    reason in ``got`` (rejected records only) is not the written-down one."""
+    want = {c: r.expected for c, r in placed.items() if c[0] in topics and r.expected}
+    return {c: (placed[c].kind if c in placed else None, want.get(c), got.get(c))
+            for c in set(want) | set(got) if want.get(c) != got.get(c)}
+
+
+def wrong_raw_values(placed: dict[tuple[str, int, int], CorpusRecord],
+                     kept: dict[tuple[str, int, int], str | None]) -> dict:
+    """Coordinates -> kind of every rejected record whose raw value in ``kept`` is not what
+    the DLQ and the quarantine keep: a too_large record's head and size
+    (:func:`adlake.rules.kept_raw`), any other UTF-8 value whole, a tombstone's null as null and
+    an empty value as an empty string (a value that is not UTF-8 is not compared: the JVM
+    decodes it its own way)."""
+    from adlake import rules
+
+    wrong = {}
+    for c, raw in kept.items():
+        rec = placed[c]
+        if rec.expected == rules.TOO_LARGE:
+            want = rules.kept_raw(rec.value)
+        elif rec.value is None:
+            want = None
+        else:
+            try:
+                want = rec.value.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+        if raw != want:
+            wrong[c] = rec.kind
+    return wrong
 
 
 def main(argv: list[str] | None = None) -> int:
