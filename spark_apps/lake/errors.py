@@ -105,8 +105,10 @@ def _numbered(directory: Path) -> dict[int, Path]:
 def _orphan_crc(directory: Path, names: Iterable[str]) -> list[str]:
     """Hadoop's hidden ``.<name>.crc`` files whose file is gone: a deletion by hand."""
     present = set(names)
+    # A writer's temporary file (``.N.<uuid>.tmp``) that a crash left is not damage.
     return [f"{directory / p.name[1:-4]} is missing (its checksum {p.name} is there)"
-            for p in directory.glob(".*.crc") if p.name[1:-4] not in present]
+            for p in directory.glob(".*.crc")
+            if p.name[1:-4] not in present and not p.name.endswith(".tmp.crc")]
 
 
 def _log_file_problem(path: Path, first_line: str | None) -> str | None:
@@ -243,10 +245,16 @@ def _chain_text(error: BaseException) -> str:
 @contextmanager
 def diagnosed(job: str, runtime_dir: Path, checkpoints: Iterable[Path] = (),
               tables: Iterable[Path] = ()) -> Iterator[None]:
-    """Run a job's body; if it fails, raise the typed error its state explains (a full
-    device, a damaged checkpoint or Delta log among those given) from the original failure,
-    else let the failure through unchanged."""
+    """Run a job's body after checking its checkpoints and Delta logs; if it fails, raise the
+    typed error its state explains (a full device, a damaged checkpoint or Delta log among
+    those given) from the original failure, else let the failure through unchanged.
+
+    The check before the run matters: Spark replays a batch whose ``commits/N`` was deleted
+    and only then fails on the checksum the deletion left (or, with the checksum deleted too,
+    succeeds), and Delta reads an emptied commit as no change at all.
+    """
     checkpoints, tables = list(checkpoints), list(tables)
+    check_state(checkpoints, tables)
     try:
         yield
     except LakeStateError:
