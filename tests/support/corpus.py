@@ -519,7 +519,7 @@ def loaded_broker(runtime_dir: Path) -> Iterator[tuple[object, dict]]:
         broker.stop()
 
 
-# -- what the integration tests share ---------------------------------------------------------------
+# -- what the integration tests share ---------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def corpus_broker(tmp_path_factory) -> Iterator[tuple[object, dict]]:
