@@ -13,8 +13,13 @@ import pytest
 
 from adlake import registry
 from spark_apps.ops import soak
+from tests.support.help import assert_help_shows_defaults
 
 EVENTS = registry.topic(soak.ATTRIBUTION.outputs[0])
+
+
+def test_help_shows_every_flags_default(capsys, monkeypatch):
+    assert_help_shows_defaults("spark_apps.ops.soak", capsys, monkeypatch)
 
 
 def test_dir_usage_counts_bytes_and_files(tmp_path):
