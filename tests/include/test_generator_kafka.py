@@ -22,11 +22,14 @@ from adlake import generator, registry
 pytestmark = pytest.mark.integration
 
 INPUTS = [registry.topic(n) for n in sorted({i for a in registry.APPS.values() for i in a.inputs})]
-KINDS = ("invalid_json", "missing_field", "wrong_type", "invalid_value", "duplicate", "late",
-         "out_of_order", "orphan_impression", "orphan_callback", "surge_click")
-# What the generator's knobs make happen: every kind but invalid_value (it writes no invalid
-# values; the report still counts them, as the DLQs and silver's quarantine would).
-INJECTED = tuple(k for k in KINDS if k != "invalid_value")
+KINDS = ("too_large", "invalid_json", "missing_field", "wrong_type", "invalid_value",
+         "duplicate", "late", "out_of_order", "orphan_impression", "orphan_callback",
+         "surge_click")
+# What the generator's knobs make happen: every kind but too_large and invalid_value (it writes
+# no record over the size limit and no invalid values; the report still counts them, as the
+# DLQs and silver's quarantine would).
+INJECTED = tuple(k for k in KINDS if k not in ("too_large", "invalid_value"))
+MAX_RECORD_BYTES = 262_144  # the configured default
 _TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
 
@@ -112,6 +115,8 @@ def fits(ftype: str, v) -> bool:
 
 
 def problem(topic: registry.Topic, value: bytes) -> tuple[str | None, dict | None]:
+    if len(value) > MAX_RECORD_BYTES:
+        return "too_large", None
     try:
         obj = json.loads(value)
     except ValueError:
