@@ -298,3 +298,9 @@ def test_the_admin_password_is_generated_not_defaulted():
     script = "\n".join(SERVICES["airflow-init"]["command"])
     assert "adlake.credentials admin-password" in script
     assert not re.search(r"--password\s+\"?(admin|airflow)", script)
+
+
+def test_the_broker_accepts_the_largest_message_the_producers_send():
+    env = env_of("kafka")
+    for name in ("KAFKA_MESSAGE_MAX_BYTES", "KAFKA_REPLICA_FETCH_MAX_BYTES"):
+        assert int(env[name]) == config.KAFKA_MAX_MESSAGE_BYTES, name
