@@ -9,7 +9,7 @@ DURATION ?= 60
 SEED ?= 7
 
 .PHONY: setup test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
-	attribution click-surge status bench-click-surge bench-attribution bench-lake down \
+	attribution click-surge status bench-click-surge bench-attribution bench-lake down faults \
 	faults faults-ops soak
 
 setup:
@@ -25,6 +25,13 @@ test: setup
 # The slow end-to-end tier: Airflow backfills and the apps' lifecycle on a real scheduler (about 35 minutes on 2 cores).
 test-e2e: setup
 	$(LAKE_PY) -m pytest -m e2e --durations=10
+
+# The long form of the lake fault tier (make test runs its short form, tests/faults): each lake
+# job killed KILLS times as its own process (its dangerous moment, then seeded random moments),
+# then a clean finish compared with an uninterrupted run; prints the report's path.
+KILLS ?= 4
+faults: setup
+	$(LAKE_PY) -m tests.faults.run --seed $(SEED) --kills $(KILLS)
 
 # Only what starts no JVM and no broker (tests/tiers.py fails a unit test that does), both runtimes.
 test-unit: setup

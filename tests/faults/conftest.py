@@ -11,7 +11,7 @@ from tests.conftest import private_settings
 from tests.faults import harness
 
 # The traffic of the short form: a few thousand records, a few hundred per topic of the slice.
-SEED, COUNT = 14, 1500
+SEED, COUNT = 14, 800
 
 
 @pytest.fixture(scope="session")
