@@ -83,8 +83,9 @@ def refresh_view(spark: SparkSession, settings: Settings, view: registry.View,
     in the view's log and has nothing left to do, so no change is counted twice. A damaged
     Delta log or a full disk fails with the typed error of :mod:`spark_apps.lake.errors`.
 
-    >>> refresh_view(spark, settings, registry.view("page_clicks_hourly")).mode  # doctest: +SKIP
-    'incremental'
+    For example, ``refresh_view(spark, settings, registry.view("page_clicks_hourly"))`` while
+    another refresh of it commits first returns a report of mode ``up_to_date`` noting that a
+    concurrent refresh applied the change.
     """
     from pathlib import Path
 
