@@ -9,7 +9,7 @@ DURATION ?= 60
 SEED ?= 7
 
 .PHONY: setup test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
-	attribution click-surge status bench-click-surge bench-attribution bench-lake down faults \
+	attribution click-surge status bench-click-surge bench-attribution bench-lake down \
 	faults faults-ops soak
 
 setup:
