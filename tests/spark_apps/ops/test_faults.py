@@ -173,6 +173,8 @@ class Feeder(threading.Thread):
                                   "linger.ms": 5, "message.timeout.ms": 600_000})
         self.produced = self.acked = 0
         self.errors: list[str] = []
+        # set by a test that fails: a feeder must not outlive its run into the next one's topics
+        self.stopping = threading.Event()
 
     def _on_delivery(self, err, msg) -> None:
         if err is not None:
@@ -188,6 +190,8 @@ class Feeder(threading.Thread):
     def run(self) -> None:
         started = time.monotonic()
         for i, rec in enumerate(self.records):
+            if self.stopping.is_set():
+                return
             if self.pace_s:
                 # pacing, as the generator paces: the records' order is fixed by the producer
                 while (ahead := started + self.pace_s * i / len(self.records)
@@ -459,6 +463,15 @@ def run_faulted(run: Run, base: Outputs, faults: list[Fault], feed_s: float) -> 
     started = time.monotonic()
     feeder = Feeder(settings.kafka_bootstrap, run.records, feed_s)
     feeder.start()
+    try:
+        return _inject_all(run, base, faults, feeder, feed_s, started)
+    finally:
+        feeder.stopping.set()
+
+
+def _inject_all(run: Run, base: Outputs, faults: list[Fault], feeder: Feeder, feed_s: float,
+                started: float) -> dict:
+    settings = run.settings
     # When each app came back from its last kill (epoch s): the next kill waits for it.
     back_since = {app.name: 0.0 for app in APPS}
     pending, recovering, injected = list(faults), [], []
@@ -472,7 +485,9 @@ def run_faulted(run: Run, base: Outputs, faults: list[Fault], feed_s: float) -> 
             apps.supervise(settings)
             supervised_at = time.monotonic()
         busy = {f.target for f, _ in recovering}
-        for fault in [f for f in pending if ready(run, feeder, f, back_since, busy)]:
+        for fault in list(pending):  # one at a time: a fault makes its target busy
+            if not ready(run, feeder, fault, back_since, busy):
+                continue
             pending.remove(fault)
             recovering.append((fault, inject(run, base, feeder, fault)))
             busy.add(fault.target)
