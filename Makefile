@@ -26,12 +26,16 @@ test: setup
 test-e2e: setup
 	$(LAKE_PY) -m pytest -m e2e --durations=10
 
-# The long form of the lake fault tier (make test runs its short form, tests/faults): each lake
-# job killed KILLS times as its own process (its dangerous moment, then seeded random moments),
-# then a clean finish compared with an uninterrupted run; prints the report's path.
+# The long forms of the fault tiers (make test runs their short forms). The lake's
+# (tests.faults.run): each lake job killed KILLS times as its own process (its dangerous moment,
+# then seeded random moments), then a clean finish compared with an uninterrupted run. Then the
+# apps' (faults-ops, below), whatever the lake's gave; then one report of both,
+# <runtime>/reports/faults/REPORT.md (tests.faults.report). Fails if any run failed.
 KILLS ?= 4
 faults: setup
-	$(LAKE_PY) -m tests.faults.run --seed $(SEED) --kills $(KILLS)
+	$(LAKE_PY) -m tests.faults.run --seed $(SEED) --kills $(KILLS); lake=$$?; \
+	$(MAKE) --no-print-directory faults-ops; ops=$$?; \
+	$(LAKE_PY) -m tests.faults.report && [ $$lake -eq 0 ] && [ $$ops -eq 0 ]
 
 # Only what starts no JVM and no broker (tests/tiers.py fails a unit test that does), both runtimes.
 test-unit: setup
@@ -88,7 +92,6 @@ bench-lake: setup
 # The streaming apps' fault tests, long form (make test runs the short one): several kill -9 of
 # each app and broker bounces against an uninterrupted run, and a short soak; each faulted run
 # writes <runtime>/reports/faults/ops-<scenario>-<time>.json. Part of `make faults`.
-faults: faults-ops
 faults-ops: setup
 	FAULTS_FORM=long $(OPS_PY) -m pytest -m faults tests/spark_apps/ops --durations=10
 

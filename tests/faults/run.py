@@ -1,8 +1,8 @@
 """The long form of the lake fault tier (``make faults``): each lake job killed (SIGKILL) several
 times as its own process, first at its dangerous moment, then at random moments from a seeded
 RNG, each kill on the state the previous one left; then a clean finish and a comparison with the
-uninterrupted run. Writes a report (Markdown and JSON) under the reference runtime's
-``reports/`` and prints its path.
+uninterrupted run. Writes a report (Markdown and JSON) under ``<runtime>/reports/faults/``
+(the configured runtime, beside the ops fault tests' results) and prints its path.
 
     .venv/lake/bin/python -m tests.faults.run --seed 7 --kills 4 --count 3000
 """
@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from adlake import generator
+    from adlake.config import load_settings
     from adlake.kafka_local import LocalKafka
     from adlake.spark_session import get_session
     from tests.conftest import private_settings
@@ -98,10 +99,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[faults] {job}: {json.dumps(summary)}", flush=True)
     finally:
         broker.stop()
-    result = {"seed": args.seed, "records_sent": sum(report["sent"].values()), "jobs": jobs,
-              "ok": all(t["equal"] for j in jobs for t in j["tables"])}
-    settings.reports_dir.mkdir(parents=True, exist_ok=True)
-    stem = settings.reports_dir / f"faults-{time.strftime('%Y%m%dT%H%M%S')}"
+    result = {"side": "lake", "seed": args.seed, "records_sent": sum(report["sent"].values()),
+              "jobs": jobs, "ok": all(t["equal"] for j in jobs for t in j["tables"])}
+    # Beside the ops fault tests' results, where tests.faults.report reads both.
+    out_dir = load_settings().reports_dir / "faults"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / f"lake-{time.strftime('%Y%m%dT%H%M%S')}"
     stem.with_suffix(".json").write_text(json.dumps(result, indent=2, default=str))
     stem.with_suffix(".md").write_text(markdown(result))
     print(f"[faults] report: {stem}.md and {stem}.json", flush=True)
