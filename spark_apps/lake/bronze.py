@@ -97,7 +97,33 @@ def run(spark: SparkSession, settings: Settings, topics: list[str],
     with diagnosed("bronze", settings.runtime_dir,
                    [settings.checkpoint_path(t.name) for t in tables],
                    [Path(table_path(settings, t)) for t in tables]):
+        for table in tables:
+            check_sink_caught_up(spark, settings, table)
         return _run(spark, settings, topics, max_offsets)
+
+
+def check_sink_caught_up(spark: SparkSession, settings: Settings, table: registry.Table) -> None:
+    """Raise :class:`~spark_apps.lake.errors.DeltaLogCorrupted` if ``table``'s Delta log lacks
+    batches its checkpoint committed (see :func:`spark_apps.lake.errors.sink_behind`): the one
+    damage no file shows, a newest commit deleted together with its checksum."""
+    from pathlib import Path
+
+    from spark_apps.lake import errors
+    from spark_apps.lake.tables import delta_snapshot
+
+    query_id, committed = errors.committed_batch(settings.checkpoint_path(table.name))
+    if query_id is None or committed is None:
+        return
+    path = Path(table_path(settings, table))
+    recorded = None
+    if (path / "_delta_log").is_dir():
+        txn = delta_snapshot(spark, str(path)).transactions().get(query_id)
+        recorded = int(txn.get()) if txn.isDefined() else None
+    problem = errors.sink_behind(path, query_id, committed, recorded)
+    if problem:
+        raise errors.DeltaLogCorrupted(
+            f"Delta table {path} is damaged: {problem}. Do not write to it; follow "
+            f"{errors.DELTA_LOG_STEP}", path)
 
 
 def _run(spark: SparkSession, settings: Settings, topics: list[str],

@@ -205,6 +205,35 @@ def inspect_delta_log(table: Path) -> list[str]:
     return problems
 
 
+def committed_batch(checkpoint: Path) -> tuple[str | None, int | None]:
+    """``(query id, newest committed batch id)`` of the streaming checkpoint at ``checkpoint``;
+    ``None`` for what it does not hold yet."""
+    try:
+        query_id = json.loads((checkpoint / "metadata").read_text().splitlines()[0]).get("id")
+    except (OSError, ValueError, IndexError):
+        query_id = None
+    commits = _numbered(checkpoint / "commits")
+    return query_id, (max(commits) if commits else None)
+
+
+def sink_behind(table: Path, query_id: str, committed: int, recorded: int | None) -> str | None:
+    """Why a Delta sink's table lost batches its checkpoint committed, or None.
+
+    The Delta sink commits batch ``N`` with the transaction ``(query id, N)`` before the
+    checkpoint writes ``commits/N``. So a checkpoint that committed ``N`` while the table's log
+    records an older transaction (``recorded``), or none, lost the Delta commits of the batches
+    between: deleted with their checksums, which leaves nothing else to notice. Spark would go on
+    from ``N + 1`` and those rows would be gone without a word.
+    """
+    if recorded is not None and recorded >= committed:
+        return None
+    have = f"batch {recorded}" if recorded is not None else "no batch"
+    first = 0 if recorded is None else recorded + 1
+    return (f"{table / '_delta_log'} records {have} of query {query_id} while its checkpoint "
+            f"committed batch {committed}: the Delta commits of batches {first}..{committed} "
+            "are missing")
+
+
 def check_state(checkpoints: Iterable[Path] = (), tables: Iterable[Path] = ()) -> None:
     """Raise :class:`CheckpointCorrupted` or :class:`DeltaLogCorrupted` for the first damaged
     checkpoint or Delta log among those given; return if none is."""

@@ -9,7 +9,7 @@ registry schema with its partitioning and, for the sources of views, Change Data
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from adlake import registry
 from adlake.config import Settings
@@ -38,6 +38,16 @@ def ensure_table(spark: SparkSession, settings: Settings, table: registry.Table)
         builder = builder.property("delta.enableChangeDataFeed", "true")
     builder.execute()
     return path
+
+
+def delta_snapshot(spark: SparkSession, path: str) -> Any:
+    """The latest snapshot (JVM ``Snapshot``) of the Delta table at ``path``: Delta lists the log
+    and reuses the state it already holds for the table, so this runs no Spark job, where reading
+    ``history()`` costs a DataFrame and half a second."""
+    jvm = spark._jvm
+    none = jvm.scala.Option.empty()
+    return (jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+            .update(False, none, none))
 
 
 def read_table(spark: SparkSession, settings: Settings, name: str) -> DataFrame:

@@ -34,6 +34,12 @@ def delete(path: Path) -> Path:
     return path
 
 
+def delete_with_checksum(path: Path) -> Path:
+    """Delete a Delta commit and its checksum; the log directory is what the error can name."""
+    delete(path.with_name(f".{path.name}.crc"))
+    return delete(path).parent
+
+
 def newest_commit(table: Path) -> Path:
     return max((table / "_delta_log").glob("0*.json"))
 
@@ -52,6 +58,9 @@ DAMAGE: dict[str, tuple[Callable[[Path, Path], Path], type]] = {
                                    errors.DeltaLogCorrupted),
     "delta log commit deleted": (lambda c, t: delete(newest_commit(t)),
                                  errors.DeltaLogCorrupted),
+    # No checksum left to notice: only the sink's transaction, behind the checkpoint, tells.
+    "delta log commit deleted with its checksum": (
+        lambda c, t: delete_with_checksum(newest_commit(t)), errors.DeltaLogCorrupted),
 }
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from adlake import registry
 from adlake.config import Settings
-from spark_apps.lake.tables import table_path
+from spark_apps.lake.tables import delta_snapshot as _snapshot, table_path
 from spark_apps.lake.views.layout import COUNT, view_columns
 
 if TYPE_CHECKING:
@@ -25,16 +25,6 @@ HISTORY_LOOKBACK = 50
 _TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
-
-
-def _snapshot(spark: SparkSession, path: str) -> Any:
-    """The latest snapshot (JVM ``Snapshot``) of the Delta table at ``path``: Delta lists the log
-    and reuses the state it already holds for the table, so this runs no Spark job, where reading
-    ``history()`` costs a DataFrame and half a second."""
-    jvm = spark._jvm
-    none = jvm.scala.Option.empty()
-    return (jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
-            .update(False, none, none))
 
 
 def latest_version(spark: SparkSession, path: str) -> int:
