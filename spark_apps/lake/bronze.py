@@ -89,14 +89,12 @@ def run(spark: SparkSession, settings: Settings, topics: list[str],
     A failure that a damaged checkpoint or Delta log, or a full disk, explains is raised as the
     typed error of :mod:`spark_apps.lake.errors`, naming the file and the runbook step.
     """
-    from pathlib import Path
-
     from spark_apps.lake.errors import diagnosed
 
     tables = [bronze_table(t) for t in topics]
     with diagnosed("bronze", settings.runtime_dir,
                    [settings.checkpoint_path(t.name) for t in tables],
-                   [Path(table_path(settings, t)) for t in tables]):
+                   [settings.table_path(t.name) for t in tables]):
         for table in tables:
             check_sink_caught_up(spark, settings, table)
         return _run(spark, settings, topics, max_offsets)
@@ -106,15 +104,13 @@ def check_sink_caught_up(spark: SparkSession, settings: Settings, table: registr
     """Raise :class:`~spark_apps.lake.errors.DeltaLogCorrupted` if ``table``'s Delta log lacks
     batches its checkpoint committed (see :func:`spark_apps.lake.errors.sink_behind`): the one
     damage no file shows, a newest commit deleted together with its checksum."""
-    from pathlib import Path
-
     from spark_apps.lake import errors
     from spark_apps.lake.tables import delta_snapshot
 
     query_id, committed = errors.committed_batch(settings.checkpoint_path(table.name))
     if query_id is None or committed is None:
         return
-    path = Path(table_path(settings, table))
+    path = settings.table_path(table.name)
     recorded = None
     if (path / "_delta_log").is_dir():
         txn = delta_snapshot(spark, str(path)).transactions().get(query_id)

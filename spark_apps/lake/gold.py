@@ -334,14 +334,12 @@ def rebuild(spark: SparkSession, settings: Settings, name: str, start: date, end
     table ends as a serial run leaves it. A damaged Delta log or a full disk fails with the
     typed error of :mod:`spark_apps.lake.errors`.
     """
-    from pathlib import Path
-
     from spark_apps.lake.errors import diagnosed, retry_on_conflict
 
     table = registry.table(name)
     path = table_path(settings, table)
-    sources = [Path(table_path(settings, t)) for t in table.sources]
-    with diagnosed("gold", settings.runtime_dir, tables=[Path(path), *sources]):
+    sources = [settings.table_path(t) for t in table.sources]
+    with diagnosed("gold", settings.runtime_dir, tables=[settings.table_path(name), *sources]):
         return retry_on_conflict(f"gold {name}", path,
                                  lambda: _replace(spark, settings, table, start, end))
 

@@ -180,15 +180,13 @@ def run(spark: SparkSession, settings: Settings, topics: list[str],
 
     A failure that a damaged checkpoint or Delta log, or a full disk, explains is raised as the
     typed error of :mod:`spark_apps.lake.errors`, naming the file and the runbook step."""
-    from pathlib import Path
-
     from spark_apps.lake.bronze import bronze_table
     from spark_apps.lake.errors import diagnosed
 
     tables = [bronze_table(t) for t in topics] + [silver_table(t) for t in topics] + [QUARANTINE]
     with diagnosed("silver", settings.runtime_dir,
                    [settings.checkpoint_path(silver_table(t).name) for t in topics],
-                   [Path(table_path(settings, t)) for t in tables]):
+                   [settings.table_path(t.name) for t in tables]):
         return _run(spark, settings, topics, max_files)
 
 

@@ -87,15 +87,12 @@ def refresh_view(spark: SparkSession, settings: Settings, view: registry.View,
     another refresh of it commits first returns a report of mode ``up_to_date`` noting that a
     concurrent refresh applied the change.
     """
-    from pathlib import Path
-
     from spark_apps.lake.errors import diagnosed, retry_on_conflict
     from spark_apps.lake.tables import table_path
     from spark_apps.lake.views.bookkeeping import PROGRESS_TABLE
 
     path = table_path(settings, view.name)
-    tables = [Path(table_path(settings, name))
-              for name in (view.name, view.source, PROGRESS_TABLE)]
+    tables = [settings.table_path(name) for name in (view.name, view.source, PROGRESS_TABLE)]
     with diagnosed(f"view {view.name}", settings.runtime_dir, tables=tables):
         return retry_on_conflict(f"view {view.name}", path,
                                  lambda: (full_refresh if full else refresh)(spark, settings,
