@@ -1,0 +1,766 @@
+"""One report of every benchmark: Markdown tables, the goals met or not, and PNG plots.
+
+``make bench`` (and ``make bench-quick``) run each benchmark with ``--out-dir DIR``; each writes
+one JSON file there (the contract is below). This module reads whichever of them are present
+and writes ``OUT/REPORT.md`` and its plots::
+
+    .venv/ops/bin/python -m adlake.bench_report DIR --to OUT
+
+=============== =========================================== ======================================
+file            written by                                  what the report takes from it
+=============== =========================================== ======================================
+``views.json``  ``spark_apps.lake.views_benchmark --suite``  a row per case (delete/update,
+                                                            append, fixed change per source size,
+                                                            one row): incremental and full refresh
+                                                            times, phases, Spark jobs, commits
+``bronze.json`` ``spark_apps.lake.benchmark``               records/s steady and wall, per batch,
+                                                            start-up, each job's fixed cost
+``ops.json``    ``spark_apps.ops.benchmark suite``          per run latency percentiles, quantiles
+                                                            (the CDF), a 5 s timeline, interval
+                                                            boundaries with their stall and
+                                                            durations; the bare Kafka hop
+=============== =========================================== ======================================
+
+Every file carries ``load_average`` ([start, end], ``os.getloadavg()``'s 1-minute figure) and
+its goals (``goals``, or bronze's one ``goal``: goal, target, measured, met, bound); the report
+gathers them in one table. A file that is absent makes its section say "not run"; a file that is
+present but malformed stops the build with :class:`MalformedReport`, naming the file and the
+field. Only matplotlib's Agg backend is used (no display), imported when the plots are drawn, so
+the tables build in either environment; the plots need the ops environment's matplotlib.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from adlake.helpformat import HelpFormatter
+
+FILES = ("views.json", "bronze.json", "ops.json")
+BOUNDARY_NOTE = "attribution-boundary.md"  # an analysis a benchmark may leave beside the report
+BRONZE_GOAL_RECORDS_PER_S = 100_000  # issue 15: bronze ingest >= 100k records/s on 2 cores
+PLOTS = {
+    "cdf": "latency-cdf.png",
+    "timeline": "latency-timeline.png",
+    "views": "view-refresh.png",
+    "bronze": "bronze-throughput.png",
+}
+
+
+class MalformedReport(ValueError):
+    """A benchmark's JSON that is not what the contract says: which file, which field, why.
+
+    >>> str(MalformedReport("ops.json", "runs[0].whole.p99", "missing"))
+    'ops.json: runs[0].whole.p99: missing'
+    """
+
+    def __init__(self, file: str, where: str, problem: str):
+        self.file, self.where, self.problem = file, where, problem
+        super().__init__(f"{file}: {where}: {problem}" if where else f"{file}: {problem}")
+
+
+# -- reading: the contract's fields, checked as they are read ---------------------------------------
+
+@dataclass(frozen=True)
+class Node:
+    """A JSON value and where it sits (file and path), so that a missing or mistyped field says
+    exactly which one.
+
+    >>> Node("bronze.json", "", {"records": 10}).num("records")
+    10.0
+    >>> Node("bronze.json", "", {"records": "ten"}).num("records")
+    Traceback (most recent call last):
+    ...
+    adlake.bench_report.MalformedReport: bronze.json: records: expected a number, got 'ten'
+    """
+
+    file: str
+    where: str
+    value: Any
+
+    def _child(self, key: str | int) -> Node:
+        where = f"{self.where}[{key}]" if isinstance(key, int) else (
+            f"{self.where}.{key}" if self.where else key)
+        if isinstance(key, int):
+            return Node(self.file, where, self.value[key])
+        if not isinstance(self.value, Mapping):
+            raise MalformedReport(self.file, self.where, f"expected an object, got {self.value!r:.60}")
+        if key not in self.value:
+            raise MalformedReport(self.file, where, "missing")
+        return Node(self.file, where, self.value[key])
+
+    def _fail(self, expected: str) -> MalformedReport:
+        return MalformedReport(self.file, self.where, f"expected {expected}, got {self.value!r:.60}")
+
+    def get(self, key: str) -> Node:
+        return self._child(key)
+
+    def has(self, key: str) -> bool:
+        return isinstance(self.value, Mapping) and self.value.get(key) is not None
+
+    def num(self, key: str | None = None, optional: bool = False) -> float | None:
+        node = self._child(key) if key is not None else self
+        if node.value is None and optional:
+            return None
+        if isinstance(node.value, bool) or not isinstance(node.value, (int, float)) \
+                or math.isnan(node.value):
+            raise node._fail("a number" + (" or null" if optional else ""))
+        return float(node.value)
+
+    def text(self, key: str) -> str:
+        node = self._child(key)
+        if not isinstance(node.value, str):
+            raise node._fail("a string")
+        return node.value
+
+    def flag(self, key: str) -> bool:
+        node = self._child(key)
+        if not isinstance(node.value, bool):
+            raise node._fail("true or false")
+        return node.value
+
+    def items(self, key: str) -> list[Node]:
+        node = self._child(key)
+        if not isinstance(node.value, list):
+            raise node._fail("a list")
+        return [node._child(i) for i in range(len(node.value))]
+
+    def numbers(self, key: str, length: int | None = None) -> list[float]:
+        values = [n.num() for n in self.items(key)]
+        if length is not None and len(values) != length:
+            raise self._child(key)._fail(f"{length} numbers")
+        return values
+
+    def mapping(self, key: str) -> dict[str, float]:
+        """An object of numbers (phases, durations), in its order; null values left out."""
+        node = self._child(key)
+        if not isinstance(node.value, Mapping):
+            raise node._fail("an object")
+        numbers = {k: node.num(k, optional=True) for k in node.value}
+        return {k: v for k, v in numbers.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Goal:
+    benchmark: str
+    goal: str
+    target: str
+    measured: str
+    met: bool
+    bound: str
+
+    @classmethod
+    def read(cls, benchmark: str, node: Node) -> Goal:
+        return cls(benchmark, node.text("goal"), node.text("target"), node.text("measured"),
+                   node.flag("met"), node.text("bound"))
+
+
+def load_average(node: Node) -> tuple[float, float]:
+    start, end = node.numbers("load_average", length=2)
+    return start, end
+
+
+@dataclass(frozen=True)
+class ViewCase:
+    case: str
+    rows: int
+    change_rows: int
+    incremental_s: float
+    full_s: float | None
+    ratio: float | None
+    phases: dict[str, float]
+    jobs: dict[str, float]
+    commits: int
+    verify_differences: int | None
+    load: tuple[float, float]
+
+
+CASES = ("delete_update", "append", "fixed_change", "one_row")
+
+
+def read_views(node: Node) -> tuple[list[ViewCase], list[Goal]]:
+    cases = []
+    for c in node.items("cases"):
+        name = c.text("case")
+        if name not in CASES:
+            raise MalformedReport(c.file, f"{c.where}.case", f"expected one of {CASES}, got {name!r}")
+        differences = c.num("verify_differences", optional=True)
+        cases.append(ViewCase(
+            name, int(c.num("rows")), int(c.num("change_rows")), c.num("incremental_s"),
+            c.num("full_s", optional=True), c.num("ratio", optional=True), c.mapping("phases"),
+            c.mapping("jobs"), int(c.num("commits")),
+            None if differences is None else int(differences), load_average(c)))
+    return cases, [Goal.read("views", g) for g in node.items("goals")]
+
+
+@dataclass(frozen=True)
+class Bronze:
+    records: int
+    partitions: int
+    startup_s: float
+    steady_records_per_s: float
+    wall_records_per_s: float
+    batches: list[tuple[int, float]]  # (records, seconds)
+    fixed_cost_s: dict[str, float]
+    load: tuple[float, float]
+
+
+def read_bronze(node: Node) -> tuple[Bronze, list[Goal]]:
+    bronze = Bronze(
+        int(node.num("records")), int(node.num("partitions")), node.num("startup_s"),
+        node.num("steady_records_per_s"), node.num("wall_records_per_s"),
+        [(int(b.num("records")), b.num("seconds")) for b in node.items("batches")],
+        node.mapping("fixed_cost_s"), load_average(node))
+    return bronze, [Goal.read("bronze", node.get("goal"))]
+
+
+WHOLE = ("p50", "p95", "p99", "max", "n")
+BETWEEN = ("p50", "p99", "max", "n")
+
+
+@dataclass(frozen=True)
+class Boundary:
+    t_s: float
+    stall_ms: float
+    durations_ms: dict[str, float]
+    timers_fired: int | None
+
+
+@dataclass(frozen=True)
+class Run:
+    app: str
+    mode: str
+    rate: float
+    duration_s: float
+    whole: dict[str, float | None]
+    between: dict[str, float | None] | None
+    quantiles_ms: list[float]
+    timeline: list[dict[str, float]]
+    boundaries: list[Boundary]
+    load: tuple[float, float]
+
+    @property
+    def label(self) -> str:
+        return f"{self.app} {MODE_NAMES.get(self.mode, self.mode)}"
+
+
+@dataclass(frozen=True)
+class KafkaHop:
+    rate: float
+    duration_s: float
+    whole: dict[str, float | None]
+    quantiles_ms: list[float]
+
+
+MODE_NAMES = {"realtime": "Real-Time Mode", "processing_time": "micro-batch"}
+APPS = ("attribution", "click_surge")
+QUANTILES = 1001  # latency at quantile 0.000, 0.001, ..., 1.000
+
+
+def _percentiles(node: Node, key: str, names: Sequence[str]) -> dict[str, float | None]:
+    inner = node.get(key)
+    return {name: inner.num(name, optional=True) for name in names}
+
+
+def read_ops(node: Node) -> tuple[list[Run], KafkaHop | None, list[Goal]]:
+    runs = []
+    for r in node.items("runs"):
+        app, mode = r.text("app"), r.text("mode")
+        if app not in APPS:
+            raise MalformedReport(r.file, f"{r.where}.app", f"expected one of {APPS}, got {app!r}")
+        if mode not in MODE_NAMES:
+            raise MalformedReport(r.file, f"{r.where}.mode",
+                                  f"expected one of {tuple(MODE_NAMES)}, got {mode!r}")
+        timeline = [{k: s.num(k, optional=k != "t_s") for k in ("t_s", "n", "p50", "p99", "max")}
+                    for s in r.items("timeline")]
+        boundaries = []
+        for b in r.items("boundaries"):
+            fired = b.num("timers_fired", optional=True) if isinstance(b.value, Mapping) \
+                and "timers_fired" in b.value else None
+            boundaries.append(Boundary(b.num("t_s"), b.num("stall_ms"), b.mapping("durations_ms"),
+                                       None if fired is None else int(fired)))
+        runs.append(Run(
+            app, mode, r.num("rate"), r.num("duration_s"), _percentiles(r, "whole", WHOLE),
+            _percentiles(r, "between_boundaries", BETWEEN) if r.has("between_boundaries") else None,
+            r.numbers("quantiles_ms", length=QUANTILES), timeline, boundaries, load_average(r)))
+    hop = None
+    if node.has("kafka_hop"):
+        h = node.get("kafka_hop")
+        hop = KafkaHop(h.num("rate"), h.num("duration_s"), _percentiles(h, "whole", WHOLE),
+                       h.numbers("quantiles_ms", length=QUANTILES))
+    goals = [Goal.read("ops", g) for g in node.items("goals")] if node.has("goals") else []
+    return runs, hop, goals
+
+
+@dataclass
+class Inputs:
+    """What DIR holds: each benchmark's figures, or None where its JSON is absent."""
+
+    directory: Path
+    views: list[ViewCase] | None = None
+    bronze: Bronze | None = None
+    runs: list[Run] | None = None
+    kafka_hop: KafkaHop | None = None
+    goals: list[Goal] = field(default_factory=list)
+    extras: dict[str, dict] = field(default_factory=dict)  # each file's raw JSON (machine, command)
+    modified: dict[str, float] = field(default_factory=dict)  # each file's mtime
+
+
+def _load_json(path: Path) -> Node:
+    try:
+        value = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise MalformedReport(path.name, "", f"not JSON ({e.msg} at line {e.lineno}, "
+                                             f"column {e.colno})") from None
+    if not isinstance(value, dict):
+        raise MalformedReport(path.name, "", f"expected a JSON object, got {type(value).__name__}")
+    return Node(path.name, "", value)
+
+
+def read_inputs(directory: Path) -> Inputs:
+    """Every benchmark JSON present in ``directory``, checked against the contract."""
+    inputs = Inputs(directory)
+    for name in FILES:
+        path = directory / name
+        if not path.is_file():
+            continue
+        node = _load_json(path)
+        inputs.extras[name] = node.value
+        inputs.modified[name] = path.stat().st_mtime
+        if name == "views.json":
+            inputs.views, goals = read_views(node)
+        elif name == "bronze.json":
+            inputs.bronze, bronze_goals = read_bronze(node)
+            goals = bronze_goals
+        else:
+            inputs.runs, inputs.kafka_hop, goals = read_ops(node)
+        inputs.goals.extend(goals)
+    return inputs
+
+
+# -- writing: Markdown ------------------------------------------------------------------------------
+
+def fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
+    """A figure as the report prints it: thousands separated, '–' for a missing one.
+
+    >>> fmt(52073.4, "/s", 0), fmt(3.94, " s"), fmt(None, " ms"), fmt(0.123, " s", 2)
+    ('52,073/s', '3.9 s', '–', '0.12 s')
+    """
+    if value is None:
+        return "–"
+    return f"{value:,.{digits}f}{unit}"
+
+
+def ms(value: float | None) -> str:
+    """A latency: whole milliseconds from 10 ms up, one decimal below.
+
+    >>> ms(1413.2), ms(3.25), ms(None)
+    ('1,413 ms', '3.2 ms', '–')
+    """
+    return fmt(value, " ms", 0 if value is None or value >= 10 else 1)
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table.
+
+    >>> print(table(["a", "b"], [["1", "2"]]))
+    | a | b |
+    |---|---|
+    | 1 | 2 |
+    """
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def load_text(load: tuple[float, float]) -> str:
+    return f"{load[0]:.1f} → {load[1]:.1f}"
+
+
+NOT_RUN = "Not run: no `{file}` in the benchmark directory."
+
+
+def views_section(cases: list[ViewCase] | None) -> str:
+    out = ["## View refresh (`views.json`)", ""]
+    if cases is None:
+        return "\n".join(out + [NOT_RUN.format(file="views.json")])
+    out.append(table(
+        ["case", "source rows", "change rows", "incremental", "full", "full / incremental",
+         "Spark jobs", "commits", "verify: differing groups", "load average"],
+        [[f"`{c.case}`", fmt(c.rows, digits=0), fmt(c.change_rows, digits=0),
+          fmt(c.incremental_s, " s", 2), fmt(c.full_s, " s", 2), fmt(c.ratio, "×"),
+          fmt(sum(c.jobs.values()), digits=0), str(c.commits),
+          "–" if c.verify_differences is None else str(c.verify_differences), load_text(c.load)]
+         for c in cases]))
+    phases = list(dict.fromkeys(p for c in cases for p in c.phases))
+    if phases:
+        out += ["", "Where each incremental refresh's time goes (seconds; Spark jobs in brackets):",
+                "", table(["case", "source rows", *phases],
+                          [[f"`{c.case}`", fmt(c.rows, digits=0)]
+                           + [_phase_cell(c, p) for p in phases] for c in cases])]
+    return "\n".join(out)
+
+
+def _phase_cell(case: ViewCase, phase: str) -> str:
+    seconds = fmt(case.phases.get(phase), digits=2)
+    jobs = case.jobs.get(phase)
+    return seconds if jobs is None else f"{seconds} ({jobs:.0f})"
+
+
+def bronze_section(bronze: Bronze | None) -> str:
+    out = ["## Bronze and silver (`bronze.json`)", ""]
+    if bronze is None:
+        return "\n".join(out + [NOT_RUN.format(file="bronze.json")])
+    out.append(table(
+        ["records", "source partitions", "start-up", "steady state", "wall (start-up included)",
+         "batches", "goal", "load average"],
+        [[fmt(bronze.records, digits=0), str(bronze.partitions), fmt(bronze.startup_s, " s", 2),
+          fmt(bronze.steady_records_per_s, " records/s", 0),
+          fmt(bronze.wall_records_per_s, " records/s", 0), str(len(bronze.batches)),
+          fmt(BRONZE_GOAL_RECORDS_PER_S, " records/s", 0), load_text(bronze.load)]]))
+    if bronze.fixed_cost_s:
+        out += ["", "Each job's fixed cost (a run over an empty interval):", "",
+                table(["job", "seconds"], [[f"`{job}`", fmt(s, " s", 2)]
+                                           for job, s in bronze.fixed_cost_s.items()])]
+    if bronze.batches:
+        out += ["", "Per batch:", "", table(
+            ["batch", "records", "seconds", "records/s"],
+            [[str(i), fmt(n, digits=0), fmt(s, " s", 2), fmt(n / s if s else None, digits=0)]
+             for i, (n, s) in enumerate(bronze.batches, 1)])]
+    return "\n".join(out)
+
+
+def ops_section(runs: list[Run] | None, hop: KafkaHop | None) -> str:
+    out = ["## Operational apps (`ops.json`)", ""]
+    if runs is None:
+        return "\n".join(out + [NOT_RUN.format(file="ops.json")])
+    out += ["End-to-end latency, output Kafka timestamp − input Kafka timestamp, over each run's "
+            "measured span; *between boundaries* leaves out the 5 s slices that hold a checkpoint"
+            "-interval boundary.", ""]
+    rows = [[r.app, MODE_NAMES[r.mode], fmt(r.rate, "/s", 0), fmt(r.duration_s, " s", 0),
+             *(ms(r.whole[k]) for k in ("p50", "p95", "p99", "max")),
+             fmt(r.whole["n"], digits=0),
+             *((ms(r.between[k]) for k in ("p50", "p99", "max")) if r.between else ("–",) * 3),
+             str(len(r.boundaries)), load_text(r.load)] for r in runs]
+    if hop is not None:
+        rows.append(["bare Kafka hop (produce → consume)", "–", fmt(hop.rate, "/s", 0),
+                     fmt(hop.duration_s, " s", 0),
+                     *(ms(hop.whole[k]) for k in ("p50", "p95", "p99", "max")),
+                     fmt(hop.whole["n"], digits=0), "–", "–", "–", "–", "–"])
+    out.append(table(["app", "mode", "rate", "measured", "p50", "p95", "p99", "max", "records",
+                      "p50 between boundaries", "p99 between", "max between", "boundaries",
+                      "load average"], rows))
+    ratios = _hop_ratios(runs, hop)
+    if ratios:
+        out += ["", "Spark's latency as a multiple of the bare Kafka hop measured in the same run "
+                    "(same broker, same rate):", "", table(["run", "p50 / hop p50", "p99 / hop p99"],
+                                                            ratios)]
+    for run in runs:
+        if run.boundaries:
+            out += ["", boundary_table(run)]
+    return "\n".join(out)
+
+
+def _hop_ratios(runs: list[Run], hop: KafkaHop | None) -> list[list[str]]:
+    if hop is None:
+        return []
+    rows = []
+    for run in runs:
+        cells = []
+        for p in ("p50", "p99"):
+            floor, value = hop.whole[p], run.whole[p]
+            cells.append(fmt(value / floor, "×") if floor and value is not None else "–")
+        rows.append([run.label, *cells])
+    return rows
+
+
+def boundary_table(run: Run) -> str:
+    """A run's checkpoint-interval boundaries: when, how long input waited, and on what."""
+    names = list(dict.fromkeys(k for b in run.boundaries for k in b.durations_ms))
+    rows = [[fmt(b.t_s, " s", 0), ms(b.stall_ms), *(ms(b.durations_ms.get(k)) for k in names),
+             "–" if b.timers_fired is None else fmt(b.timers_fired, digits=0)]
+            for b in run.boundaries]
+    stalls = sorted(b.stall_ms for b in run.boundaries)
+    summary = (f"{len(stalls)} boundaries, stall median {ms(stalls[len(stalls) // 2])}, "
+               f"max {ms(stalls[-1])}")
+    return "\n".join([f"**Boundaries of {run.label} at {fmt(run.rate, '/s', 0)}** ({summary}; the "
+                      "batch's durations from its progress event):", "",
+                      table(["t", "stall", *(f"`{k}`" for k in names), "timers fired"], rows)])
+
+
+def goals_section(goals: list[Goal]) -> str:
+    out = ["## Goals", ""]
+    if not goals:
+        return "\n".join(out + ["No goals: no benchmark JSON with goals in the directory."])
+    return "\n".join(out + [table(
+        ["benchmark", "goal", "target", "measured", "met", "what bounds it"],
+        [[g.benchmark, g.goal, g.target, g.measured, "yes" if g.met else "**no**", g.bound]
+         for g in goals])])
+
+
+def machine_section(inputs: Inputs, command: str | None) -> str:
+    cores = {str(extra.get("cores")) for extra in inputs.extras.values() if "cores" in extra}
+    loads = []
+    if inputs.views:
+        loads += [(f"views `{c.case}` {fmt(c.rows, digits=0)} rows", c.load) for c in inputs.views]
+    if inputs.bronze:
+        loads.append(("bronze", inputs.bronze.load))
+    if inputs.runs:
+        loads += [(f"{r.label} {fmt(r.rate, '/s', 0)}", r.load) for r in inputs.runs]
+    when = [datetime.fromtimestamp(t, timezone.utc) for t in inputs.modified.values()]
+    lines = [
+        "## Machine and run", "",
+        f"* Cores: {', '.join(sorted(cores)) if cores else os.cpu_count()} "
+        f"({platform.machine()}, {platform.system()} {platform.release()}).",
+        f"* Benchmarks written: " + (
+            f"{min(when):%Y-%m-%d %H:%M} to {max(when):%Y-%m-%d %H:%M} UTC" if when else "none")
+        + f"; report built {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
+        f"* Command: `{command}`." if command else "* Command: not recorded.",
+    ]
+    if loads:
+        lines += ["", "Load average (1 minute) at each measurement's start and end; the machine "
+                      "has other work on it when these exceed the core count:", "",
+                  table(["measurement", "load average"], [[name, load_text(load)]
+                                                          for name, load in loads])]
+    return "\n".join(lines)
+
+
+def render(inputs: Inputs, plots: Mapping[str, str], out: Path, command: str | None) -> str:
+    """The whole REPORT.md; ``plots`` maps a plot's key (:data:`PLOTS`) to its file name, or to
+    why it was not drawn."""
+    parts = ["# Benchmark report", "",
+             "Issue 15's benchmarks in one run: view refresh, bronze ingest, the operational apps' "
+             "latency. Built by `python -m adlake.bench_report` from the JSON each benchmark "
+             f"wrote into `{inputs.directory}`.",
+             "", machine_section(inputs, command), "", goals_section(inputs.goals), "",
+             views_section(inputs.views), "", bronze_section(inputs.bronze), "",
+             ops_section(inputs.runs, inputs.kafka_hop)]
+    if (out / BOUNDARY_NOTE).is_file():
+        parts += ["", f"What an attribution boundary spends its time on: "
+                      f"[{BOUNDARY_NOTE}]({BOUNDARY_NOTE})."]
+    parts += ["", "## Plots", ""]
+    for key, title in (("cdf", "Latency CDFs"), ("timeline", "Latency timeline, Real-Time Mode"),
+                       ("views", "View refresh time vs source size"),
+                       ("bronze", "Bronze ingest records/s")):
+        drawn = plots.get(key, "not drawn")
+        if drawn.endswith(".png"):
+            parts += [f"### {title}", "", f"![{title}]({drawn})", ""]
+        else:
+            parts += [f"### {title}", "", f"Not drawn: {drawn}.", ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+# -- plots ------------------------------------------------------------------------------------------
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+COLOURS = {"realtime": "tab:blue", "processing_time": "tab:orange", "hop": "tab:grey"}
+
+
+def plot_cdf(runs: list[Run], hop: KafkaHop | None, path: Path) -> None:
+    """Latency CDFs, one panel per app: each mode, and the bare Kafka hop as the floor."""
+    plt = _pyplot()
+    apps = [a for a in ("click_surge", "attribution") if any(r.app == a for r in runs)]
+    fig, axes = plt.subplots(1, len(apps), figsize=(6.5 * len(apps), 5.6), squeeze=False)
+    fractions = [i / (QUANTILES - 1) for i in range(QUANTILES)]
+    for ax, app in zip(axes[0], apps):
+        for run in (r for r in runs if r.app == app):
+            ax.plot(run.quantiles_ms[1:-1], fractions[1:-1], color=COLOURS[run.mode],
+                    label=f"{MODE_NAMES[run.mode]}, {run.rate:,.0f}/s (p99 "
+                          f"{ms(run.whole['p99'])}, max {ms(run.whole['max'])})")
+        if hop is not None:
+            ax.plot(hop.quantiles_ms[1:-1], fractions[1:-1], color=COLOURS["hop"],
+                    linestyle="--", label=f"bare Kafka hop, {hop.rate:,.0f}/s (p99 "
+                                          f"{ms(hop.whole['p99'])}, max {ms(hop.whole['max'])})")
+        # A logit axis spreads the tail: 0.5, 0.9, 0.99 and 0.999 stand equally apart (quantiles
+        # 0 and 1, the min and max, lie at infinity on it: the legend gives the max).
+        ax.set_yscale("logit")
+        ax.set_ylim(0.005, 0.9995)
+        ax.set_yticks([0.01, 0.1, 0.5, 0.9, 0.99, 0.999])
+        ax.yaxis.set_major_formatter(lambda v, _: f"{v:g}")
+        ax.yaxis.set_minor_formatter(lambda v, _: "")
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(lambda v, _: f"{v:,g}")
+        ax.set_xlabel("end-to-end latency (ms, log scale)")
+        ax.set_ylabel("fraction of records at or below (logit scale)")
+        ax.set_title(app.replace("_", "-"))
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=8)
+    fig.suptitle("Latency CDFs: Real-Time Mode vs micro-batch vs the bare Kafka hop")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_timeline(runs: list[Run], path: Path) -> None:
+    """Per 5 s slice p50, p99 and max of each Real-Time Mode run; boundaries as vertical lines."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(runs), 1, figsize=(11, 3.6 * len(runs)), squeeze=False)
+    for ax, run in zip(axes[:, 0], runs):
+        t = [s["t_s"] for s in run.timeline]
+        for key, style in (("max", ":"), ("p99", "-"), ("p50", "-")):
+            ax.plot(t, [s[key] if s[key] is not None else math.nan for s in run.timeline],
+                    linestyle=style, marker=".", label=key)
+        for i, b in enumerate(run.boundaries):
+            ax.axvline(b.t_s, color="tab:red", alpha=0.6, linewidth=1,
+                       label="interval boundary" if i == 0 else None)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(lambda v, _: f"{v:,g}")
+        ax.yaxis.set_minor_formatter(lambda v, _: f"{v:,g}" if str(v)[0] in "25" else "")
+        top = max((s[k] or 0 for s in run.timeline for k in ("p50", "p99", "max")), default=0)
+        if top > 0:
+            ax.set_ylim(top=top * 4)  # room for the legend above the lines
+        ax.set_xlabel("seconds since the measured start")
+        ax.set_ylabel("latency per 5 s slice (ms, log)")
+        ax.set_title(f"{run.label}, {run.rate:,.0f} events/s: p50/p99 {ms(run.whole['p50'])}/"
+                     f"{ms(run.whole['p99'])}, {len(run.boundaries)} boundaries")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(loc="upper right", fontsize=8, ncol=4)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+CASE_NAMES = {"delete_update": "delete/update 1%", "append": "append 1%",
+              "fixed_change": "fixed change", "one_row": "one row"}
+
+
+def plot_views(cases: list[ViewCase], path: Path) -> None:
+    """Refresh time against source rows, incremental (solid) and full (dashed), per case."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    markers = {"delete_update": "o", "append": "s", "fixed_change": "D", "one_row": "^"}
+    colours = {"delete_update": "tab:purple", "append": "tab:green", "fixed_change": "tab:blue",
+               "one_row": "tab:red"}
+    for case in CASES:
+        points = sorted((c for c in cases if c.case == case), key=lambda c: c.rows)
+        if not points:
+            continue
+        rows = [c.rows for c in points]
+        ax.plot(rows, [c.incremental_s for c in points], marker=markers[case],
+                color=colours[case], label=f"{CASE_NAMES[case]}: incremental")
+        full = [(c.rows, c.full_s) for c in points if c.full_s is not None]
+        if full:
+            ax.plot(*zip(*full), marker=markers[case], color=colours[case], linestyle="--",
+                    markerfacecolor="none", label=f"{CASE_NAMES[case]}: full")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    sizes = sorted({c.rows for c in cases})
+    ax.set_xticks(sizes, [f"{n / 1e6:,g}M" if n >= 1e6 else f"{n:,}" for n in sizes])
+    ax.xaxis.set_minor_formatter(lambda v, _: "")
+    ax.yaxis.set_major_formatter(lambda v, _: f"{v:g} s")
+    ax.yaxis.set_minor_formatter(lambda v, _: f"{v:g} s" if str(v)[0] in "25" else "")
+    ax.set_xlabel("source rows (log scale)")
+    ax.set_ylabel("refresh time (s, log scale)")
+    ax.set_title("View refresh time vs source size")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_bronze(bronze: Bronze, path: Path) -> None:
+    """Records/s of each batch, with the steady-state figure and the 100k goal."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    rates = [n / s if s else 0.0 for n, s in bronze.batches]
+    ax.bar(range(1, len(rates) + 1), rates, color="tab:blue", alpha=0.7, label="per batch")
+    ax.axhline(bronze.steady_records_per_s, color="tab:green",
+               label=f"steady state {bronze.steady_records_per_s:,.0f}/s")
+    ax.axhline(bronze.wall_records_per_s, color="tab:grey", linestyle=":",
+               label=f"wall, start-up included {bronze.wall_records_per_s:,.0f}/s")
+    ax.axhline(BRONZE_GOAL_RECORDS_PER_S, color="tab:red", linestyle="--",
+               label=f"goal {BRONZE_GOAL_RECORDS_PER_S:,}/s")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlabel("batch")
+    ax.set_ylabel("records/s")
+    ax.set_ylim(0, max([*rates, BRONZE_GOAL_RECORDS_PER_S, bronze.steady_records_per_s]) * 1.15)
+    ax.yaxis.set_major_formatter(lambda v, _: f"{v:,.0f}")
+    ax.set_title(f"Bronze ingest: {bronze.records:,} records, {bronze.partitions} partitions")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def draw_plots(inputs: Inputs, out: Path) -> dict[str, str]:
+    """Each plot the inputs allow, into ``out``: its key -> file name, or why it was not drawn."""
+    todo: dict[str, tuple[str | None, Callable[[Path], None]]] = {}
+    runs = inputs.runs
+    rtm = [r for r in runs or [] if r.mode == "realtime" and r.timeline]
+    todo["cdf"] = ("no ops.json" if runs is None else "no runs in ops.json" if not runs else None,
+                   lambda p: plot_cdf(runs, inputs.kafka_hop, p))
+    todo["timeline"] = ("no ops.json" if runs is None else "no Real-Time Mode run with a timeline"
+                        if not rtm else None, lambda p: plot_timeline(rtm, p))
+    todo["views"] = ("no views.json" if inputs.views is None else "no cases in views.json"
+                     if not inputs.views else None, lambda p: plot_views(inputs.views, p))
+    todo["bronze"] = ("no bronze.json" if inputs.bronze is None else None,
+                      lambda p: plot_bronze(inputs.bronze, p))
+    drawn = {}
+    for key, (missing, draw) in todo.items():
+        if missing:
+            drawn[key] = missing
+        else:
+            draw(out / PLOTS[key])
+            drawn[key] = PLOTS[key]
+    return drawn
+
+
+def build(directory: Path, out: Path, command: str | None = None) -> Path:
+    """Read ``directory``'s benchmark JSONs, write ``out/REPORT.md`` and the plots; the report's
+    path. Raises :class:`MalformedReport` before writing anything if a JSON is malformed."""
+    inputs = read_inputs(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    plots = draw_plots(inputs, out)
+    report = out / "REPORT.md"
+    report.write_text(render(inputs, plots, out, command))
+    return report
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m adlake.bench_report", formatter_class=HelpFormatter,
+        description="Build the benchmark report (REPORT.md and PNG plots) from the JSON files "
+                    "the benchmarks wrote with --out-dir: " + ", ".join(FILES) + ".")
+    parser.add_argument("directory", type=Path, help="where the benchmarks wrote their JSON")
+    parser.add_argument("--to", type=Path, default=None,
+                        help="where REPORT.md and the plots go (default: the same directory)")
+    parser.add_argument("--command", default=None,
+                        help="the command that ran the benchmarks, as the report should name it")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not args.directory.is_dir():
+        print(f"bench_report: {args.directory} is not a directory", file=sys.stderr)
+        return 2
+    try:
+        report = build(args.directory, args.to or args.directory, args.command)
+    except MalformedReport as e:
+        print(f"bench_report: malformed benchmark JSON in {args.directory}: {e}", file=sys.stderr)
+        return 1
+    print(f"bench_report: wrote {report}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""adlake.bench_report on synthetic benchmark JSON (no JVM, no broker): the tables, the goals,
+the plots written, a missing file reported as not run, a malformed one named with its field.
+
+In the ops environment: the plots need its matplotlib (the lake environment has none).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from adlake import bench_report
+from adlake.bench_report import MalformedReport, build, main
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def latency_quantiles(p50: float, p99: float, top: float) -> list[float]:
+    """1001 increasing latencies with the given median, p99 and max (log-linear between)."""
+    low = p50 / 3
+    out = []
+    for i in range(1001):
+        q = i / 1000
+        if q <= 0.5:
+            out.append(low * (p50 / low) ** (q / 0.5))
+        elif q <= 0.99:
+            out.append(p50 * (p99 / p50) ** ((q - 0.5) / 0.49))
+        else:
+            out.append(p99 * (top / p99) ** ((q - 0.99) / 0.01))
+    return out
+
+
+def ops_run(app: str, mode: str, p50: float, p99: float, top: float, boundaries: list[float]):
+    stalled = [any(t <= b < t + 5 for b in boundaries) for t in range(0, 120, 5)]
+    timeline = [{"t_s": t * 5, "n": 5000, "p50": p50, "p99": top * 0.8 if stall else p99 * 0.8,
+                 "max": top if stall else p99} for t, stall in enumerate(stalled)]
+    return {
+        "app": app, "mode": mode, "rate": 1000.0, "duration_s": 120.0,
+        "whole": {"p50": p50, "p95": p99 / 2, "p99": p99, "max": top, "n": 120000},
+        "between_boundaries": {"p50": p50, "p99": p99 / 4, "max": top / 4, "n": 100000},
+        "quantiles_ms": latency_quantiles(p50, p99, top), "timeline": timeline,
+        "boundaries": [{"t_s": b, "stall_ms": 2100.0 + i,
+                        "durations_ms": {"queryPlanning": 700.0, "latestOffset": 400.0,
+                                         "addBatch": 900.0, "commitOffsets": 40.0,
+                                         "walCommit": 30.0},
+                        "timers_fired": 1200 + i} for i, b in enumerate(boundaries)],
+        "load_average": [1.5, 2.25],
+    }
+
+
+def goal(name: str, met: bool) -> dict:
+    return {"goal": name, "target": "≤ 1.5 s", "measured": "1.2 s", "met": met,
+            "bound": "Delta's MERGE commit"}
+
+
+def synthetic() -> dict[str, dict]:
+    """One JSON per benchmark, shaped as the contract says."""
+    views = {"cases": [
+        {"case": case, "rows": rows, "change_rows": change, "incremental_s": inc, "full_s": full,
+         "ratio": None if full is None else full / inc,
+         "phases": {"bookkeeping": 0.4, "change": 0.6, "merge": inc - 1.0},
+         "jobs": {"bookkeeping": 2, "change": 3, "merge": 7}, "commits": 1,
+         "verify_differences": 0, "load_average": [0.5, 1.0]}
+        for case, rows, change, inc, full in [
+            ("delete_update", 10_000_000, 129_879, 8.0, 13.4),
+            ("append", 10_000_000, 100_000, 2.1, 13.0),
+            ("fixed_change", 10_000_000, 100_000, 2.0, 12.8),
+            ("fixed_change", 30_000_000, 100_000, 2.3, 36.0),
+            ("fixed_change", 100_000_000, 100_000, 2.7, 118.0),
+            ("one_row", 10_000_000, 1, 1.3, None)]],
+        "goals": [goal("1-row refresh", True), goal("append-only at 10M ≥ 5× full", False)]}
+    bronze = {
+        "records": 1_000_000, "partitions": 8, "startup_s": 6.5,
+        "steady_records_per_s": 104_000.0, "wall_records_per_s": 71_000.0,
+        "batches": [{"records": 250_000, "seconds": s} for s in (3.1, 2.4, 2.3, 2.5)],
+        "fixed_cost_s": {"bronze": 7.2, "silver": 11.4},
+        "goal": {"goal": "bronze steady-state ingest", "target": "≥ 100,000 records/s",
+                 "measured": "104,000 records/s", "met": True, "bound": "2 cores"},
+        "load_average": [0.75, 1.25]}
+    ops = {
+        "runs": [ops_run("click_surge", "realtime", 31, 60, 122, [30, 60, 90]),
+                 ops_run("click_surge", "processing_time", 743, 1730, 2624, []),
+                 ops_run("attribution", "realtime", 36, 1413, 2366, [25, 55, 85, 115])],
+        "kafka_hop": {"rate": 1000.0, "duration_s": 120.0,
+                      "whole": {"p50": 3.0, "p95": 5.0, "p99": 8.0, "max": 20.0, "n": 120000},
+                      "quantiles_ms": latency_quantiles(3.0, 8.0, 20.0)},
+        "goals": [goal("attribution RTM whole-run p99 ≤ 250 ms", False)]}
+    return {"views.json": views, "bronze.json": bronze, "ops.json": ops}
+
+
+def write(directory: Path, files: dict[str, dict]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, value in files.items():
+        (directory / name).write_text(json.dumps(value))
+    return directory
+
+
+def section(report: str, heading: str) -> str:
+    """The text of one '## heading' section."""
+    start = report.index(f"## {heading}")
+    end = report.find("\n## ", start + 1)
+    return report[start:] if end < 0 else report[start:end]
+
+
+def test_the_report_has_a_table_per_benchmark_the_goals_and_every_plot(tmp_path):
+    report_path = build(write(tmp_path / "in", synthetic()), tmp_path / "out", "make bench")
+    report = report_path.read_text()
+
+    views = section(report, "View refresh")
+    assert "| `fixed_change` | 100,000,000 | 100,000 | 2.70 s | 118.00 s | 43.7× | 12 | 1 | 0 |" \
+        in views
+    assert "| `one_row` | 10,000,000 | 1 | 1.30 s | – | – |" in views
+    assert "| bookkeeping | change | merge |" in views  # the phases' columns
+    bronze = section(report, "Bronze and silver")
+    assert "| 1,000,000 | 8 | 6.50 s | 104,000 records/s | 71,000 records/s | 4 |" in bronze
+    assert "| `silver` | 11.40 s |" in bronze
+    ops = section(report, "Operational apps")
+    assert "| attribution | Real-Time Mode | 1,000/s | 120 s | 36 ms | 706 ms | 1,413 ms | " \
+           "2,366 ms | 120,000 | 36 ms | 353 ms | 592 ms | 4 | 1.5 → 2.2 |" in ops
+    assert "| bare Kafka hop (produce → consume) | – | 1,000/s | 120 s | 3.0 ms |" in ops
+    assert "| click_surge Real-Time Mode | 10.3× | 7.5× |" in ops  # 31/3, 60/8
+    assert "**Boundaries of attribution Real-Time Mode" in ops
+    assert "| 115 s | 2,103 ms | 700 ms | 400 ms | 900 ms | 40 ms | 30 ms | 1,203 |" in ops
+
+    goals = section(report, "Goals")
+    assert "| views | 1-row refresh | ≤ 1.5 s | 1.2 s | yes | Delta's MERGE commit |" in goals
+    assert "| views | append-only at 10M ≥ 5× full | ≤ 1.5 s | 1.2 s | **no** |" in goals
+    assert "| bronze | bronze steady-state ingest | ≥ 100,000 records/s | 104,000 records/s " \
+           "| yes | 2 cores |" in goals
+    assert "| ops | attribution RTM whole-run p99 ≤ 250 ms |" in goals
+
+    machine = section(report, "Machine and run")
+    assert "Command: `make bench`" in machine
+    assert "| bronze | 0.8 → 1.2 |" in machine
+
+    for name in bench_report.PLOTS.values():
+        png = tmp_path / "out" / name
+        assert png.read_bytes()[:8] == PNG_MAGIC, name
+        assert png.stat().st_size > 10_000, name  # axes, lines and labels, not a blank canvas
+        assert f"]({name})" in report
+
+
+def test_a_missing_benchmark_is_reported_as_not_run(tmp_path):
+    files = synthetic()
+    del files["ops.json"], files["views.json"]
+    report = build(write(tmp_path / "in", files), tmp_path / "out").read_text()
+
+    assert "Not run: no `ops.json`" in section(report, "Operational apps")
+    assert "Not run: no `views.json`" in section(report, "View refresh")
+    assert "104,000 records/s" in section(report, "Bronze and silver")
+    assert "Not drawn: no ops.json." in report
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.png")) == ["bronze-throughput.png"]
+
+
+def test_an_empty_directory_gives_a_report_of_nothing_run(tmp_path):
+    (tmp_path / "in").mkdir()
+    report = build(tmp_path / "in", tmp_path / "out").read_text()
+
+    for file in bench_report.FILES:
+        assert f"Not run: no `{file}`" in report
+    assert "No goals" in report
+
+
+def test_the_boundary_analysis_is_linked_when_it_is_beside_the_report(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "attribution-boundary.md").write_text("# boundary\n")
+    report = build(write(tmp_path / "in", synthetic()), tmp_path / "out").read_text()
+
+    assert "[attribution-boundary.md](attribution-boundary.md)" in report
+
+
+@pytest.mark.parametrize(("file", "damage", "message"), [
+    ("ops.json", lambda d: d["runs"][1]["whole"].pop("p99"),
+     "ops.json: runs[1].whole.p99: missing"),
+    ("ops.json", lambda d: d["runs"][0].update(quantiles_ms=[1.0, 2.0]),
+     "ops.json: runs[0].quantiles_ms: expected 1001 numbers"),
+    ("ops.json", lambda d: d["runs"][2].update(mode="continuous"),
+     "ops.json: runs[2].mode: expected one of"),
+    ("views.json", lambda d: d["cases"][3].update(incremental_s="2.3 s"),
+     "views.json: cases[3].incremental_s: expected a number, got '2.3 s'"),
+    ("views.json", lambda d: d["goals"][0].update(met="yes"),
+     "views.json: goals[0].met: expected true or false, got 'yes'"),
+    ("bronze.json", lambda d: d.update(load_average=[1.0]),
+     "bronze.json: load_average: expected 2 numbers"),
+    ("bronze.json", lambda d: d.pop("goal"), "bronze.json: goal: missing"),
+])
+def test_a_malformed_json_names_its_file_and_field(tmp_path, file, damage, message):
+    files = synthetic()
+    damage(files[file])
+    write(tmp_path / "in", files)
+
+    with pytest.raises(MalformedReport, match="^" + message.replace("[", r"\[").replace(
+            "]", r"\]").replace(".", r"\.")):
+        build(tmp_path / "in", tmp_path / "out")
+    assert not (tmp_path / "out" / "REPORT.md").exists()
+
+
+def test_a_file_that_is_not_json_fails_the_command_with_its_name(tmp_path, capsys):
+    write(tmp_path / "in", synthetic())
+    (tmp_path / "in" / "bronze.json").write_text('{"records": 1,')
+
+    assert main([str(tmp_path / "in"), "--to", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "bronze.json: not JSON" in err and "line 1" in err
+
+
+def test_the_command_writes_the_report_beside_the_json_by_default(tmp_path, capsys):
+    write(tmp_path, synthetic())
+
+    assert main([str(tmp_path), "--command", "make bench-quick"]) == 0
+    assert "Command: `make bench-quick`" in (tmp_path / "REPORT.md").read_text()
+    assert f"wrote {tmp_path / 'REPORT.md'}" in capsys.readouterr().out
