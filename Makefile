@@ -10,7 +10,7 @@ SEED ?= 7
 
 .PHONY: setup test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
 	attribution click-surge status bench-click-surge bench-attribution bench-lake down \
-	faults faults-ops soak
+	faults faults-ops soak bench bench-quick
 
 setup:
 	$(PYTHON) include/adlake/bootstrap.py
@@ -88,6 +88,25 @@ bench-attribution: setup
 
 bench-lake: setup
 	$(LAKE_PY) -m spark_apps.lake.benchmark --bronze-records 1000000 --rows 10000000
+
+# The benchmark report (issue 15): the apps' latency suite (with the bare Kafka hop), bronze
+# ingest, the view refresh suite, in sequence, each writing its JSON into BENCH_DIR
+# (<runtime>/reports/bench; bench-quick: .../bench-quick, a smoke run of a few minutes); then
+# adlake.bench_report writes BENCH_DIR/REPORT.md and its plots from whatever JSON is there. A
+# benchmark that fails leaves its section "not run" and, after the report, fails the target.
+# docs/bench/ holds the committed report of a full run.
+REPORTS = $(shell $(LAKE_PY) -c 'from adlake.config import load_settings; print(load_settings().reports_dir)')
+bench: BENCH_DIR = $(REPORTS)/bench
+bench-quick: BENCH_DIR = $(REPORTS)/bench-quick
+bench-quick: BENCH_FLAGS = --quick
+
+bench bench-quick: setup
+	mkdir -p "$(BENCH_DIR)" && rm -f "$(BENCH_DIR)/ops.json" "$(BENCH_DIR)/bronze.json" "$(BENCH_DIR)/views.json"
+	$(OPS_PY) -m spark_apps.ops.benchmark suite --out-dir "$(BENCH_DIR)" $(BENCH_FLAGS); ops=$$?; \
+	$(LAKE_PY) -m spark_apps.lake.benchmark --out-dir "$(BENCH_DIR)" $(BENCH_FLAGS); bronze=$$?; \
+	$(LAKE_PY) -m spark_apps.lake.views_benchmark --suite --out-dir "$(BENCH_DIR)" $(BENCH_FLAGS); views=$$?; \
+	$(OPS_PY) -m adlake.bench_report "$(BENCH_DIR)" --to "$(BENCH_DIR)" --command "make $@" && \
+	[ $$ops -eq 0 ] && [ $$bronze -eq 0 ] && [ $$views -eq 0 ]
 
 # The streaming apps' fault tests, long form (make test runs the short one): several kill -9 of
 # each app and broker bounces against an uninterrupted run, and a short soak; each faulted run

@@ -36,6 +36,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -540,7 +541,8 @@ def render(inputs: Inputs, plots: Mapping[str, str], out: Path, command: str | N
     parts = ["# Benchmark report", "",
              "Issue 15's benchmarks in one run: view refresh, bronze ingest, the operational apps' "
              "latency. Built by `python -m adlake.bench_report` from the JSON each benchmark "
-             f"wrote into `{inputs.directory}`.",
+             "wrote: " + (", ".join(f"[{name}]({name})" for name in inputs.extras) or "none")
+             + ", beside this report.",
              "", machine_section(inputs, command), "", goals_section(inputs.goals), "",
              views_section(inputs.views), "", bronze_section(inputs.bronze), "",
              ops_section(inputs.runs, inputs.kafka_hop)]
@@ -717,6 +719,7 @@ def draw_plots(inputs: Inputs, out: Path) -> dict[str, str]:
     drawn = {}
     for key, (missing, draw) in todo.items():
         if missing:
+            (out / PLOTS[key]).unlink(missing_ok=True)  # an earlier run's plot is not this one's
             drawn[key] = missing
         else:
             draw(out / PLOTS[key])
@@ -725,10 +728,15 @@ def draw_plots(inputs: Inputs, out: Path) -> dict[str, str]:
 
 
 def build(directory: Path, out: Path, command: str | None = None) -> Path:
-    """Read ``directory``'s benchmark JSONs, write ``out/REPORT.md`` and the plots; the report's
-    path. Raises :class:`MalformedReport` before writing anything if a JSON is malformed."""
+    """Read ``directory``'s benchmark JSONs, write ``out/REPORT.md`` and the plots, with a copy
+    of the JSONs; the report's path. Raises :class:`MalformedReport` before writing anything if a JSON is malformed."""
     inputs = read_inputs(directory)
     out.mkdir(parents=True, exist_ok=True)
+    if out.resolve() != directory.resolve():  # the figures travel with the report (docs/bench/)
+        for name in FILES:
+            (out / name).unlink(missing_ok=True)
+            if name in inputs.extras:
+                shutil.copy2(directory / name, out / name)
     plots = draw_plots(inputs, out)
     report = out / "REPORT.md"
     report.write_text(render(inputs, plots, out, command))

@@ -7,12 +7,15 @@ In the ops environment: the plots need its matplotlib (the lake environment has 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from adlake import bench_report
 from adlake.bench_report import MalformedReport, build, main
+from tests.conftest import private_settings
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -135,6 +138,9 @@ def test_the_report_has_a_table_per_benchmark_the_goals_and_every_plot(tmp_path)
     assert "Command: `make bench`" in machine
     assert "| bronze | 0.8 → 1.2 |" in machine
 
+    for name in bench_report.FILES:  # the figures travel with the report
+        assert json.loads((tmp_path / "out" / name).read_text()) == synthetic()[name]
+        assert f"[{name}]({name})" in report
     for name in bench_report.PLOTS.values():
         png = tmp_path / "out" / name
         assert png.read_bytes()[:8] == PNG_MAGIC, name
@@ -143,8 +149,11 @@ def test_the_report_has_a_table_per_benchmark_the_goals_and_every_plot(tmp_path)
 
 
 def test_a_missing_benchmark_is_reported_as_not_run(tmp_path):
+    build(write(tmp_path / "in", synthetic()), tmp_path / "out")  # an earlier, complete run
     files = synthetic()
     del files["ops.json"], files["views.json"]
+    for name in ("ops.json", "views.json"):
+        (tmp_path / "in" / name).unlink()
     report = build(write(tmp_path / "in", files), tmp_path / "out").read_text()
 
     assert "Not run: no `ops.json`" in section(report, "Operational apps")
@@ -152,6 +161,7 @@ def test_a_missing_benchmark_is_reported_as_not_run(tmp_path):
     assert "104,000 records/s" in section(report, "Bronze and silver")
     assert "Not drawn: no ops.json." in report
     assert sorted(p.name for p in (tmp_path / "out").glob("*.png")) == ["bronze-throughput.png"]
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.json")) == ["bronze.json"]
 
 
 def test_an_empty_directory_gives_a_report_of_nothing_run(tmp_path):
@@ -212,3 +222,40 @@ def test_the_command_writes_the_report_beside_the_json_by_default(tmp_path, caps
     assert main([str(tmp_path), "--command", "make bench-quick"]) == 0
     assert "Command: `make bench-quick`" in (tmp_path / "REPORT.md").read_text()
     assert f"wrote {tmp_path / 'REPORT.md'}" in capsys.readouterr().out
+
+
+# -- the smoke test: make bench-quick end to end --------------------------------------------------
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+SECTIONS = ("## Machine and run", "## Goals", "## View refresh", "## Bronze and silver",
+            "## Operational apps", "## Plots")
+
+
+@pytest.mark.integration  # make starts the benchmarks' brokers and Spark as subprocesses
+def test_make_bench_quick_writes_every_section_and_plot(tmp_path):
+    """`make bench-quick` as CI runs it: the three benchmarks on real brokers and Spark (each its
+    own, under a runtime directory of this test's), then the report. No figure is asserted."""
+    settings = private_settings(tmp_path / "runtime")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ADLAKE_")} | {
+        "ADLAKE_PROFILE": "local", "ADLAKE_RUNTIME_DIR": str(settings.runtime_dir),
+        "ADLAKE_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
+        "ADLAKE_KAFKA_CONTROLLER_PORT": str(settings.kafka_controller_port)}
+    out = tmp_path / "bench-quick"
+    log = tmp_path / "make.log"
+    with open(log, "wb") as sink:
+        done = subprocess.run(["make", "--no-print-directory", "bench-quick", f"BENCH_DIR={out}"],
+                              cwd=REPO_ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, timeout=30 * 60)
+    assert done.returncode == 0, log.read_text()[-6000:]
+
+    for name in bench_report.FILES:
+        assert (out / name).is_file(), f"make bench-quick wrote no {name}"
+    report = (out / "REPORT.md").read_text()
+    for heading in SECTIONS:
+        assert heading in report
+    assert "Not run" not in report and "Not drawn" not in report
+    assert "| bare Kafka hop (produce → consume) |" in report
+    assert "| click_surge | Real-Time Mode |" in report and "| attribution |" in report
+    assert "Command: `make bench-quick`" in report
+    for name in bench_report.PLOTS.values():
+        assert (out / name).read_bytes()[:8] == PNG_MAGIC, name
