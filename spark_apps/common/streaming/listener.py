@@ -119,6 +119,12 @@ class StatusReporter:
             "batch_duration_ms": progress.get("batchDuration"),
             # where the batch's time went: addBatch (the work), queryPlanning, walCommit, ...
             "batch_phases_ms": progress.get("durationMs"),
+            # per stateful operator: its timings (allUpdatesTimeMs, commitTimeMs, ...) and
+            # custom metrics (e.g. transformWithState's numExpiredTimers), for the benchmark's
+            # boundary breakdown
+            "state_operator_metrics": [
+                {k: v for k, v in op.items() if k.endswith("TimeMs") or k == "customMetrics"}
+                for op in progress.get("stateOperators") or []],
             "state_rows": rows, "state_memory_mb": round(memory_mb, 2),
             "watermark": (progress.get("eventTime") or {}).get("watermark"),
             "late_rows": self.late_rows_total,
