@@ -504,7 +504,8 @@ def goals_section(goals: list[Goal]) -> str:
         return "\n".join(out + ["No goals: no benchmark JSON with goals in the directory."])
     return "\n".join(out + [table(
         ["benchmark", "goal", "target", "measured", "met", "what bounds it"],
-        [[g.benchmark, g.goal, g.target, g.measured, "yes" if g.met else "**no**", g.bound]
+        [[g.benchmark, g.goal, g.target, g.measured, "yes" if g.met else "**no**",
+          g.bound or "not stated"]
          for g in goals])])
 
 
@@ -681,7 +682,7 @@ def plot_views(cases: list[ViewCase], path: Path) -> None:
 def plot_bronze(bronze: Bronze, path: Path) -> None:
     """Records/s of each batch, with the steady-state figure and the 100k goal."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 4.8))
+    fig, ax = plt.subplots(figsize=(8, 5.4))
     rates = [n / s if s else 0.0 for n, s in bronze.batches]
     ax.bar(range(1, len(rates) + 1), rates, color="tab:blue", alpha=0.7, label="per batch")
     ax.axhline(bronze.steady_records_per_s, color="tab:green",
@@ -692,12 +693,19 @@ def plot_bronze(bronze: Bronze, path: Path) -> None:
                label=f"goal {BRONZE_GOAL_RECORDS_PER_S:,}/s")
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("batch")
-    ax.set_ylabel("records/s")
-    ax.set_ylim(0, max([*rates, BRONZE_GOAL_RECORDS_PER_S, bronze.steady_records_per_s]) * 1.15)
+    highest = max([*rates, BRONZE_GOAL_RECORDS_PER_S, bronze.steady_records_per_s])
+    lowest = min([r for r in rates if r > 0] or [highest])
+    if highest / lowest > 5:  # bars far under the goal line (a quick run) stay readable
+        ax.set_yscale("log")
+        ax.set_ylim(lowest / 2, highest * 2)
+        ax.set_ylabel("records/s (log scale)")
+    else:
+        ax.set_ylim(0, highest * 1.15)
+        ax.set_ylabel("records/s")
     ax.yaxis.set_major_formatter(lambda v, _: f"{v:,.0f}")
     ax.set_title(f"Bronze ingest: {bronze.records:,} records, {bronze.partitions} partitions")
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
