@@ -176,7 +176,10 @@ def boundaries(batches: list[dict], outputs: list[tuple[float, float]],
         held = [src for _, src in by_out[after:bisect.bisect_right(
             out_times, gap_end + BOUNDARY_SEARCH_MS)]]
         held_from = min(min(held), gap_start) if held else gap_start
-        peak = [out - src for out, src in by_out[lo:]
+        # (their outputs come within a minute unless the app fell behind, which the run's
+        # lag at end and timeline show)
+        until = bisect.bisect_right(out_times, gap_end + 60_000)
+        peak = [out - src for out, src in by_out[lo:until]
                 if held_from <= src <= gap_end + BOUNDARY_AFTER_MS]
         timers = None
         for op in ending.get("state_operator_metrics") or []:
@@ -388,8 +391,8 @@ def run_scenario(settings: Settings, app: str, mode: str, rate: float, duration_
     result.input_rows_per_s = round(result.sent / span_s, 1)
     result.output_rows_per_s = round(len(outputs) / max(duration_s, 1e-9), 1)
     result.timeline = timeline(samples, measure_from)
-    result.batches = sorted(watcher.batches.values(), key=lambda b: b["batch_id"])
-    if mode == "realtime":
+    if mode == "realtime":  # micro-batches are many and short: only RTM's are kept
+        result.batches = sorted(watcher.batches.values(), key=lambda b: b["batch_id"])
         result.boundaries = boundaries(result.batches, outputs, measure_from, sent_until_ms)
     between = between_boundaries(samples, result.boundaries, measure_from)
     result.between_boundaries = {k: v for k, v in latency_stats(between).items() if k != "p95"}
