@@ -130,8 +130,28 @@ _PRE_PHASES = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "setOff
                "getOffset", "getEndOffset")
 
 
+def boundary_phases(ending: dict, following: dict, interval_ms: float | None) -> dict:
+    """The progress phases that fall in one boundary: the ending batch's ``addBatch`` (the
+    interval plus its end: the timers the new watermark fires, the state commit) and
+    ``commitOffsets``, then the starting batch's ``latestOffset``, ``walCommit``, ``getBatch``
+    and ``queryPlanning``; ``addBatchOverInterval`` is ``addBatch`` minus the interval."""
+    phases = {k: v for k, v in ending.items() if k in ("addBatch", "commitOffsets")}
+    phases.update({k: v for k, v in following.items() if k in _PRE_PHASES})
+    if interval_ms and "addBatch" in phases:
+        phases["addBatchOverInterval"] = phases["addBatch"] - interval_ms
+    return phases
+
+
+def interval_ms(text: str) -> float:
+    """A trigger interval ("30 seconds", "5 minutes") in milliseconds."""
+    amount, unit = text.split()
+    scale = {"ms": 1, "millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000}
+    return float(amount) * scale[unit.lower().rstrip("s") if unit.lower() != "ms" else "ms"]
+
+
 def boundaries(batches: list[dict], outputs: list[tuple[float, float]],
-               measure_from: float, measure_to: float) -> list[dict]:
+               measure_from: float, measure_to: float,
+               interval_ms: float | None = None) -> list[dict]:
     """Real-Time Mode's checkpoint-interval boundaries in the measured window, from the query's
     progress (``batches``: one dict per batch as the app's status file gave it: ``batch_id``,
     ``started_ms`` (the progress ``timestamp``), ``duration_ms``, ``phases_ms`` (its
@@ -147,11 +167,12 @@ def boundaries(batches: list[dict], outputs: list[tuple[float, float]],
     ``held_from_s`` is the source time of the oldest input written after the gap (the first
     input the stall held, a few ms before the gap opened); the boundary's **span**, in source
     time, is ``[held_from, stall end + BOUNDARY_AFTER_MS]``, and ``peak_ms`` is the highest
-    latency of an output whose source time falls in it. ``durations_ms`` is the ending batch's
-    ``durationMs`` (its ``addBatch`` spans the whole interval plus the end-of-batch work: the
-    timers that fire on the new watermark, the state commit); ``next_durations_ms`` the starting
-    batch's, whose ``latestOffset``/``queryPlanning`` also fall in the stall; ``timers_fired``
-    the ending batch's ``numExpiredTimers`` if Spark reports it."""
+    latency of an output whose source time falls in it. ``durations_ms`` are the phases that
+    fall in the boundary (:func:`boundary_phases`: the ending batch's ``addBatch``, which spans
+    the interval plus the end-of-batch work, and ``commitOffsets``; the starting batch's
+    ``latestOffset``/``walCommit``/``queryPlanning``); ``ending_batch_ms`` and
+    ``next_durations_ms`` are both batches' whole ``durationMs``; ``timers_fired`` is the ending
+    batch's ``numExpiredTimers`` (the timers its end fired) if Spark reports it."""
     import bisect
 
     result = []
@@ -193,7 +214,9 @@ def boundaries(batches: list[dict], outputs: list[tuple[float, float]],
             "stall_end_s": round((gap_end - measure_from) / 1000, 3),
             "held_from_s": round((held_from - measure_from) / 1000, 3),
             "peak_ms": round(max(peak), 1) if peak else None,
-            "durations_ms": ending.get("phases_ms") or {},
+            "durations_ms": boundary_phases(ending.get("phases_ms") or {}, following,
+                                            interval_ms),
+            "ending_batch_ms": ending.get("phases_ms") or {},
             "next_durations_ms": following,
             "state_operator_metrics": ending.get("state_operator_metrics") or [],
             "timers_fired": timers})
@@ -393,7 +416,10 @@ def run_scenario(settings: Settings, app: str, mode: str, rate: float, duration_
     result.timeline = timeline(samples, measure_from)
     if mode == "realtime":  # micro-batches are many and short: only RTM's are kept
         result.batches = sorted(watcher.batches.values(), key=lambda b: b["batch_id"])
-        result.boundaries = boundaries(result.batches, outputs, measure_from, sent_until_ms)
+        given = app_args[app_args.index("--trigger-interval") + 1] \
+            if "--trigger-interval" in app_args else DEFAULT_RTM_INTERVAL
+        result.boundaries = boundaries(result.batches, outputs, measure_from, sent_until_ms,
+                                       interval_ms(given))
     between = between_boundaries(samples, result.boundaries, measure_from)
     result.between_boundaries = {k: v for k, v in latency_stats(between).items() if k != "p95"}
     if reader.samples:

@@ -8,6 +8,7 @@ from spark_apps.ops.benchmark import (
     BOUNDARY_AFTER_MS,
     between_boundaries,
     boundaries,
+    interval_ms,
     latency_stats,
     quantiles,
     timeline,
@@ -50,7 +51,8 @@ def test_a_boundary_is_the_gap_in_outputs_around_the_end_of_a_batch():
         {"batch_id": 5, "started_ms": 30_400.0, "duration_ms": 31_000,
          "phases_ms": {"queryPlanning": 900, "latestOffset": 300, "addBatch": 29_800}},
     ]
-    found = boundaries(batches, outputs, measure_from=10_000, measure_to=60_000)
+    found = boundaries(batches, outputs, measure_from=10_000, measure_to=60_000,
+                       interval_ms=30_000)
     assert len(found) == 1  # the second batch ends after the measured window
     boundary = found[0]
     assert boundary["batch_id"] == 4 and boundary["timers_fired"] == 7
@@ -59,7 +61,9 @@ def test_a_boundary_is_the_gap_in_outputs_around_the_end_of_a_batch():
     assert (boundary["stall_start_s"], boundary["stall_end_s"]) == (19.99, 22.0)
     # the first input held: source 29,980 ms, due at 30,000, written at 32,000
     assert boundary["held_from_s"] == 19.98
-    assert boundary["next_durations_ms"]["queryPlanning"] == 900
+    # the boundary's phases: the ending batch's end, the starting batch's planning
+    assert boundary["durations_ms"] == {"addBatch": 30_300, "addBatchOverInterval": 300,
+                                        "queryPlanning": 900, "latestOffset": 300}
     assert boundary["peak_ms"] == 32_000 - 29_980
 
 
@@ -78,3 +82,9 @@ def test_timeline_slices_by_source_time():
     slices = timeline([(1000.0, 5.0), (4999.0, 7.0), (5000.0, 100.0)], measure_from=0)
     assert slices == [{"t_s": 0, "n": 2, "p50": 7.0, "p99": 7.0, "max": 7.0},
                       {"t_s": 5, "n": 1, "p50": 100.0, "p99": 100.0, "max": 100.0}]
+
+
+def test_interval_ms():
+    assert interval_ms("30 seconds") == 30_000
+    assert interval_ms("5 minutes") == 300_000
+    assert interval_ms("1 minute") == 60_000
