@@ -231,7 +231,7 @@ BETWEEN = ("p50", "p99", "max", "n")
 @dataclass(frozen=True)
 class Boundary:
     t_s: float
-    stall_ms: float
+    stall_ms: float | None  # None: no output around it to measure the stall by
     durations_ms: dict[str, float]
     timers_fired: int | None
 
@@ -248,6 +248,7 @@ class Run:
     timeline: list[dict[str, float]]
     boundaries: list[Boundary]
     load: tuple[float, float]
+    notes: list[str]
 
     @property
     def label(self) -> str:
@@ -260,16 +261,25 @@ class KafkaHop:
     duration_s: float
     whole: dict[str, float | None]
     quantiles_ms: list[float]
+    load: tuple[float, float] | None
 
 
 MODE_NAMES = {"realtime": "Real-Time Mode", "processing_time": "micro-batch"}
 APPS = ("attribution", "click_surge")
 QUANTILES = 1001  # latency at quantile 0.000, 0.001, ..., 1.000
+SLICE_S = 5.0  # a timeline entry's span
 
 
 def _percentiles(node: Node, key: str, names: Sequence[str]) -> dict[str, float | None]:
     inner = node.get(key)
     return {name: inner.num(name, optional=True) for name in names}
+
+
+def _quantiles(node: Node, whole: dict[str, float | None]) -> list[float]:
+    """The run's 1001 quantiles; none for a run that measured no output (``whole.n`` 0)."""
+    if not whole["n"] and node.get("quantiles_ms").value in ([], None):
+        return []
+    return node.numbers("quantiles_ms", length=QUANTILES)
 
 
 def read_ops(node: Node) -> tuple[list[Run], KafkaHop | None, list[Goal]]:
@@ -287,17 +297,21 @@ def read_ops(node: Node) -> tuple[list[Run], KafkaHop | None, list[Goal]]:
         for b in r.items("boundaries"):
             fired = b.num("timers_fired", optional=True) if isinstance(b.value, Mapping) \
                 and "timers_fired" in b.value else None
-            boundaries.append(Boundary(b.num("t_s"), b.num("stall_ms"), b.mapping("durations_ms"),
+            boundaries.append(Boundary(b.num("t_s"), b.num("stall_ms", optional=True),
+                                       b.mapping("durations_ms"),
                                        None if fired is None else int(fired)))
+        whole = _percentiles(r, "whole", WHOLE)
+        notes = [str(n.value) for n in r.items("notes")] if r.has("notes") else []
         runs.append(Run(
-            app, mode, r.num("rate"), r.num("duration_s"), _percentiles(r, "whole", WHOLE),
+            app, mode, r.num("rate"), r.num("duration_s"), whole,
             _percentiles(r, "between_boundaries", BETWEEN) if r.has("between_boundaries") else None,
-            r.numbers("quantiles_ms", length=QUANTILES), timeline, boundaries, load_average(r)))
+            _quantiles(r, whole), timeline, boundaries, load_average(r), notes))
     hop = None
     if node.has("kafka_hop"):
         h = node.get("kafka_hop")
-        hop = KafkaHop(h.num("rate"), h.num("duration_s"), _percentiles(h, "whole", WHOLE),
-                       h.numbers("quantiles_ms", length=QUANTILES))
+        whole = _percentiles(h, "whole", WHOLE)
+        hop = KafkaHop(h.num("rate"), h.num("duration_s"), whole, _quantiles(h, whole),
+                       load_average(h) if h.has("load_average") else None)
     goals = [Goal.read("ops", g) for g in node.items("goals")] if node.has("goals") else []
     return runs, hop, goals
 
@@ -456,10 +470,14 @@ def ops_section(runs: list[Run] | None, hop: KafkaHop | None) -> str:
         rows.append(["bare Kafka hop (produce → consume)", "–", fmt(hop.rate, "/s", 0),
                      fmt(hop.duration_s, " s", 0),
                      *(ms(hop.whole[k]) for k in ("p50", "p95", "p99", "max")),
-                     fmt(hop.whole["n"], digits=0), "–", "–", "–", "–", "–"])
+                     fmt(hop.whole["n"], digits=0), "–", "–", "–", "–",
+                     load_text(hop.load) if hop.load else "–"])
     out.append(table(["app", "mode", "rate", "measured", "p50", "p95", "p99", "max", "records",
                       "p50 between boundaries", "p99 between", "max between", "boundaries",
                       "load average"], rows))
+    notes = [f"* {r.label} at {fmt(r.rate, '/s', 0)}: {note}" for r in runs for note in r.notes]
+    if notes:
+        out += ["", "Notes of the runs:", "", *notes]
     ratios = _hop_ratios(runs, hop)
     if ratios:
         out += ["", "Spark's latency as a multiple of the bare Kafka hop measured in the same run "
@@ -484,15 +502,25 @@ def _hop_ratios(runs: list[Run], hop: KafkaHop | None) -> list[list[str]]:
     return rows
 
 
+def boundaries(count: int) -> str:
+    """How many boundaries, in words.
+
+    >>> boundaries(1), boundaries(3)
+    ('1 boundary', '3 boundaries')
+    """
+    return f"{count} boundar{'y' if count == 1 else 'ies'}"
+
+
 def boundary_table(run: Run) -> str:
     """A run's checkpoint-interval boundaries: when, how long input waited, and on what."""
     names = list(dict.fromkeys(k for b in run.boundaries for k in b.durations_ms))
     rows = [[fmt(b.t_s, " s", 0), ms(b.stall_ms), *(ms(b.durations_ms.get(k)) for k in names),
              "–" if b.timers_fired is None else fmt(b.timers_fired, digits=0)]
             for b in run.boundaries]
-    stalls = sorted(b.stall_ms for b in run.boundaries)
-    summary = (f"{len(stalls)} boundaries, stall median {ms(stalls[len(stalls) // 2])}, "
-               f"max {ms(stalls[-1])}")
+    stalls = sorted(b.stall_ms for b in run.boundaries if b.stall_ms is not None)
+    summary = f"{boundaries(len(run.boundaries))}, " + (
+        f"stall median {ms(stalls[len(stalls) // 2])}, max {ms(stalls[-1])}" if stalls
+        else "no stall measured")
     return "\n".join([f"**Boundaries of {run.label} at {fmt(run.rate, '/s', 0)}** ({summary}; the "
                       "batch's durations from its progress event):", "",
                       table(["t", "stall", *(f"`{k}`" for k in names), "timers fired"], rows)])
@@ -518,6 +546,8 @@ def machine_section(inputs: Inputs, command: str | None) -> str:
         loads.append(("bronze", inputs.bronze.load))
     if inputs.runs:
         loads += [(f"{r.label} {fmt(r.rate, '/s', 0)}", r.load) for r in inputs.runs]
+    if inputs.kafka_hop and inputs.kafka_hop.load:
+        loads.append(("bare Kafka hop", inputs.kafka_hop.load))
     when = [datetime.fromtimestamp(t, timezone.utc) for t in inputs.modified.values()]
     lines = [
         "## Machine and run", "",
@@ -584,10 +614,14 @@ def plot_cdf(runs: list[Run], hop: KafkaHop | None, path: Path) -> None:
     fractions = [i / (QUANTILES - 1) for i in range(QUANTILES)]
     for ax, app in zip(axes[0], apps):
         for run in (r for r in runs if r.app == app):
+            if not run.quantiles_ms:
+                ax.plot([], [], color=COLOURS[run.mode], linestyle=":",
+                        label=f"{MODE_NAMES[run.mode]}, {run.rate:,.0f}/s: no output measured")
+                continue
             ax.plot(run.quantiles_ms[1:-1], fractions[1:-1], color=COLOURS[run.mode],
                     label=f"{MODE_NAMES[run.mode]}, {run.rate:,.0f}/s (p99 "
                           f"{ms(run.whole['p99'])}, max {ms(run.whole['max'])})")
-        if hop is not None:
+        if hop is not None and hop.quantiles_ms:
             ax.plot(hop.quantiles_ms[1:-1], fractions[1:-1], color=COLOURS["hop"],
                     linestyle="--", label=f"bare Kafka hop, {hop.rate:,.0f}/s (p99 "
                                           f"{ms(hop.whole['p99'])}, max {ms(hop.whole['max'])})")
@@ -616,10 +650,13 @@ def plot_timeline(runs: list[Run], path: Path) -> None:
     plt = _pyplot()
     fig, axes = plt.subplots(len(runs), 1, figsize=(11, 3.6 * len(runs)), squeeze=False)
     for ax, run in zip(axes[:, 0], runs):
+        # Each slice holds [t_s, t_s + 5): drawn as a step across it, so a boundary's line
+        # falls inside the slice it stalled.
         t = [s["t_s"] for s in run.timeline]
+        t.append(t[-1] + SLICE_S)
         for key, style in (("max", ":"), ("p99", "-"), ("p50", "-")):
-            ax.plot(t, [s[key] if s[key] is not None else math.nan for s in run.timeline],
-                    linestyle=style, marker=".", label=key)
+            values = [s[key] if s[key] is not None else math.nan for s in run.timeline]
+            ax.step(t, [*values, values[-1]], where="post", linestyle=style, label=key)
         for i, b in enumerate(run.boundaries):
             ax.axvline(b.t_s, color="tab:red", alpha=0.6, linewidth=1,
                        label="interval boundary" if i == 0 else None)
@@ -632,7 +669,7 @@ def plot_timeline(runs: list[Run], path: Path) -> None:
         ax.set_xlabel("seconds since the measured start")
         ax.set_ylabel("latency per 5 s slice (ms, log)")
         ax.set_title(f"{run.label}, {run.rate:,.0f} events/s: p50/p99 {ms(run.whole['p50'])}/"
-                     f"{ms(run.whole['p99'])}, {len(run.boundaries)} boundaries")
+                     f"{ms(run.whole['p99'])}, {boundaries(len(run.boundaries))}")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(loc="upper right", fontsize=8, ncol=4)
     fig.tight_layout()

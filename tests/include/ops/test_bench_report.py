@@ -148,6 +148,23 @@ def test_the_report_has_a_table_per_benchmark_the_goals_and_every_plot(tmp_path)
         assert f"]({name})" in report
 
 
+def test_a_run_that_measured_no_output_is_a_row_of_dashes_with_its_note(tmp_path):
+    files = synthetic()
+    attribution = files["ops.json"]["runs"][2]
+    attribution.update(whole={"p50": None, "p95": None, "p99": None, "max": None, "n": 0},
+                       quantiles_ms=[], timeline=[], notes=["no output measured; see its log"])
+    attribution["boundaries"][0]["stall_ms"] = None
+    report = build(write(tmp_path / "in", files), tmp_path / "out").read_text()
+
+    ops = section(report, "Operational apps")
+    assert "| attribution | Real-Time Mode | 1,000/s | 120 s | – | – | – | – | 0 |" in ops
+    assert "* attribution Real-Time Mode at 1,000/s: no output measured; see its log" in ops
+    assert "| 25 s | – | 700 ms |" in ops  # the boundary without a measured stall
+    assert "| attribution Real-Time Mode | – | – |" in ops  # no ratio to the hop
+    assert (tmp_path / "out" / "latency-cdf.png").stat().st_size > 10_000
+    assert (tmp_path / "out" / "latency-timeline.png").stat().st_size > 10_000  # click-surge's
+
+
 def test_a_missing_benchmark_is_reported_as_not_run(tmp_path):
     build(write(tmp_path / "in", synthetic()), tmp_path / "out")  # an earlier, complete run
     files = synthetic()
