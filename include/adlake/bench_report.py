@@ -574,6 +574,9 @@ def render(inputs: Inputs, plots: Mapping[str, str], out: Path, command: str | N
              "latency. Built by `python -m adlake.bench_report` from the JSON each benchmark "
              "wrote: " + (", ".join(f"[{name}]({name})" for name in inputs.extras) or "none")
              + ", beside this report.",
+             *(["", "**A quick run** (`--quick`, a smoke test of the report: short and small, "
+                    "on whatever else the machine was doing); its figures are not ones to quote."]
+               if any(extra.get("quick") for extra in inputs.extras.values()) else []),
              "", machine_section(inputs, command), "", goals_section(inputs.goals), "",
              views_section(inputs.views), "", bronze_section(inputs.bronze), "",
              ops_section(inputs.runs, inputs.kafka_hop)]

@@ -238,6 +238,7 @@ def test_the_command_writes_the_report_beside_the_json_by_default(tmp_path, caps
 
     assert main([str(tmp_path), "--command", "make bench-quick"]) == 0
     assert "Command: `make bench-quick`" in (tmp_path / "REPORT.md").read_text()
+    assert "**A quick run**" not in (tmp_path / "REPORT.md").read_text()
     assert f"wrote {tmp_path / 'REPORT.md'}" in capsys.readouterr().out
 
 
@@ -274,5 +275,6 @@ def test_make_bench_quick_writes_every_section_and_plot(tmp_path):
     assert "| bare Kafka hop (produce → consume) |" in report
     assert "| click_surge | Real-Time Mode |" in report and "| attribution |" in report
     assert "Command: `make bench-quick`" in report
+    assert "**A quick run**" in report
     for name in bench_report.PLOTS.values():
         assert (out / name).read_bytes()[:8] == PNG_MAGIC, name
