@@ -1,18 +1,28 @@
-"""Benchmark of the analytical side (not a test): bronze ingest throughput, then incremental vs
-full view refresh, from one run, printed and written as JSON.
+"""Benchmark of bronze and silver (not a test): ingest throughput, start-up, and each lake job's
+fixed cost, from one run, printed and written as ``bronze.json``.
 
-1. **Bronze.** Starts a broker of its own on free loopback ports (runtime under a temporary
-   directory), fills ``page_clicks`` with ``--bronze-records`` valid clicks (written by a Spark
-   batch job, so the producer is not what is measured), then runs the bronze job's
-   ``AvailableNow`` ingest of that topic on a fresh checkpoint and reports records/s over its
-   whole wall time: query start, every batch and its Delta commits. It checks that the bronze
-   table holds exactly the records sent.
-2. **Views.** :mod:`spark_apps.lake.views_benchmark` over ``--rows`` source rows (one or more
-   sizes) with ``--change-fraction`` of them changed: one incremental refresh against one full
-   refresh per size.
+On a broker of its own (free loopback ports, runtime under a temporary directory):
 
-    .venv/lake/bin/python -m spark_apps.lake.benchmark                       # 1M records, 10M rows
-    .venv/lake/bin/python -m spark_apps.lake.benchmark --rows 1000000 --bronze-records 200000
+1. **Fill.** ``--records`` valid clicks into ``page_clicks`` (written by a Spark batch job, so
+   the producer is not what is measured).
+2. **Bronze ingest.** The bronze job's ``AvailableNow`` ingest of that topic on a fresh
+   checkpoint, in batches of ``--max-offsets-per-trigger`` records. Reported apart:
+   *start-up*, the benchmark's session start plus the time from the job's call to its first
+   batch's trigger; the *batches*, each its records and the query's own duration
+   (``triggerExecution``) from its progress; *steady-state* records/s over the batches after the
+   first (the first pays planning and code generation); *wall* records/s, all records over the
+   job's whole call. The bronze table must hold exactly the records sent.
+3. **Silver** refines those bronze rows (its records/s, same progress figures).
+4. **Fixed cost.** After a first run of bronze and silver over every topic (which creates their
+   tables and checkpoints, as the first hourly run does), each job run as Airflow runs it, a
+   process of its own over every topic, on an empty interval: nothing new in Kafka for bronze, nothing new in bronze for silver, a day with
+   yesterday for gold (the clicks are today's) (``--no-gold`` skips it; ``--quick`` too). The process's wall time is the figure.
+
+``--out-dir DIR`` writes ``DIR/bronze.json`` (the report contract of issue 15); ``--quick`` is a
+smoke run (20k records) for CI.
+
+    .venv/lake/bin/python -m spark_apps.lake.benchmark --out-dir .runtime/reports/bench
+    .venv/lake/bin/python -m spark_apps.lake.benchmark --quick --out-dir .runtime/reports/bench-quick
 """
 
 from __future__ import annotations
@@ -20,20 +30,28 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from datetime import date, timedelta
 from pathlib import Path
 
 from adlake import registry
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.kafka_local import scratch_broker
-from spark_apps.lake import bronze, views_benchmark
+from spark_apps.lake import bronze, silver
 from spark_apps.lake.tables import table_path
 
 TOPIC = "page_clicks"
+GOAL_RECORDS_PER_S = 100_000
+QUICK_RECORDS = 20_000
+
+
+def say(message: str) -> None:
+    print(f"[bench] {message}", flush=True)
 
 
 def fill_topic(spark, settings: Settings, topic: str, records: int) -> None:
@@ -57,38 +75,196 @@ def fill_topic(spark, settings: Settings, topic: str, records: int) -> None:
      .option("topic", topic).save())
 
 
-def bench_bronze(spark, base: Settings, records: int) -> dict:
+class Progress:
+    """Every progress event of the session's streaming queries, by query name, as they come
+    (a listener, so nothing is lost to ``recentProgress``'s window)."""
+
+    def __init__(self, spark) -> None:
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        self.events: dict[str, list] = {}
+        outer = self
+
+        class Listener(StreamingQueryListener):
+            def onQueryStarted(self, event):
+                pass
+
+            def onQueryProgress(self, event):
+                p = event.progress
+                outer.events.setdefault(p.name, []).append(
+                    {"timestamp": p.timestamp, "records": p.numInputRows,
+                     "durations_ms": dict(p.durationMs)})
+
+            def onQueryIdle(self, event):
+                pass
+
+            def onQueryTerminated(self, event):
+                pass
+
+        self.listener = Listener()
+        spark.streams.addListener(self.listener)
+
+    def batches(self, name: str, records: int) -> list[dict]:
+        """The query's batches that read records: their records, seconds and phases. Waits
+        (up to 30 s) for the events of ``records`` records: the listener hears of them after
+        the query has ended."""
+        deadline = time.monotonic() + 30
+        while (sum(e["records"] for e in self.events.get(name, [])) < records
+               and time.monotonic() < deadline):
+            time.sleep(0.1)
+        return [{"records": e["records"], "seconds": e["durations_ms"]["triggerExecution"] / 1000,
+                 "timestamp": e["timestamp"],
+                 "durations_ms": e["durations_ms"]}
+                for e in self.events.get(name, []) if e["records"]]
+
+
+def _epoch(timestamp: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
+def throughput(batches: list[dict], started_epoch: float, wall_s: float) -> dict:
+    """Start-up, steady-state and wall figures of one query's ``batches``."""
+    records = sum(b["records"] for b in batches)
+    steady = batches[1:]
+    steady_s = sum(b["seconds"] for b in steady)
+    return {
+        "records": records,
+        "wall_s": round(wall_s, 2),
+        "query_start_s": round(_epoch(batches[0]["timestamp"]) - started_epoch, 2)
+        if batches else None,
+        "first_batch_s": round(batches[0]["seconds"], 2) if batches else None,
+        "steady_records_per_s": round(sum(b["records"] for b in steady) / steady_s)
+        if steady_s else None,
+        "wall_records_per_s": round(records / wall_s) if wall_s else None,
+        "batches": [{"records": b["records"], "seconds": round(b["seconds"], 3),
+                     "durations_ms": b["durations_ms"]} for b in batches],
+    }
+
+
+def timed_job(settings: Settings, module: str, args: list[str]) -> dict:
+    """Run ``module`` as Airflow does, a process of its own against ``settings``; its wall time."""
+    env = dict(os.environ, ADLAKE_RUNTIME_DIR=str(settings.runtime_dir),
+               ADLAKE_KAFKA_BOOTSTRAP=settings.kafka_bootstrap,
+               ADLAKE_KAFKA_CONTROLLER_PORT=str(settings.kafka_controller_port))
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", module, *args], env=env, text=True,
+                          capture_output=True, check=False)
+    seconds = time.monotonic() - started
+    if done.returncode:
+        raise RuntimeError(f"{module} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    lines = [line for line in done.stdout.splitlines() if line.startswith("[")]
+    return {"seconds": round(seconds, 2), "log": lines}
+
+
+def bench(spark, base: Settings, args: argparse.Namespace, session_s: float) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="adlake-bench-bronze-"))
+    progress = Progress(spark)
     with scratch_broker(base, workdir) as settings:
         started = time.monotonic()
-        fill_topic(spark, settings, TOPIC, records)
-        fill_s = time.monotonic() - started
-        print(f"[bench] bronze: {records:,} records in {TOPIC} ({fill_s:.1f} s)", flush=True)
-        started = time.monotonic()
-        written = bronze.run(spark, settings, [TOPIC])
-        ingest_s = time.monotonic() - started
+        fill_topic(spark, settings, TOPIC, args.records)
+        say(f"fill: {args.records:,} records in {TOPIC} ({time.monotonic() - started:.1f} s)")
+
+        say(f"bronze: ingest, batches of {args.max_offsets_per_trigger:,} records")
+        started, started_epoch = time.monotonic(), time.time()
+        written = bronze.run(spark, settings, [TOPIC], args.max_offsets_per_trigger)
+        ingest = throughput(progress.batches(bronze.bronze_table(TOPIC).name, args.records), started_epoch,
+                            time.monotonic() - started)
         table = bronze.bronze_table(TOPIC)
         stored = spark.read.format("delta").load(table_path(settings, table)).count()
-    if stored != records or written[table.name] != records:
-        raise RuntimeError(f"bronze holds {stored:,} rows (query reported "
-                           f"{written[table.name]:,}) for {records:,} records sent")
-    result = {"records": records, "topic_partitions": registry.topic(TOPIC).partitions,
-              "ingest_s": round(ingest_s, 1), "records_per_s": round(records / ingest_s)}
-    print(f"[bench] bronze: {records:,} records ingested in {ingest_s:.1f} s = "
-          f"{result['records_per_s']:,} records/s", flush=True)
-    return result
+        if stored != args.records or written[table.name] != args.records:
+            raise RuntimeError(f"bronze holds {stored:,} rows (query reported "
+                               f"{written[table.name]:,}) for {args.records:,} records sent")
+        say(f"bronze: {args.records:,} records, start-up {session_s + ingest['query_start_s']:.1f} s"
+            f" (session {session_s:.1f} s), steady {ingest['steady_records_per_s']:,} records/s, "
+            f"wall {ingest['wall_records_per_s']:,} records/s")
+
+        say("silver: refine")
+        started, started_epoch = time.monotonic(), time.time()
+        silver.run(spark, settings, [TOPIC], args.max_files_per_trigger)
+        refine = throughput(progress.batches(silver.silver_table(TOPIC).name, args.records), started_epoch,
+                            time.monotonic() - started)
+        say(f"silver: {refine['records']:,} records in {refine['wall_s']:.1f} s = "
+            f"{refine['wall_records_per_s']:,} records/s")
+
+        # Hourly runs find every table and checkpoint in place: the first run of the other
+        # topics (nothing in them) is not what is measured.
+        started = time.monotonic()
+        bronze.run(spark, settings, list(registry.TOPICS))
+        silver.run(spark, settings, list(registry.SILVER_TOPICS))
+        say(f"first run of every topic's bronze and silver ({time.monotonic() - started:.1f} s)")
+
+        fixed: dict[str, float] = {}
+        logs: dict[str, list[str]] = {}
+        jobs = [("bronze", "spark_apps.lake.bronze"), ("silver", "spark_apps.lake.silver")]
+        if args.gold:
+            jobs.append(("gold", "spark_apps.lake.gold"))
+        # Yesterday: the clicks are all today's, so gold's interval holds no row either.
+        day = date.today() - timedelta(days=1)
+        interval = ["--start", day.isoformat(), "--end", (day + timedelta(days=1)).isoformat()]
+        for name, module in jobs:
+            say(f"fixed cost: {name} on an empty interval (a process of its own)")
+            job = timed_job(settings, module, interval)
+            fixed[name], logs[name] = job["seconds"], job["log"]
+            say(f"fixed cost: {name} {job['seconds']:.1f} s")
+    spark.streams.removeListener(progress.listener)
+    return {"ingest": ingest, "silver": refine, "fixed_cost_s": fixed, "fixed_cost_logs": logs}
+
+
+def report(args: argparse.Namespace, session_s: float, measured: dict, load: list) -> dict:
+    ingest = measured["ingest"]
+    steady = ingest["steady_records_per_s"]
+    return {
+        "records": args.records,
+        "partitions": registry.topic(TOPIC).partitions,
+        "topic": TOPIC,
+        "max_offsets_per_trigger": args.max_offsets_per_trigger,
+        "cores": os.cpu_count(),
+        "quick": args.quick,
+        "session_s": round(session_s, 2),
+        "startup_s": round(session_s + ingest["query_start_s"], 2),
+        "query_start_s": ingest["query_start_s"],
+        "first_batch_s": ingest["first_batch_s"],
+        "steady_records_per_s": steady,
+        "wall_records_per_s": ingest["wall_records_per_s"],
+        "ingest_wall_s": ingest["wall_s"],
+        "batches": ingest["batches"],
+        "silver": {k: v for k, v in measured["silver"].items()},
+        "fixed_cost_s": measured["fixed_cost_s"],
+        "fixed_cost_logs": measured["fixed_cost_logs"],
+        "goal": {"goal": "bronze steady-state ingest on 2 cores",
+                 "target": f">= {GOAL_RECORDS_PER_S:,} records/s",
+                 "measured": f"{steady:,} records/s" if steady else "no batch after the first",
+                 "met": bool(steady and steady >= GOAL_RECORDS_PER_S),
+                 "bound": args.bound},
+        "load_average": load,
+    }
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="spark_apps.lake.benchmark", description=__doc__,
                                      formatter_class=HelpFormatter)
-    parser.add_argument("--bronze-records", type=int, default=1_000_000,
-                        help="records produced to page_clicks and ingested by bronze")
-    parser.add_argument("--skip-views", action="store_true",
-                        help="measure bronze only")
-    parser.add_argument("--out", default=None, help="JSON report (unset: <reports>/bench-lake-…)")
-    args, rest = parser.parse_known_args(argv)
-    args.views = views_benchmark.parse_args(rest)  # --rows, --change-fraction, …
+    parser.add_argument("--records", "--bronze-records", type=int, default=None,
+                        help=f"records produced to {TOPIC} and ingested (default 1,000,000; "
+                             f"--quick: {QUICK_RECORDS:,})")
+    parser.add_argument("--max-offsets-per-trigger", type=int, default=None,
+                        help="records per bronze batch (default: a tenth of --records)")
+    parser.add_argument("--max-files-per-trigger", type=int, default=None,
+                        help="bronze files per silver batch (default: all in one)")
+    parser.add_argument("--quick", action="store_true", help=f"smoke run: {QUICK_RECORDS:,} records")
+    parser.add_argument("--gold", action=argparse.BooleanOptionalAction, default=None,
+                        help="measure gold's fixed cost too (default: yes, except --quick)")
+    parser.add_argument("--out-dir", default=None,
+                        help="write DIR/bronze.json (unset: <reports>/bench-bronze-<time>.json)")
+    parser.add_argument("--bound", default="", help="what bounds the figure, for the report")
+    args = parser.parse_args(argv)
+    if args.records is None:
+        args.records = QUICK_RECORDS if args.quick else 1_000_000
+    if args.gold is None:
+        args.gold = not args.quick
+    if args.max_offsets_per_trigger is None:
+        args.max_offsets_per_trigger = max(args.records // 10, 1)
     return args
 
 
@@ -97,25 +273,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = parse_args(argv)
     settings = load_settings()
-    spark = get_session("lake", "lake-benchmark", settings,
-                        extra_conf=dict(item.split("=", 1) for item in args.views.conf))
-    report: dict = {"cores": os.cpu_count(), "master": spark.sparkContext.master,
-                    "bronze": bench_bronze(spark, settings, args.bronze_records)}
-    if not args.skip_views:
-        report["views"] = [views_benchmark.run(spark, settings, args.views, rows)
-                           for rows in args.views.rows]
-        for v in report["views"]:
-            print(f"[bench] views: incremental {v['incremental_s']:.1f} s vs full "
-                  f"{v['full_s']:.1f} s = {v['ratio_full_over_incremental']}x ({v['rows']:,} "
-                  f"rows, {v['change_fraction']:.1%} changed)", flush=True)
-        print(views_benchmark.summary(report["views"]), flush=True)
-    out = Path(args.out) if args.out else settings.reports_dir / \
-        f"bench-lake-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    load_start = os.getloadavg()[0]
+    started = time.monotonic()
+    spark = get_session("lake", "lake-benchmark", settings)
+    session_s = time.monotonic() - started
+    say(f"session started in {session_s:.1f} s (load {load_start:.2f})")
+    measured = bench(spark, settings, args, session_s)
+    result = report(args, session_s, measured, [load_start, os.getloadavg()[0]])
+    out = (Path(args.out_dir) / "bronze.json" if args.out_dir else
+           settings.reports_dir / f"bench-bronze-{time.strftime('%Y%m%dT%H%M%S')}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2, default=str) + "\n")
-    print(json.dumps({k: v for k, v in report.items() if k != "views"}, indent=2))
-    print(f"[bench] written to {out}")
-    return 1 if any(v.get("differences") for v in report.get("views", [])) else 0
+    out.write_text(json.dumps(result, indent=2, default=str) + "\n")
+    print(json.dumps({k: v for k, v in result.items()
+                      if k not in ("batches", "silver", "fixed_cost_logs")}, indent=2))
+    say(f"written to {out}")
+    return 0
 
 
 if __name__ == "__main__":

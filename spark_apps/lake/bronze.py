@@ -26,8 +26,10 @@ interval from silver (see ``spark_apps/lake/gold.py``).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adlake import registry
@@ -82,9 +84,93 @@ def start_ingest(spark: SparkSession, settings: Settings, topic: str,
             .start(path))
 
 
+def committed_source_offset(checkpoint: Path) -> dict | None:
+    """The source offset (JSON) of the newest batch of the streaming checkpoint at
+    ``checkpoint``, if that batch is committed. ``{}`` for a checkpoint that planned no batch
+    yet; None when its newest batch was planned (``offsets/N``) but not committed
+    (``commits/N``), or its files do not read as expected: then only the query knows what is
+    left to do. Used by bronze (Kafka offsets) and silver (Delta versions)."""
+    def numbered(directory: Path) -> dict[int, Path]:
+        if not directory.is_dir():
+            return {}
+        return {int(p.name): p for p in directory.iterdir() if p.name.isdigit()}
+
+    offsets, commits = numbered(checkpoint / "offsets"), numbered(checkpoint / "commits")
+    if not offsets and not commits:
+        return {}
+    if not offsets or max(offsets) != max(commits, default=None):
+        return None
+    try:
+        # offsets/N: a version line, the batch's metadata, then the offset of its one source.
+        offset = json.loads(offsets[max(offsets)].read_text().splitlines()[2])
+    except (OSError, ValueError, IndexError):
+        return None
+    return offset if isinstance(offset, dict) else None
+
+
+def committed_offsets(checkpoint: Path, topic: str) -> dict[int, int] | None:
+    """The Kafka offsets of ``topic`` up to which the bronze checkpoint at ``checkpoint`` has
+    ingested, by partition (see :func:`committed_source_offset`)."""
+    offset = committed_source_offset(checkpoint)
+    if not offset:
+        return offset
+    try:
+        return {int(p): int(o) for p, o in offset[topic].items()}
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def broker_offsets(settings: Settings, topic: str) -> dict[int, tuple[int, int]] | None:
+    """``{partition: (earliest, end)}`` offsets of ``topic`` on the broker; None if the broker
+    does not answer within a few seconds (the query then runs and rides the outage out or fails
+    as it would have)."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": settings.kafka_bootstrap,
+                         "group.id": "adlake-bronze-offsets", "enable.auto.commit": False,
+                         "socket.timeout.ms": 5000})
+    try:
+        partitions = consumer.list_topics(topic, timeout=5).topics[topic].partitions
+        if not partitions:
+            return None
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
+                for p in partitions}
+    except (KafkaException, KeyError, TypeError):
+        return None
+    finally:
+        consumer.close()
+
+
+def nothing_new(committed: dict[int, int] | None,
+                broker: dict[int, tuple[int, int]] | None) -> bool:
+    """True when a bronze query would ingest nothing: every partition of the topic is read up
+    to its end offset (or, never read, holds no record). Anything else, including a checkpoint
+    past the broker's end (a topic recreated) or a partition the checkpoint does not know,
+    leaves the decision to the query.
+
+    >>> nothing_new({0: 5, 1: 7}, {0: (0, 5), 1: (2, 7)})
+    True
+    >>> nothing_new({0: 5}, {0: (0, 6)})
+    False
+    >>> nothing_new({}, {0: (3, 3)})
+    True
+    """
+    if committed is None or broker is None:
+        return False
+    if set(committed) - set(broker):
+        return False
+    return all(committed[p] == end if p in committed else earliest == end
+               for p, (earliest, end) in broker.items())
+
+
 def run(spark: SparkSession, settings: Settings, topics: list[str],
         max_offsets: int | None = None) -> dict[str, int]:
     """Ingest every topic in ``topics`` (concurrently); returns rows written per table.
+
+    A topic with nothing new (:func:`nothing_new`: its checkpoint's newest batch is committed
+    and ends at the broker's end offsets) starts no query: that query would plan an empty batch
+    and write nothing, at a cost of seconds per topic. Exactly-once is untouched: a skipped topic
+    has no record to ingest, and a checkpoint with a planned, uncommitted batch is never skipped.
 
     A failure that a damaged checkpoint or Delta log, or a full disk, explains is raised as the
     typed error of :mod:`spark_apps.lake.errors`, naming the file and the runbook step.
@@ -125,10 +211,18 @@ def check_sink_caught_up(spark: SparkSession, settings: Settings, table: registr
 def _run(spark: SparkSession, settings: Settings, topics: list[str],
          max_offsets: int | None) -> dict[str, int]:
     queries: dict[str, StreamingQuery] = {}
+    written: dict[str, int] = {}
     try:
         for t in topics:
+            table = bronze_table(t)
+            if nothing_new(committed_offsets(settings.checkpoint_path(table.name), t),
+                           broker_offsets(settings, t)):
+                if not (settings.table_path(table.name) / "_delta_log").is_dir():
+                    ensure_table(spark, settings, table)
+                written[table.name] = 0
+                print(f"[bronze] {t}: nothing new in Kafka, no query", flush=True)
+                continue
             queries[t] = start_ingest(spark, settings, t, max_offsets)
-        written: dict[str, int] = {}
         for topic, query in queries.items():
             query.awaitTermination()
             rows = sum(p["numInputRows"] for p in query.recentProgress)

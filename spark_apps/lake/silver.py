@@ -190,10 +190,49 @@ def run(spark: SparkSession, settings: Settings, topics: list[str],
         return _run(spark, settings, topics, max_files)
 
 
+def bronze_read_to_end(offset: dict | None, table_id: str, version: int) -> bool:
+    """True when a silver query, its newest committed batch ending at ``offset``, would read
+    nothing of the bronze table (id ``table_id``, latest ``version``): the offset is the start of
+    the version after the latest (Delta's source writes ``index -1`` of version ``v + 1`` once
+    it has read all of ``v``). Any other offset leaves the decision to the query.
+
+    >>> bronze_read_to_end({"reservoirId": "b", "reservoirVersion": 12, "index": -1,
+    ...                     "isStartingVersion": False}, "b", 11)
+    True
+    >>> bronze_read_to_end({"reservoirId": "b", "reservoirVersion": 12, "index": -1,
+    ...                     "isStartingVersion": False}, "b", 12)
+    False
+    """
+    return bool(offset) and (offset.get("reservoirId") == table_id
+                             and offset.get("reservoirVersion") == version + 1
+                             and offset.get("index") == -1
+                             and offset.get("isStartingVersion") is False)
+
+
+def nothing_new(spark: SparkSession, settings: Settings, topic: str) -> bool:
+    """Whether ``topic``'s silver query would read no bronze row (see :func:`bronze_read_to_end`);
+    asks the bronze table's Delta log for its latest version, no Spark job."""
+    from spark_apps.lake.bronze import bronze_table, committed_source_offset
+    from spark_apps.lake.tables import delta_snapshot
+
+    offset = committed_source_offset(settings.checkpoint_path(silver_table(topic).name))
+    path = settings.table_path(bronze_table(topic).name)
+    if offset is None or not (path / "_delta_log").is_dir():
+        return False
+    snapshot = delta_snapshot(spark, str(path))
+    return bronze_read_to_end(offset, snapshot.metadata().id(), snapshot.version())
+
+
 def _run(spark: SparkSession, settings: Settings, topics: list[str],
          max_files: int | None) -> dict[str, int]:
+    """Each topic's query in turn; a topic whose bronze holds nothing new (:func:`nothing_new`)
+    starts none: it would plan an empty batch and write nothing, at seconds per topic."""
     read: dict[str, int] = {}
     for topic in topics:
+        if nothing_new(spark, settings, topic):
+            read[topic] = 0
+            print(f"[silver] {topic}: nothing new in bronze, no query", flush=True)
+            continue
         query = start_refine(spark, settings, topic, max_files)
         query.awaitTermination()
         read[topic] = sum(p["numInputRows"] for p in query.recentProgress)
@@ -247,9 +286,12 @@ def main(argv: list[str] | None = None) -> int:
     spark = get_session("lake", "silver", settings)
     started = time.monotonic()
     print(f"[silver] interval {args.start} .. {args.end}", flush=True)
-    run(spark, settings, args.topics.split(","), args.max_files_per_trigger)
+    read = run(spark, settings, args.topics.split(","), args.max_files_per_trigger)
     for topic in args.topics.split(","):
-        print(f"[silver] {topic}: {accounting(spark, settings, topic)}", flush=True)
+        # A topic that read nothing changed neither bronze nor silver: its accounting is the
+        # last run's (and costs four scans of its tables).
+        if read[topic]:
+            print(f"[silver] {topic}: {accounting(spark, settings, topic)}", flush=True)
     print(f"[silver] done in {time.monotonic() - started:.1f}s", flush=True)
     return 0
 
