@@ -274,16 +274,19 @@ class TopicReader(threading.Thread):
     """Reads every partition of a topic from its current end, with no consumer group offsets
     committed, and keeps ``sample(msg)`` of every record for which it is not None."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int | None = None) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int | None = None,
+                 from_start: bool = False) -> None:
         super().__init__(daemon=True)
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "adlake-bench",
                                   "enable.auto.commit": False, "fetch.wait.max.ms": 10})
         count = partitions if partitions is not None else registry.topic(topic).partitions
         assigned = [TopicPartition(topic, p) for p in range(count)]
         for tp in assigned:
-            tp.offset = self.consumer.get_watermark_offsets(tp, timeout=10)[1]
+            # a topic just created may not answer offset queries yet: read it from its start
+            tp.offset = OFFSET_BEGINNING if from_start else \
+                self.consumer.get_watermark_offsets(tp, timeout=10)[1]
         self.consumer.assign(assigned)
         self.samples: list[tuple[float, float]] = []
         self.stopping = threading.Event()
@@ -512,35 +515,51 @@ def run_suite(out_dir: Path, quick: bool = False, rate: float = 1000.0) -> dict:
     base = load_settings()
     workdir = Path(tempfile.mkdtemp(prefix="adlake-bench-suite-"))
     runs: list[Result] = []
+    errors: list[str] = []
+    hop_figures: dict = {"rate": rate, "duration_s": measured["hop"], "whole": {}}
     started = time.monotonic()
-    with scratch_broker(base, workdir) as settings:
-        runs.append(run_scenario(
-            settings, "attribution", "realtime", rate, measured["attribution"],
-            warm["attribution"], rtm_args, dict(click_share=0.0, **NO_ANOMALIES), workdir, "jvm",
-            env={"ADLAKE_SPARK_MASTER_OPS": RTM_MASTER["attribution"]}))
+
+    def step(what: str, run) -> None:
+        # one failed scenario is recorded and the others still run
+        try:
+            run()
+        except Exception as exc:  # noqa: BLE001 - the report says what failed
+            errors.append(f"{what}: {type(exc).__name__}: {exc}")
+            print(f"[bench] suite: {what} failed: {exc}", flush=True)
+
+    def hop() -> None:
         print(f"[bench] suite: kafka hop at {rate:.0f}/s for {measured['hop']:.0f} s", flush=True)
         load_start = round(os.getloadavg()[0], 2)
-        hop = kafka_hop.measure(settings.kafka_bootstrap, rate, measured["hop"])
-        hop_latencies = [lat for _, lat in hop["samples"]]
-        hop_figures = {"rate": rate, "duration_s": measured["hop"], "sent": hop["sent"],
-                       "whole": latency_stats(hop_latencies),
-                       "quantiles_ms": quantiles(hop_latencies),
-                       "load_average": [load_start, round(os.getloadavg()[0], 2)],
-                       "what": "consumer receive wall time - producer CreateTime "
-                               "(spark_apps/ops/kafka_hop.py)"}
+        measured_hop = kafka_hop.measure(settings.kafka_bootstrap, rate, measured["hop"])
+        latencies = [lat for _, lat in measured_hop["samples"]]
+        hop_figures.update(sent=measured_hop["sent"], whole=latency_stats(latencies),
+                           quantiles_ms=quantiles(latencies),
+                           load_average=[load_start, round(os.getloadavg()[0], 2)],
+                           what="consumer receive wall time - producer CreateTime "
+                                "(spark_apps/ops/kafka_hop.py)")
         print(f"[bench] suite: kafka hop {hop_figures['whole']}", flush=True)
-        clicks = dict(click_share=1.0, **NO_ANOMALIES)
-        runs.append(run_scenario(settings, "click_surge", "realtime", rate, measured["rtm"],
-                                 warm["click_surge"], ["--threshold", "0", *rtm_args], clicks,
-                                 workdir, env={"ADLAKE_SPARK_MASTER_OPS": RTM_MASTER["click_surge"]}))
-        runs.append(run_scenario(settings, "click_surge", "processing_time", rate,
-                                 measured["mb"], warm["click_surge"], ["--threshold", "0"],
-                                 clicks, workdir))
-    hop_p99 = hop_figures["whole"]["p99"]
+
+    clicks = dict(click_share=1.0, **NO_ANOMALIES)
+    with scratch_broker(base, workdir) as settings:
+        step("attribution realtime", lambda: runs.append(run_scenario(
+            settings, "attribution", "realtime", rate, measured["attribution"],
+            warm["attribution"], rtm_args, dict(click_share=0.0, **NO_ANOMALIES), workdir, "jvm",
+            env={"ADLAKE_SPARK_MASTER_OPS": RTM_MASTER["attribution"]})))
+        step("kafka hop", hop)
+        step("click_surge realtime", lambda: runs.append(run_scenario(
+            settings, "click_surge", "realtime", rate, measured["rtm"], warm["click_surge"],
+            ["--threshold", "0", *rtm_args], clicks, workdir,
+            env={"ADLAKE_SPARK_MASTER_OPS": RTM_MASTER["click_surge"]})))
+        step("click_surge processing_time", lambda: runs.append(run_scenario(
+            settings, "click_surge", "processing_time", rate, measured["mb"],
+            warm["click_surge"], ["--threshold", "0"], clicks, workdir)))
+    hop_p99 = hop_figures["whole"].get("p99")
     for run in runs:
         if hop_p99 and run.whole.get("p99") is not None:
             run.notes.append(f"p99 / kafka hop p99 = {run.whole['p99'] / hop_p99:.1f}")
-    attribution = runs[0]
+    by_name = {(r.app, r.mode): r for r in runs}
+    attribution = by_name.get(("attribution", "realtime"), Result("attribution", "realtime",
+                                                                 rate, 0))
     p99 = attribution.whole.get("p99")
     goals = [{
         "goal": "attribution whole-run p99 in Real-Time Mode at 1,000 events/s "
@@ -550,7 +569,8 @@ def run_suite(out_dir: Path, quick: bool = False, rate: float = 1000.0) -> dict:
                     f"{attribution.between_boundaries.get('p99')} ms)",
         "met": p99 is not None and p99 <= ATTRIBUTION_P99_GOAL_MS,
         "bound": "the interval boundary: see docs/bench/attribution-boundary.md"}]
-    rtm = runs[1].whole.get("p99")
+    rtm = by_name[("click_surge", "realtime")].whole.get("p99") \
+        if ("click_surge", "realtime") in by_name else None
     if rtm and hop_p99:
         goals.append({"goal": "click-surge Real-Time Mode p99 as a multiple of the bare Kafka "
                               "hop's p99 (same broker, same rate)",
@@ -560,7 +580,7 @@ def run_suite(out_dir: Path, quick: bool = False, rate: float = 1000.0) -> dict:
     summary = {"quick": quick, "cores": os.cpu_count(), "rate": rate, "rtm_interval": interval,
                "elapsed_s": round(time.monotonic() - started, 1),
                "runs": [asdict(r) for r in runs], "kafka_hop": hop_figures, "goals": goals,
-               "workdir": str(workdir)}
+               "errors": errors, "workdir": str(workdir)}
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "ops.json").write_text(json.dumps(summary, indent=1))
     print(f"[bench] suite: written to {out_dir / 'ops.json'} in {summary['elapsed_s']} s; app "

@@ -71,8 +71,9 @@ def measure(bootstrap: str, rate: float, duration_s: float, warmup_s: float = 5.
     not the steady state the apps are measured in)."""
     from confluent_kafka import Producer
 
+    topic = f"{topic}_{int(time.time())}"  # a new topic: read from its start
     _create_topic(bootstrap, topic, PARTITIONS)
-    receiver = _Receiver(bootstrap, topic, PARTITIONS)
+    receiver = _Receiver(bootstrap, topic, PARTITIONS, from_start=True)
     receiver.start()
     producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER})
     payload = b'{"page_id":"p-0001","user_id":"u-1"}'
