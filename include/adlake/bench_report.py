@@ -6,20 +6,14 @@ and writes ``OUT/REPORT.md`` and its plots::
 
     .venv/ops/bin/python -m adlake.bench_report DIR --to OUT
 
-=============== =========================================== ======================================
-file            written by                                  what the report takes from it
-=============== =========================================== ======================================
-``views.json``  ``spark_apps.lake.views_benchmark --suite``  a row per case (delete/update,
-                                                            append, fixed change per source size,
-                                                            one row): incremental and full refresh
-                                                            times, phases, Spark jobs, commits
-``bronze.json`` ``spark_apps.lake.benchmark``               records/s steady and wall, per batch,
-                                                            start-up, each job's fixed cost
-``ops.json``    ``spark_apps.ops.benchmark suite``          per run latency percentiles, quantiles
-                                                            (the CDF), a 5 s timeline, interval
-                                                            boundaries with their stall and
-                                                            durations; the bare Kafka hop
-=============== =========================================== ======================================
+* ``views.json`` (``spark_apps.lake.views_benchmark --suite``): a row per case (delete/update,
+  append, a fixed change per source size, one row): incremental and full refresh times, phases,
+  Spark jobs, Delta commits.
+* ``bronze.json`` (``spark_apps.lake.benchmark``): records/s steady and wall, per batch, the
+  start-up, each job's fixed cost.
+* ``ops.json`` (``spark_apps.ops.benchmark suite``): per run the latency percentiles, 1001
+  quantiles (the CDF), a 5 s timeline, the interval boundaries with their stall and durations;
+  the bare Kafka hop.
 
 Every file carries ``load_average`` ([start, end], ``os.getloadavg()``'s 1-minute figure) and
 its goals (``goals``, or bronze's one ``goal``: goal, target, measured, met, bound); the report
