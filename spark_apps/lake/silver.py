@@ -34,8 +34,10 @@ the batch and the stream moves on.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adlake import registry
@@ -223,6 +225,43 @@ def nothing_new(spark: SparkSession, settings: Settings, topic: str) -> bool:
     return bronze_read_to_end(offset, snapshot.metadata().id(), snapshot.version())
 
 
+def latest_from_files(table: Path) -> tuple[str, int] | None:
+    """``(table id, latest version)`` of the Delta table at ``table``, read from its log's newest
+    commit and that commit's checksum file (``N.crc``, which Delta writes with each commit and
+    which carries the table's metadata); None without them (then ask Delta)."""
+    log = table / "_delta_log"
+    versions = [int(p.stem) for p in log.glob("*.json") if p.stem.isdigit()] \
+        if log.is_dir() else []
+    if not versions:
+        return None
+    try:
+        checksum = json.loads((log / f"{max(versions):020d}.crc").read_text())
+        return checksum["metadata"]["id"], max(versions)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def nothing_to_do(settings: Settings, topics: list[str]) -> bool:
+    """True when no topic of ``topics`` has anything new in bronze, decided from files alone
+    (checkpoints, and each bronze table's newest commit and checksum: :func:`latest_from_files`);
+    then the job needs no Spark session. Any doubt says False and the job runs as usual. Damage
+    the files show is raised here, typed, as the run would raise it."""
+    from spark_apps.lake import errors
+    from spark_apps.lake.bronze import bronze_table, committed_source_offset
+
+    checkpoints = [settings.checkpoint_path(silver_table(t).name) for t in topics]
+    tables = ([bronze_table(t) for t in topics] + [silver_table(t) for t in topics]
+              + [QUARANTINE])
+    errors.check_state(checkpoints, [settings.table_path(t.name) for t in tables])
+    if not all((settings.table_path(t.name) / "_delta_log").is_dir() for t in tables):
+        return False
+    for topic, checkpoint in zip(topics, checkpoints):
+        latest = latest_from_files(settings.table_path(bronze_table(topic).name))
+        if latest is None or not bronze_read_to_end(committed_source_offset(checkpoint), *latest):
+            return False
+    return True
+
+
 def _run(spark: SparkSession, settings: Settings, topics: list[str],
          max_files: int | None) -> dict[str, int]:
     """Each topic's query in turn; a topic whose bronze holds nothing new (:func:`nothing_new`)
@@ -283,9 +322,14 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parse_args(argv)
     settings = load_settings()
-    spark = get_session("lake", "silver", settings)
     started = time.monotonic()
     print(f"[silver] interval {args.start} .. {args.end}", flush=True)
+    if nothing_to_do(settings, args.topics.split(",")):
+        # The common hour of a quiet topic set: no JVM, no session, nothing written.
+        print(f"[silver] nothing new in bronze, no Spark session "
+              f"({time.monotonic() - started:.1f}s)", flush=True)
+        return 0
+    spark = get_session("lake", "silver", settings)
     read = run(spark, settings, args.topics.split(","), args.max_files_per_trigger)
     for topic in args.topics.split(","):
         # A topic that read nothing changed neither bronze nor silver: its accounting is the

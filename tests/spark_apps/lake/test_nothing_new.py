@@ -76,3 +76,30 @@ def test_silver_planned_but_uncommitted_batch_is_never_skipped(tmp_path):
               "isStartingVersion": False}
     assert bronze.committed_source_offset(checkpoint(tmp_path, {0: offset, 1: offset}, [0])) is None
     assert not silver.bronze_read_to_end(None, "b", 11)
+
+
+def delta_commit(table: Path, version: int, *actions: dict) -> None:
+    log = table / "_delta_log"
+    log.mkdir(parents=True, exist_ok=True)
+    (log / f"{version:020d}.json").write_text("\n".join(json.dumps(a) for a in actions) + "\n")
+
+
+def test_the_sinks_newest_commit_records_the_checkpoints_batch(tmp_path):
+    delta_commit(tmp_path, 0, {"commitInfo": {}}, {"txn": {"appId": "q", "version": 6}})
+    delta_commit(tmp_path, 1, {"commitInfo": {}}, {"txn": {"appId": "q", "version": 7}},
+                 {"add": {"path": "a.parquet"}})
+    assert bronze.sink_recorded_in_newest_commit(tmp_path, "q", 7)
+    assert not bronze.sink_recorded_in_newest_commit(tmp_path, "q", 8)      # commit 8 lost
+    assert not bronze.sink_recorded_in_newest_commit(tmp_path, "other", 7)
+    delta_commit(tmp_path, 2, {"commitInfo": {"operation": "OPTIMIZE"}})
+    assert not bronze.sink_recorded_in_newest_commit(tmp_path, "q", 7)      # ask the snapshot
+
+
+def test_bronzes_latest_version_and_id_come_from_its_newest_commit_and_checksum(tmp_path):
+    delta_commit(tmp_path, 0, {"commitInfo": {}})
+    delta_commit(tmp_path, 1, {"commitInfo": {}})
+    assert silver.latest_from_files(tmp_path) is None                       # no checksum
+    (tmp_path / "_delta_log" / f"{1:020d}.crc").write_text(
+        json.dumps({"tableSizeBytes": 1, "metadata": {"id": "b"}}))
+    assert silver.latest_from_files(tmp_path) == ("b", 1)
+    assert silver.latest_from_files(tmp_path / "absent") is None
