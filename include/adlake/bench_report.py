@@ -663,7 +663,7 @@ def plot_timeline(runs: list[Run], path: Path) -> None:
                        label="interval boundary" if i == 0 else None)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(lambda v, _: f"{v:,g}")
-        ax.yaxis.set_minor_formatter(lambda v, _: f"{v:,g}" if str(v)[0] in "25" else "")
+        ax.yaxis.set_minor_formatter(lambda v, _: f"{v:,g}" if str(v)[0] in "235" else "")
         top = max((s[k] or 0 for s in run.timeline for k in ("p50", "p99", "max")), default=0)
         if top > 0:
             ax.set_ylim(top=top * 4)  # room for the legend above the lines
@@ -706,7 +706,7 @@ def plot_views(cases: list[ViewCase], path: Path) -> None:
     ax.set_xticks(sizes, [f"{n / 1e6:,g}M" if n >= 1e6 else f"{n:,}" for n in sizes])
     ax.xaxis.set_minor_formatter(lambda v, _: "")
     ax.yaxis.set_major_formatter(lambda v, _: f"{v:g} s")
-    ax.yaxis.set_minor_formatter(lambda v, _: f"{v:g} s" if str(v)[0] in "25" else "")
+    ax.yaxis.set_minor_formatter(lambda v, _: f"{v:g} s" if str(v)[0] in "235" else "")
     ax.set_xlabel("source rows (log scale)")
     ax.set_ylabel("refresh time (s, log scale)")
     ax.set_title("View refresh time vs source size")
