@@ -537,15 +537,15 @@ def goals_section(goals: list[Goal]) -> str:
 
 def machine_section(inputs: Inputs, command: str | None) -> str:
     cores = {str(extra.get("cores")) for extra in inputs.extras.values() if "cores" in extra}
-    loads = []
-    if inputs.views:
-        loads += [(f"views `{c.case}` {fmt(c.rows, digits=0)} rows", c.load) for c in inputs.views]
-    if inputs.bronze:
-        loads.append(("bronze", inputs.bronze.load))
+    loads = []  # in the order make bench runs them
     if inputs.runs:
         loads += [(f"{r.label} {fmt(r.rate, '/s', 0)}", r.load) for r in inputs.runs]
     if inputs.kafka_hop and inputs.kafka_hop.load:
         loads.append(("bare Kafka hop", inputs.kafka_hop.load))
+    if inputs.bronze:
+        loads.append(("bronze", inputs.bronze.load))
+    if inputs.views:
+        loads += [(f"views `{c.case}` {fmt(c.rows, digits=0)} rows", c.load) for c in inputs.views]
     when = [datetime.fromtimestamp(t, timezone.utc) for t in inputs.modified.values()]
     lines = [
         "## Machine and run", "",
