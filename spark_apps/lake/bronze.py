@@ -20,6 +20,12 @@ retention. Bronze keeps every record it ever ingested, so it, not Kafka, is what
 rebuilt from: silver catches up from bronze through its own checkpoint, and gold rebuilds any
 interval from silver (see ``spark_apps/lake/gold.py``).
 
+An hour with nothing new costs no Spark: before starting a query for a topic, bronze compares
+its checkpoint's newest committed batch with the broker's end offsets (:func:`nothing_new`), and
+when every topic is read to its end it does not even start a session (:func:`nothing_to_do`).
+A skipped topic has no record to ingest, so exactly-once is untouched; any doubt (a planned batch
+not committed, a file that does not read, a broker that does not answer) runs the query.
+
     .venv/lake/bin/python -m spark_apps.lake.bronze --start 2026-11-21 --end 2026-11-22
 """
 

@@ -28,6 +28,10 @@ the silver write skips every row whose (id, date) silver already holds from the 
 earlier record, so replaying a batch after a crash changes nothing; the checkpoint then records
 the batch and the stream moves on.
 
+A topic whose checkpoint has read bronze's latest version starts no query (:func:`nothing_new`),
+and when no topic has anything new the job starts no Spark session (:func:`nothing_to_do`, from
+the checkpoints and each bronze table's newest commit and checksum).
+
     .venv/lake/bin/python -m spark_apps.lake.silver --start 2026-11-21 --end 2026-11-22
 """
 
