@@ -594,8 +594,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.app == "suite":
         out_dir = Path(args.out_dir) if args.out_dir else \
             base.reports_dir / ("bench-quick" if args.quick else "bench")
-        run_suite(out_dir, args.quick, args.rate)
-        return 0
+        summary = run_suite(out_dir, args.quick, args.rate)
+        return 1 if summary["errors"] else 0  # ops.json is written either way
     workdir = Path(tempfile.mkdtemp(prefix=f"adlake-bench-{args.app}-"))
     results: list[Result] = []
     env = {}
