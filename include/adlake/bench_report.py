@@ -305,7 +305,8 @@ def read_ops(node: Node) -> tuple[list[Run], KafkaHop | None, list[Goal]]:
             _percentiles(r, "between_boundaries", BETWEEN) if r.has("between_boundaries") else None,
             _quantiles(r, whole), timeline, boundaries, load_average(r), notes))
     hop = None
-    if node.has("kafka_hop"):
+    # The suite leaves the hop's `whole` empty when measuring it failed (its `errors` say why).
+    if node.has("kafka_hop") and node.get("kafka_hop").value.get("whole") != {}:
         h = node.get("kafka_hop")
         whole = _percentiles(h, "whole", WHOLE)
         hop = KafkaHop(h.num("rate"), h.num("duration_s"), whole, _quantiles(h, whole),
@@ -564,6 +565,15 @@ def machine_section(inputs: Inputs, command: str | None) -> str:
     return "\n".join(lines)
 
 
+def failures(inputs: Inputs, name: str) -> str:
+    """What a benchmark says failed (its JSON's ``errors``: the parts it could not measure)."""
+    errors = inputs.extras.get(name, {}).get("errors") or []
+    if not isinstance(errors, list):
+        raise MalformedReport(name, "errors", f"expected a list, got {errors!r:.60}")
+    return "".join(["\n\n**Failed** (not measured):\n"] + [f"\n* {e}" for e in errors]) \
+        if errors else ""
+
+
 def render(inputs: Inputs, plots: Mapping[str, str], out: Path, command: str | None) -> str:
     """The whole REPORT.md; ``plots`` maps a plot's key (:data:`PLOTS`) to its file name, or to
     why it was not drawn."""
@@ -576,8 +586,9 @@ def render(inputs: Inputs, plots: Mapping[str, str], out: Path, command: str | N
                     "on whatever else the machine was doing); its figures are not ones to quote."]
                if any(extra.get("quick") for extra in inputs.extras.values()) else []),
              "", machine_section(inputs, command), "", goals_section(inputs.goals), "",
-             views_section(inputs.views), "", bronze_section(inputs.bronze), "",
-             ops_section(inputs.runs, inputs.kafka_hop)]
+             views_section(inputs.views) + failures(inputs, "views.json"), "",
+             bronze_section(inputs.bronze) + failures(inputs, "bronze.json"), "",
+             ops_section(inputs.runs, inputs.kafka_hop) + failures(inputs, "ops.json")]
     if (out / BOUNDARY_NOTE).is_file():
         parts += ["", f"What an attribution boundary spends its time on: "
                       f"[{BOUNDARY_NOTE}]({BOUNDARY_NOTE})."]

@@ -165,6 +165,18 @@ def test_a_run_that_measured_no_output_is_a_row_of_dashes_with_its_note(tmp_path
     assert (tmp_path / "out" / "latency-timeline.png").stat().st_size > 10_000  # click-surge's
 
 
+def test_what_a_benchmark_could_not_measure_is_listed_as_failed(tmp_path):
+    files = synthetic()
+    files["ops.json"]["kafka_hop"] = {"rate": 1000.0, "duration_s": 120.0, "whole": {}}
+    files["ops.json"]["errors"] = ["kafka hop: KafkaException: broker down"]
+    report = build(write(tmp_path / "in", files), tmp_path / "out").read_text()
+
+    ops = section(report, "Operational apps")
+    assert "**Failed** (not measured):\n\n* kafka hop: KafkaException: broker down" in ops
+    assert "bare Kafka hop (produce → consume)" not in ops
+    assert "**Failed**" not in section(report, "View refresh")
+
+
 def test_a_missing_benchmark_is_reported_as_not_run(tmp_path):
     build(write(tmp_path / "in", synthetic()), tmp_path / "out")  # an earlier, complete run
     files = synthetic()
