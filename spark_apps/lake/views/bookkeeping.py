@@ -25,11 +25,20 @@ HISTORY_LOOKBACK = 50
 _TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+_MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 
 
 def latest_version(spark: SparkSession, path: str) -> int:
     """The latest committed version of the Delta table at ``path``."""
     return int(_snapshot(spark, path).version())
+
+
+def table_version(spark: SparkSession, path: str) -> int | None:
+    """The latest committed version of the Delta table at ``path``, or None when there is no
+    Delta table there: one listing of its log, no Spark job (an existence check and a version
+    read in one)."""
+    version = int(_snapshot(spark, path).version())
+    return None if version < 0 else version
 
 
 def read_version(spark: SparkSession, path: str, version: int) -> DataFrame:
@@ -83,9 +92,9 @@ def _view_state(spark: SparkSession, settings: Settings, view: registry.View
     ``view:<name>``. A table without it (last written before full refreshes recorded it) falls
     back to the ``userMetadata`` of its commits."""
     path = table_path(settings, view.name)
-    if not _is_delta(spark, path):
-        return None, None
     snapshot = _snapshot(spark, path)
+    if snapshot.version() < 0:  # no Delta table there
+        return None, None
     txn = snapshot.transactions().get(_txn_app_id(view))
     if txn.isDefined():
         return int(txn.get()), int(snapshot.version())
@@ -123,7 +132,8 @@ def record_progress(spark: SparkSession, settings: Settings, view: registry.View
                            T.StructField("source_version", T.LongType()),
                            T.StructField("refreshed_at", T.TimestampType())])
     path = _progress_path(settings)
-    DeltaTable.createIfNotExists(spark).location(path).addColumns(schema).execute()
+    if table_version(spark, path) is None:
+        DeltaTable.createIfNotExists(spark).location(path).addColumns(schema).execute()
     row = (view.name, source_version, datetime.now(timezone.utc).replace(tzinfo=None))
     spark.createDataFrame([row], schema).write.format("delta").mode("append").save(path)
 
@@ -146,11 +156,12 @@ def _metadata(view: registry.View, source_version: int, mode: str) -> str:
 
 
 def merge_into_view(spark: SparkSession, path: str, view: registry.View, new_state: DataFrame,
-                    source_version: int) -> dict[str, int] | None:
+                    source_version: int, *, local: bool = False) -> dict[str, int] | None:
     """MERGE ``new_state`` (``transform_new_state``) into the view at ``path``: update the
     matched groups, insert the new ones, delete the groups whose count is 0. Returns Delta's
     metrics row, or None when Delta skipped the MERGE because a commit with the same
     ``txnAppId``/``txnVersion`` (``view:<name>``, ``source_version``) is already in the view.
+    ``local``: ``new_state`` is a local relation (collected rows).
     """
     from delta.tables import DeltaTable
 
@@ -160,8 +171,11 @@ def merge_into_view(spark: SparkSession, path: str, view: registry.View, new_sta
              .whenMatchedDelete(condition=f"s.{COUNT} = 0")
              .whenMatchedUpdate(set=values)
              .whenNotMatchedInsert(condition=f"s.{COUNT} > 0", values=values))
-    with _commit_options(spark, {_TXN_APP_ID: _txn_app_id(view),
-                                 _TXN_VERSION: str(source_version),
-                                 _USER_METADATA: _metadata(view, source_version, "incremental")}):
+    options = {_TXN_APP_ID: _txn_app_id(view), _TXN_VERSION: str(source_version),
+               _USER_METADATA: _metadata(view, source_version, "incremental")}
+    if local:
+        # A local relation is deterministic and already in memory: nothing to materialize.
+        options[_MATERIALIZE_SOURCE] = "none"
+    with _commit_options(spark, options):
         rows = merge.execute().collect()
     return rows[0].asDict() if rows else None

@@ -16,7 +16,8 @@ from spark_apps.lake.views.bookkeeping import (_TXN_APP_ID, _TXN_VERSION, _USER_
                                                _commit_options, _is_delta, _metadata,
                                                _txn_app_id, _view_state, committed_version,
                                                latest_version, merge_into_view, read_changes,
-                                               read_version, record_progress, recorded_version)
+                                               read_version, record_progress, recorded_version,
+                                               table_version)
 from spark_apps.lake.views.layout import COUNT, _null_safe_join, needs_recompute
 from spark_apps.lake.views.transforms import (transform_aggregate, transform_change_groups,
                                               transform_changes, transform_compare,
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 FAIL_POINTS = ("before_merge", "after_merge")
 # The recompute filters the source on a key column's values only up to this many of them.
 KEY_FILTER_LIMIT = 1000
+# Up to this many touched groups, the new state is collected and merged from a local relation.
+LOCAL_MERGE_GROUPS = 10_000
 
 
 class InjectedFailure(RuntimeError):
@@ -67,8 +70,9 @@ class RefreshReport:
     seconds: float = 0.0
     notes: tuple[str, ...] = ()
     # Seconds per step of an incremental refresh (bookkeeping, change, recompute_keys, merge,
-    # progress), in order: where a refresh's time goes.
+    # progress), in order: where a refresh's time goes; and the Spark jobs each step started.
     phases: dict[str, float] | None = None
+    jobs: dict[str, int] | None = None
 
     def line(self) -> str:
         versions = (f"v{self.to_version}" if self.from_version is None
@@ -82,7 +86,9 @@ class RefreshReport:
                                              f"{v:,}" for k, v in self.merge.items()))
         parts.append(f"{self.seconds:.1f} s")
         if self.phases:
-            parts.append("(" + " ".join(f"{k} {v:.1f}" for k, v in self.phases.items()) + ")")
+            jobs = self.jobs or {}
+            parts.append("(" + " ".join(f"{k} {v:.2f} s/{jobs.get(k, '?')} jobs"
+                                        for k, v in self.phases.items()) + ")")
         return ", ".join(parts) + "".join(f"\n  note: {n}" for n in self.notes)
 
 
@@ -99,6 +105,12 @@ class Difference:
         keys = ", ".join(f"{k}={v!r}" for k, v in self.keys.items())
         return (f"group ({keys}): {', '.join(self.columns)} differ; view {self.view}, "
                 f"expected {self.expected}")
+
+def jobs_started(spark: SparkSession) -> int:
+    """How many Spark jobs this application has started so far (the scheduler's next job id):
+    the difference around a step is the number of jobs it ran."""
+    return int(spark.sparkContext._jsc.sc().dagScheduler().nextJobId())
+
 
 def _source_path(settings: Settings, view: registry.View) -> str:
     # Sources are resolved by name under the settings' tables directory, so a test can declare a
@@ -206,19 +218,22 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
 
     if fail_at is not None and fail_at not in FAIL_POINTS:
         raise ValueError(f"fail_at={fail_at!r}: allowed {FAIL_POINTS}")
-    start = time.monotonic()
+    start, jobs_at_start = time.monotonic(), jobs_started(spark)
     src, dst = _source_path(settings, view), table_path(settings, view.name)
-    _require_source(spark, src, view)
-    if not _is_delta(spark, dst):
-        return full_refresh(spark, settings, view)
+    # One snapshot of each table (a log listing each, no Spark job): the view's first, so a
+    # source version read after it is never older than the one the view reflects.
     # The version the view reflects: recorded in the view's own log, atomically with its
     # content; the progress table only if the view has no such record (see _view_state).
-    v0 = committed_version(spark, settings, view)
+    v0, view_version = _view_state(spark, settings, view)
+    v1 = table_version(spark, src)
+    if v1 is None:
+        _require_source(spark, src, view)  # raises, naming the table to create
+    if view_version is None:
+        return full_refresh(spark, settings, view)
     if v0 is None:
         v0 = recorded_version(spark, settings, view)
         if v0 is None:
             return full_refresh(spark, settings, view)
-    v1 = latest_version(spark, src)
     if v1 < v0:
         raise SourceRewound(f"view {view.name!r} reflects {view.source} v{v0} but the source is "
                             f"at v{v1} (recreated?): run with --full-refresh")
@@ -234,12 +249,14 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
                              seconds=time.monotonic() - start, notes=notes)
 
     phases: dict[str, float] = {}
-    lap = [start]
+    jobs: dict[str, int] = {}
+    lap = [start, jobs_at_start]
 
     def mark(phase: str) -> None:
-        now = time.monotonic()
-        phases[phase] = round(now - lap[0], 2)
-        lap[0] = now
+        now, started = time.monotonic(), jobs_started(spark)
+        phases[phase] = round(now - lap[0], 3)
+        jobs[phase] = started - lap[1]
+        lap[:] = [now, started]
 
     mark("bookkeeping")
     try:
@@ -285,7 +302,15 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
         if fail_at == "before_merge":
             raise InjectedFailure("before_merge")
         try:
-            metrics = merge_into_view(spark, dst, view, new_state, v1) if stats.groups else None
+            local = 0 < stats.groups <= LOCAL_MERGE_GROUPS
+            if local:
+                # A small change (the usual hourly case): compute the new state once and MERGE
+                # it from a local relation. Delta then neither materializes the MERGE's source
+                # (a join reading the view it is about to rewrite) nor plans a shuffle join to
+                # find the files it touches: it broadcasts the few rows.
+                new_state = spark.createDataFrame(new_state.collect(), new_state.schema)
+            metrics = (merge_into_view(spark, dst, view, new_state, v1, local=local)
+                       if stats.groups else None)
         except Exception as e:
             if inconsistent in str(e):
                 raise ViewInconsistent(inconsistent) from None
@@ -316,7 +341,8 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
     mark("progress")
     return RefreshReport(view.name, "incremental", v0, v1, change_rows=stats.rows,
                          groups_touched=stats.groups, groups_recomputed=n_recompute,
-                         merge=metrics, seconds=time.monotonic() - start, phases=phases)
+                         merge=metrics, seconds=time.monotonic() - start, phases=phases,
+                         jobs=jobs)
 
 
 def verify(spark: SparkSession, settings: Settings, view: registry.View, *,

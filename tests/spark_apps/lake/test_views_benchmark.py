@@ -31,3 +31,36 @@ def test_a_tiny_run_reports_both_refreshes_and_what_bounds_their_ratio(spark, se
                                                           / result["incremental_s"], 2)
     line = views_benchmark.summary([result]).splitlines()[1]
     assert line.split()[0] == "4,000"
+
+
+def _case(name: str, rows: int, inc: float, full: float | None, **extra) -> dict:
+    return {"case": name, "rows": rows, "incremental_s": inc, "full_s": full,
+            "ratio": None if full is None else round(full / inc, 2), "change_rows": 100_000,
+            "phases": {"bookkeeping": 0.1, "change": 0.3, "merge": 0.7},
+            "jobs": {"bookkeeping": 0, "change": 1, "merge": 6}, "total_jobs": 7,
+            "commits": 2, **extra}
+
+
+def test_the_goals_compare_each_case_with_its_target_and_name_what_bounds_it():
+    cases = [_case("one_row", 10_000_000, 1.2, None, all_s=[1.1, 1.2, 1.4]),
+             _case("append", 10_000_000, 2.0, 12.0),
+             _case("delete_update", 10_000_000, 9.0, 13.0),
+             _case("append", 100_000_000, 3.5, 110.0)]
+
+    one_row, append, fixed = views_benchmark.goals(cases)
+
+    assert one_row["met"] and "1.20 s (median of 3)" in one_row["measured"]
+    assert "7 Spark jobs, 2 Delta commits" in one_row["measured"]
+    assert one_row["bound"] == "largest phase: merge 0.70 s (6 jobs)"
+    assert append["met"] and append["measured"].startswith("6.0x")  # 12 / 2 >= 5
+    # 3.5 / 2.0 = 1.75x growth from 10M to 100M: over the 1.5x target.
+    assert not fixed["met"] and fixed["measured"].startswith("incremental 1.75x")
+    assert "full 9.2x" in fixed["measured"]
+
+
+def test_one_size_has_no_growth_goal():
+    cases = [_case("one_row", 1000, 2.0, None, all_s=[2.0]), _case("append", 1000, 4.0, 8.0)]
+
+    goals = views_benchmark.goals(cases)
+
+    assert [g["met"] for g in goals] == [False, False]  # 2.0 s > 1.5 s; 2x < 5x
