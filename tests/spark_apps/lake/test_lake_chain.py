@@ -57,8 +57,10 @@ def test_bronze_then_silver_account_for_every_record(spark, chain):
         query.stop()
 
     interrupted(bronze.start_ingest(spark, settings, "ad_callbacks", max_offsets=40))
+    assert not bronze.nothing_to_do(settings, list(INPUTS))  # records left in Kafka
 
     bronze.run(spark, settings, list(INPUTS))
+    assert bronze.nothing_to_do(settings, list(INPUTS))  # the job would start no session
     bronze.run(spark, settings, list(INPUTS))  # a rerun finds nothing new
     for topic in INPUTS:
         assert len(rows(spark, settings, f"bronze_{topic}")) == report["sent"][topic], topic
@@ -67,7 +69,9 @@ def test_bronze_then_silver_account_for_every_record(spark, chain):
         assert coords.count() == 0, f"{topic}: a Kafka record landed twice in bronze"
 
     interrupted(silver.start_refine(spark, settings, "ad_callbacks", max_files=1))
+    assert not silver.nothing_to_do(settings, list(INPUTS))  # bronze rows left to refine
     silver.run(spark, settings, list(INPUTS))
+    assert silver.nothing_to_do(settings, list(INPUTS))  # the job would start no session
     silver.run(spark, settings, list(INPUTS))  # a rerun finds nothing new
     for topic in INPUTS:
         by_kind = report["anomalies_by_topic"][topic]
