@@ -790,10 +790,8 @@ def build(directory: Path, out: Path, command: str | None = None) -> Path:
     inputs = read_inputs(directory)
     out.mkdir(parents=True, exist_ok=True)
     if out.resolve() != directory.resolve():  # the figures travel with the report (docs/bench/)
-        for name in FILES:
-            (out / name).unlink(missing_ok=True)
-            if name in inputs.extras:
-                shutil.copy2(directory / name, out / name)
+        for name in inputs.extras:
+            shutil.copy2(directory / name, out / name)
     plots = draw_plots(inputs, out)
     report = out / "REPORT.md"
     report.write_text(render(inputs, plots, out, command))
