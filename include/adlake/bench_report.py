@@ -458,8 +458,9 @@ def ops_section(runs: list[Run] | None, hop: KafkaHop | None) -> str:
     if runs is None:
         return "\n".join(out + [NOT_RUN.format(file="ops.json")])
     out += ["End-to-end latency, output Kafka timestamp − input Kafka timestamp, over each run's "
-            "measured span; *between boundaries* leaves out the 5 s slices that hold a checkpoint"
-            "-interval boundary.", ""]
+            "measured span; *between boundaries* leaves out the inputs a checkpoint-interval "
+            "boundary held: from the first input its stall held to 1 s after the stall "
+            "(`between_boundaries` in `spark_apps/ops/benchmark.py`).", ""]
     rows = [[r.app, MODE_NAMES[r.mode], fmt(r.rate, "/s", 0), fmt(r.duration_s, " s", 0),
              *(ms(r.whole[k]) for k in ("p50", "p95", "p99", "max")),
              fmt(r.whole["n"], digits=0),

@@ -569,14 +569,6 @@ def run_suite(out_dir: Path, quick: bool = False, rate: float = 1000.0) -> dict:
                     f"{attribution.between_boundaries.get('p99')} ms)",
         "met": p99 is not None and p99 <= ATTRIBUTION_P99_GOAL_MS,
         "bound": "the interval boundary: see docs/bench/attribution-boundary.md"}]
-    rtm = by_name[("click_surge", "realtime")].whole.get("p99") \
-        if ("click_surge", "realtime") in by_name else None
-    if rtm and hop_p99:
-        goals.append({"goal": "click-surge Real-Time Mode p99 as a multiple of the bare Kafka "
-                              "hop's p99 (same broker, same rate)",
-                      "target": "reported", "measured": f"{rtm / hop_p99:.1f}x "
-                      f"({rtm} ms / {hop_p99} ms)", "met": True,
-                      "bound": "the hop is the floor: producer linger, broker, consumer fetch"})
     summary = {"quick": quick, "cores": os.cpu_count(), "rate": rate, "rtm_interval": interval,
                "elapsed_s": round(time.monotonic() - started, 1),
                "runs": [asdict(r) for r in runs], "kafka_hop": hop_figures, "goals": goals,
