@@ -221,7 +221,7 @@ def bound(ingest: dict, load: list) -> str:
     add = sum(b["durations_ms"].get("addBatch", 0) for b in steady)
     share = f"addBatch {add / total:.0%} of the steady batches' time" if total else "no steady batch"
     return (f"{share}; {os.cpu_count()} cores at load average {load[0]:.1f} (start) and "
-            f"{load[1]:.1f} (end), other engineers' Spark runs included")
+            f"{load[1]:.1f} (end), this run's own load included")
 
 
 def report(args: argparse.Namespace, session_s: float, measured: dict, load: list) -> dict:
