@@ -88,7 +88,7 @@ bench-attribution: setup
 
 # Bronze (and the jobs' fixed costs), then the views (the lake benchmark no longer runs them).
 bench-lake: setup
-	$(LAKE_PY) -m spark_apps.lake.benchmark --records 1000000
+	$(LAKE_PY) -m spark_apps.lake.benchmark
 	$(LAKE_PY) -m spark_apps.lake.views_benchmark --rows 10000000
 
 # The benchmark report (issue 15): the apps' latency suite (with the bare Kafka hop), bronze
