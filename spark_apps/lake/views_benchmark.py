@@ -338,11 +338,14 @@ def measured_refresh(spark, settings: Settings, view: registry.View) -> dict:
     report, seconds = timed(views.refresh, spark, settings, view)
     if report.mode != "incremental":
         raise RuntimeError(f"expected an incremental refresh, got {report.line()}")
+    made = commits(spark, settings, view) - before
     return {"incremental_s": round(seconds, 3), "phases": report.phases, "jobs": report.jobs,
             "total_jobs": sum(report.jobs.values()),
-            "commits": commits(spark, settings, view) - before,
+            "commits": made,
             "change_rows": report.change_rows, "groups_touched": report.groups_touched,
-            "groups_recomputed": report.groups_recomputed, "line": report.line()}
+            "groups_recomputed": report.groups_recomputed,
+            "line": f"{report.line()}; {sum(report.jobs.values())} Spark jobs, {made} Delta "
+                    "commits"}
 
 
 def append_rows(spark, src: str, args: argparse.Namespace, first_id: int, n: int, *,
