@@ -96,12 +96,9 @@ def committed_source_offset(checkpoint: Path) -> dict | None:
     yet; None when its newest batch was planned (``offsets/N``) but not committed
     (``commits/N``), or its files do not read as expected: then only the query knows what is
     left to do. Used by bronze (Kafka offsets) and silver (Delta versions)."""
-    def numbered(directory: Path) -> dict[int, Path]:
-        if not directory.is_dir():
-            return {}
-        return {int(p.name): p for p in directory.iterdir() if p.name.isdigit()}
+    from spark_apps.lake.errors import _numbered
 
-    offsets, commits = numbered(checkpoint / "offsets"), numbered(checkpoint / "commits")
+    offsets, commits = _numbered(checkpoint / "offsets"), _numbered(checkpoint / "commits")
     if not offsets and not commits:
         return {}
     if not offsets or max(offsets) != max(commits, default=None):
