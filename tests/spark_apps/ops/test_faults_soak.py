@@ -33,20 +33,31 @@ def test_dir_usage_counts_bytes_and_files(tmp_path):
 
 
 def test_the_driver_jvm_is_found_below_the_app_process():
-    # A process tree like the app's, without a JVM: a shell whose child is `sleep` named "java"
+    # A process tree like the app's, without a JVM: a shell whose child is `cat` named "java"
     # (this test's own interpreter may have a real JVM child, the session's Spark). The name is
     # built in a shell variable only so the tier audit, which reads command lines, does not
-    # take this unit test for one that starts a JVM.
-    app = subprocess.Popen(["bash", "-c", "n=ja; exec -a ${n}va sleep 30 & echo $!; wait"],
-                           stdout=subprocess.PIPE, text=True)
+    # take this unit test for one that starts a JVM. The shell prints the child's pid as soon as
+    # it forks, possibly before the child has exec'd into "java"; the child echoing a line back
+    # proves the exec has happened (bash reads nothing from stdin before it), with no sleep.
+    app = subprocess.Popen(["bash", "-c", "n=ja; exec -a ${n}va cat <&0 & echo $!; wait"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    java = None
     try:
         java = int(app.stdout.readline())
+        app.stdin.write("exec'd\n")
+        app.stdin.flush()
+        assert app.stdout.readline() == "exec'd\n"
         assert soak.driver_jvm(app.pid) == java
         assert soak.driver_jvm(java) is None  # a process with no child has no driver
     finally:
-        app.kill()
-        subprocess.run(["kill", "-9", str(java)], check=False)
-        app.wait()
+        app.stdin.close()  # cat ends at end of input, then the shell's wait returns
+        try:
+            app.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            app.kill()
+            if java is not None:
+                subprocess.run(["kill", "-9", str(java)], check=False)
+            app.wait()
     assert soak.heap(None) == {"heap_used_mb": None, "heap_committed_mb": None, "rss_mb": None}
 
 
