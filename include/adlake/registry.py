@@ -201,6 +201,12 @@ class View:
     key_exprs: tuple[tuple[str, str], ...] = ()
     description: str = ""
 
+    @property
+    def time_key(self) -> str:
+        """The key changes arrive by: the last one, a date or an hour. The view's table is laid
+        out in ranges of it, so an hour's events touch the files of their own dates only."""
+        return self.keys[-1]
+
 
 # Input topics get 4 partitions: Real-Time Mode needs one task slot per source partition plus
 # one per shuffle partition at the same time (see config: local[8], 4 shuffle partitions).

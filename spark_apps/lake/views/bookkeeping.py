@@ -16,7 +16,7 @@ from spark_apps.lake.tables import delta_snapshot as _snapshot, table_path
 from spark_apps.lake.views.layout import COUNT, view_columns
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 PROGRESS_TABLE = "_view_progress"
 # How far back in the view's history to look for the last commit of this engine.
@@ -156,16 +156,25 @@ def _metadata(view: registry.View, source_version: int, mode: str) -> str:
 
 
 def merge_into_view(spark: SparkSession, path: str, view: registry.View, new_state: DataFrame,
-                    source_version: int, *, local: bool = False) -> dict[str, int] | None:
+                    source_version: int, *, local: bool = False,
+                    target_filter: Column | None = None) -> dict[str, int] | None:
     """MERGE ``new_state`` (``transform_new_state``) into the view at ``path``: update the
     matched groups, insert the new ones, delete the groups whose count is 0. Returns Delta's
     metrics row, or None when Delta skipped the MERGE because a commit with the same
     ``txnAppId``/``txnVersion`` (``view:<name>``, ``source_version``) is already in the view.
-    ``local``: ``new_state`` is a local relation (collected rows).
+    ``local``: ``new_state`` is a local relation (collected rows). ``target_filter``: a
+    condition on the view's rows (alias ``t``) that every row a source row matches satisfies;
+    added to the join condition, it lets Delta skip the files no source row can match.
     """
-    from delta.tables import DeltaTable
+    from functools import reduce
 
-    cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in view.keys)
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    cond = reduce(lambda a, b: a & b, [F.col(f"t.`{k}`").eqNullSafe(F.col(f"s.`{k}`"))
+                                       for k in view.keys])
+    if target_filter is not None:
+        cond = cond & target_filter
     values = {f"`{c}`": f"s.`{c}`" for c in view_columns(view)}
     merge = (DeltaTable.forPath(spark, path).alias("t").merge(new_state.alias("s"), cond)
              .whenMatchedDelete(condition=f"s.{COUNT} = 0")

@@ -31,6 +31,10 @@ FAIL_POINTS = ("before_merge", "after_merge")
 KEY_FILTER_LIMIT = 1000
 # Up to this many touched groups, the new state is collected and merged from a local relation.
 LOCAL_MERGE_GROUPS = 10_000
+# A full refresh writes the view as this many ranges of its time key (registry.View.time_key),
+# each a file whose statistics span a few dates: a change touching a day's groups makes the
+# MERGE scan and rewrite that day's file, not the whole view.
+VIEW_FILES = 32
 
 
 class InjectedFailure(RuntimeError):
@@ -139,6 +143,8 @@ def full_refresh(spark: SparkSession, settings: Settings, view: registry.View) -
     >>> full_refresh(spark, settings, registry.view("page_clicks_hourly")).line()  # doctest: +SKIP
     'page_clicks_hourly: full v7, merge …, 3.2 s'
     """
+    from pyspark.sql import functions as F
+
     start = time.monotonic()
     src, dst = _source_path(settings, view), table_path(settings, view.name)
     _require_source(spark, src, view)
@@ -151,6 +157,7 @@ def full_refresh(spark: SparkSession, settings: Settings, view: registry.View) -
                      "(recreated): view table recreated")
         previous = None
     state = transform_aggregate(transform_project(read_version(spark, src, version), view), view)
+    state = state.repartitionByRange(VIEW_FILES, F.col(f"`{view.time_key}`"))
     options = {_USER_METADATA: _metadata(view, version, "full")}
     if previous is None or version > previous:
         options |= {_TXN_APP_ID: _txn_app_id(view), _TXN_VERSION: str(version)}
@@ -199,6 +206,33 @@ def _key_filter(view: registry.View, stats: Any) -> Column | None:
         cond = F.col(f"`{k}`").isin(list(values))
         conds.append(cond | F.col(f"`{k}`").isNull() if stats[f"__null_{k}"] else cond)
     return reduce(lambda a, b: a & b, conds) if conds else None
+
+
+def _touched_time_keys(view: registry.View) -> list[Column]:
+    """Aggregates over the change groups giving the values of the view's time key among all
+    touched groups (``__touched``, one more than :func:`_view_filter` takes) and whether one is
+    NULL (``__touched_null``), computed by the same job as the change's statistics."""
+    from pyspark.sql import functions as F
+
+    key = F.col(f"`{view.time_key}`")
+    return [F.slice(F.collect_set(key), 1, KEY_FILTER_LIMIT + 1).alias("__touched"),
+            F.coalesce(F.max(key.isNull()), F.lit(False)).alias("__touched_null")]
+
+
+def _view_filter(view: registry.View, stats: Any, alias: str | None = None) -> Column | None:
+    """A filter on the view's table keeping the rows whose time key takes a value of a touched
+    group (``stats``: a row with the columns of :func:`_touched_time_keys`), or None past
+    ``KEY_FILTER_LIMIT`` values. Every group the MERGE can match passes it, so it changes no
+    result; Delta turns it into file skipping by the column's statistics, which the view's
+    layout (``VIEW_FILES`` ranges of the time key) makes selective: the MERGE and the read of
+    the stored state scan the touched dates' files, not the view."""
+    from pyspark.sql import functions as F
+
+    if len(stats["__touched"]) > KEY_FILTER_LIMIT:
+        return None
+    key = F.col(f"{alias}.`{view.time_key}`" if alias else f"`{view.time_key}`")
+    cond = key.isin(list(stats["__touched"]))
+    return cond | key.isNull() if stats["__touched_null"] else cond
 
 
 def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
@@ -266,7 +300,8 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
         stats = delta.agg(F.count(F.lit(1)).alias("groups"),
                           F.coalesce(F.sum("__rows"), F.lit(0)).alias("rows"),
                           F.coalesce(F.sum(retracting.cast("int")), F.lit(0)).alias("retracting"),
-                          *_retracted_key_values(view, retracting)).first()
+                          *_retracted_key_values(view, retracting),
+                          *_touched_time_keys(view)).first()
     except AnalysisException as e:
         raise ChangeFeedUnavailable(
             f"view {view.name!r}: cannot read the change feed of {view.source} versions "
@@ -290,6 +325,9 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
         # The view as the MERGE will see it: its latest snapshot (the one writer is this run),
         # shared with the MERGE instead of a time-travel snapshot rebuilt from the log.
         existing = spark.read.format("delta").load(dst)
+        touched = _view_filter(view, stats)
+        if touched is not None:
+            existing = existing.filter(touched)
         new_state = transform_new_state(delta, existing, recomputed, view)
         # A negative count means the view did not reflect v0 (edited behind the engine's back):
         # fail the MERGE itself rather than spend a pass over the new state checking first.
@@ -309,7 +347,8 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
                 # (a join reading the view it is about to rewrite) nor plans a shuffle join to
                 # find the files it touches: it broadcasts the few rows.
                 new_state = spark.createDataFrame(new_state.collect(), new_state.schema)
-            metrics = (merge_into_view(spark, dst, view, new_state, v1, local=local)
+            metrics = (merge_into_view(spark, dst, view, new_state, v1, local=local,
+                                       target_filter=_view_filter(view, stats, "t"))
                        if stats.groups else None)
         except Exception as e:
             if inconsistent in str(e):
