@@ -156,14 +156,20 @@ def full_refresh(spark: SparkSession, settings: Settings, view: registry.View) -
         notes.append(f"source at v{version} is older than the v{previous} the view reflected "
                      "(recreated): view table recreated")
         previous = None
-    state = transform_aggregate(transform_project(read_version(spark, src, version), view), view)
-    state = state.repartitionByRange(VIEW_FILES, F.col(f"`{view.time_key}`"))
+    # Persisted: the range partitioning samples its input with a job of its own, which would
+    # otherwise aggregate the whole source once more.
+    state = transform_aggregate(transform_project(read_version(spark, src, version), view),
+                                view).persist()
     options = {_USER_METADATA: _metadata(view, version, "full")}
     if previous is None or version > previous:
         options |= {_TXN_APP_ID: _txn_app_id(view), _TXN_VERSION: str(version)}
-    with _commit_options(spark, options):
-        (state.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
-         .save(dst))
+    try:
+        with _commit_options(spark, options):
+            (state.repartitionByRange(VIEW_FILES, F.col(f"`{view.time_key}`"))
+             .write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+             .save(dst))
+    finally:
+        state.unpersist()
     record_progress(spark, settings, view, version)
     return RefreshReport(view.name, "full", None, version, seconds=time.monotonic() - start,
                          notes=tuple(notes))
