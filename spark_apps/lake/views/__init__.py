@@ -48,6 +48,12 @@ Exactly once, through a crash at any point:
 
 One writer per view is assumed (one Airflow task per view, ``max_active_runs=1``).
 
+Layout: a full refresh writes the view as ``VIEW_FILES`` ranges of its time key (the last key,
+``registry.View.time_key``: a date or an hour), one file each. A refresh filters both the stored
+state it reads and the MERGE's target on the touched groups' time-key values (a filter every
+matched group passes, so it changes no result), and Delta skips the files whose statistics rule
+them out: an hour's events scan and rewrite the files of their own dates, not the whole view.
+
     .venv/lake/bin/python -m spark_apps.lake.views --all
     .venv/lake/bin/python -m spark_apps.lake.views --view campaign_daily_totals --full-refresh
     .venv/lake/bin/python -m spark_apps.lake.views --all --verify
@@ -69,10 +75,10 @@ from spark_apps.lake.views.bookkeeping import (HISTORY_LOOKBACK, PROGRESS_TABLE,
                                                latest_version, merge_into_view, read_changes,
                                                read_version, record_progress, recorded_version)
 from spark_apps.lake.views.cli import main, parse_args, refresh_view
-from spark_apps.lake.views.engine import (FAIL_POINTS, KEY_FILTER_LIMIT, ChangeFeedUnavailable,
-                                          Difference, InjectedFailure, RefreshReport,
-                                          SourceRewound, ViewInconsistent, ViewNotMaterialized,
-                                          full_refresh, refresh, verify)
+from spark_apps.lake.views.engine import (FAIL_POINTS, KEY_FILTER_LIMIT, VIEW_FILES,
+                                          ChangeFeedUnavailable, Difference, InjectedFailure,
+                                          RefreshReport, SourceRewound, ViewInconsistent,
+                                          ViewNotMaterialized, full_refresh, refresh, verify)
 from spark_apps.lake.views.layout import (COUNT, HLL_LG_CONFIG_K, NON_DECOMPOSABLE, helper_columns,
                                           needs_recompute, view_columns)
 from spark_apps.lake.views.transforms import (SIGNS, transform_aggregate, transform_change_groups,
@@ -81,7 +87,7 @@ from spark_apps.lake.views.transforms import (SIGNS, transform_aggregate, transf
 
 __all__ = [
     "COUNT", "FAIL_POINTS", "HISTORY_LOOKBACK", "HLL_LG_CONFIG_K", "KEY_FILTER_LIMIT",
-    "NON_DECOMPOSABLE", "PROGRESS_TABLE", "SIGNS",
+    "NON_DECOMPOSABLE", "PROGRESS_TABLE", "SIGNS", "VIEW_FILES",
     "ChangeFeedUnavailable", "Difference", "InjectedFailure", "RefreshReport", "SourceRewound",
     "ViewInconsistent", "ViewNotMaterialized",
     "committed_version", "full_refresh", "helper_columns", "latest_version", "main",
