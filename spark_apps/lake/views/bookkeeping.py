@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import reduce
 from typing import TYPE_CHECKING
 
 from adlake import registry
@@ -166,8 +167,6 @@ def merge_into_view(spark: SparkSession, path: str, view: registry.View, new_sta
     condition on the view's rows (alias ``t``) that every row a source row matches satisfies;
     added to the join condition, it lets Delta skip the files no source row can match.
     """
-    from functools import reduce
-
     from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 

@@ -180,65 +180,66 @@ def _plain_keys(view: registry.View) -> list[str]:
     return [k for k in view.keys if k not in dict(view.key_exprs)]
 
 
-def _retracted_key_values(view: registry.View, retracting: Column) -> list[Column]:
-    """Aggregates over the change groups giving, for each plain key column, the set of its values
-    among the groups with a retraction (``__values_<key>``) and whether one of them is NULL
-    (``__null_<key>``): what :func:`_key_filter` needs, computed by the same job as the change's
-    statistics."""
+def _value_set(key: Column, name: str, where: Column | None = None) -> list[Column]:
+    """Aggregates over the change groups (those where ``where`` holds; all when None) giving the
+    distinct values of ``key`` (``__values_<name>``, one more than :func:`_in_value_set` takes,
+    to say "too many" without shipping them all) and whether one of them is NULL
+    (``__null_<name>``), computed by the same job as the change's statistics."""
     from pyspark.sql import functions as F
 
-    # One value more than the filter takes says "too many" without shipping them all.
-    return [agg for k in _plain_keys(view) for agg in (
-        F.slice(F.collect_set(F.when(retracting, F.col(f"`{k}`"))), 1, KEY_FILTER_LIMIT + 1)
-        .alias(f"__values_{k}"),
-        F.coalesce(F.max(F.when(retracting, F.col(f"`{k}`").isNull())), F.lit(False))
-        .alias(f"__null_{k}"))]
+    value, is_null = key, key.isNull()
+    if where is not None:
+        value, is_null = F.when(where, value), F.when(where, is_null)
+    return [F.slice(F.collect_set(value), 1, KEY_FILTER_LIMIT + 1).alias(f"__values_{name}"),
+            F.coalesce(F.max(is_null), F.lit(False)).alias(f"__null_{name}")]
+
+
+def _in_value_set(column: Column, stats: Any, name: str) -> Column | None:
+    """``column`` takes one of the values :func:`_value_set` collected as ``name`` (or is NULL
+    where one of them was); None past ``KEY_FILTER_LIMIT`` values."""
+    values = stats[f"__values_{name}"]
+    if len(values) > KEY_FILTER_LIMIT:
+        return None
+    cond = column.isin(list(values))
+    return cond | column.isNull() if stats[f"__null_{name}"] else cond
+
+
+def _change_value_sets(view: registry.View, retracting: Column) -> list[Column]:
+    """What the two filters below need: the values of each plain key among the groups with a
+    retraction (``retracted_<key>``), and of the time key among all touched groups
+    (``touched``)."""
+    from pyspark.sql import functions as F
+
+    return [*(agg for k in _plain_keys(view)
+              for agg in _value_set(F.col(f"`{k}`"), f"retracted_{k}", retracting)),
+            *_value_set(F.col(f"`{view.time_key}`"), "touched")]
 
 
 def _key_filter(view: registry.View, stats: Any) -> Column | None:
     """A filter on the source keeping the rows whose plain key columns take the values of the
-    groups to recompute (``stats``: a row with the columns of :func:`_retracted_key_values`), for
+    groups to recompute (``stats``: a row with the columns of :func:`_change_value_sets`), for
     every such column with at most ``KEY_FILTER_LIMIT`` distinct values there. It is implied by the semi
     join that follows; it is there for Delta, which turns it into partition pruning
     (``event_date`` of a silver table) or file skipping by column statistics, so the recompute
     reads the affected files, not the table. Where keys are NULL, ``IS NULL`` is kept too."""
     from pyspark.sql import functions as F
 
-    conds = []
-    for k in _plain_keys(view):
-        values = stats[f"__values_{k}"]
-        if len(values) > KEY_FILTER_LIMIT:
-            continue
-        cond = F.col(f"`{k}`").isin(list(values))
-        conds.append(cond | F.col(f"`{k}`").isNull() if stats[f"__null_{k}"] else cond)
+    conds = [c for k in _plain_keys(view)
+             if (c := _in_value_set(F.col(f"`{k}`"), stats, f"retracted_{k}")) is not None]
     return reduce(lambda a, b: a & b, conds) if conds else None
-
-
-def _touched_time_keys(view: registry.View) -> list[Column]:
-    """Aggregates over the change groups giving the values of the view's time key among all
-    touched groups (``__touched``, one more than :func:`_view_filter` takes) and whether one is
-    NULL (``__touched_null``), computed by the same job as the change's statistics."""
-    from pyspark.sql import functions as F
-
-    key = F.col(f"`{view.time_key}`")
-    return [F.slice(F.collect_set(key), 1, KEY_FILTER_LIMIT + 1).alias("__touched"),
-            F.coalesce(F.max(key.isNull()), F.lit(False)).alias("__touched_null")]
 
 
 def _view_filter(view: registry.View, stats: Any, alias: str | None = None) -> Column | None:
     """A filter on the view's table keeping the rows whose time key takes a value of a touched
-    group (``stats``: a row with the columns of :func:`_touched_time_keys`), or None past
+    group (``stats``: a row with the columns of :func:`_change_value_sets`), or None past
     ``KEY_FILTER_LIMIT`` values. Every group the MERGE can match passes it, so it changes no
     result; Delta turns it into file skipping by the column's statistics, which the view's
     layout (``VIEW_FILES`` ranges of the time key) makes selective: the MERGE and the read of
     the stored state scan the touched dates' files, not the view."""
     from pyspark.sql import functions as F
 
-    if len(stats["__touched"]) > KEY_FILTER_LIMIT:
-        return None
-    key = F.col(f"{alias}.`{view.time_key}`" if alias else f"`{view.time_key}`")
-    cond = key.isin(list(stats["__touched"]))
-    return cond | key.isNull() if stats["__touched_null"] else cond
+    key = f"`{view.time_key}`"
+    return _in_value_set(F.col(f"{alias}.{key}" if alias else key), stats, "touched")
 
 
 def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
@@ -306,8 +307,7 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
         stats = delta.agg(F.count(F.lit(1)).alias("groups"),
                           F.coalesce(F.sum("__rows"), F.lit(0)).alias("rows"),
                           F.coalesce(F.sum(retracting.cast("int")), F.lit(0)).alias("retracting"),
-                          *_retracted_key_values(view, retracting),
-                          *_touched_time_keys(view)).first()
+                          *_change_value_sets(view, retracting)).first()
     except AnalysisException as e:
         raise ChangeFeedUnavailable(
             f"view {view.name!r}: cannot read the change feed of {view.source} versions "
