@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from adlake.config import Settings, load_settings
 from adlake.kafka_local import free_ports
+
+if TYPE_CHECKING:
+    from adlake.kafka_local import LocalKafka
 
 pytest_plugins = ["tests.runtimes", "tests.tiers", "pytester"]
 
@@ -30,18 +34,20 @@ def private_settings(runtime_dir: Path) -> Settings:
     """Local settings of a test's own: state under ``runtime_dir``, a broker address on free
     loopback ports."""
     port, controller_port = free_ports(2)
-    return load_settings({
-        "ADLAKE_PROFILE": "local",
-        "ADLAKE_RUNTIME_DIR": str(runtime_dir),
-        "ADLAKE_KAFKA_BOOTSTRAP": f"127.0.0.1:{port}",
-        "ADLAKE_KAFKA_CONTROLLER_PORT": str(controller_port),
-        "ADLAKE_SHUFFLE_PARTITIONS": "2",
-        "ADLAKE_DRIVER_MEMORY": "2g",
-    })
+    return load_settings(
+        {
+            "ADLAKE_PROFILE": "local",
+            "ADLAKE_RUNTIME_DIR": str(runtime_dir),
+            "ADLAKE_KAFKA_BOOTSTRAP": f"127.0.0.1:{port}",
+            "ADLAKE_KAFKA_CONTROLLER_PORT": str(controller_port),
+            "ADLAKE_SHUFFLE_PARTITIONS": "2",
+            "ADLAKE_DRIVER_MEMORY": "2g",
+        }
+    )
 
 
 @pytest.fixture(scope="session")
-def kafka(settings: Settings) -> Iterator["LocalKafka"]:  # noqa: F821
+def kafka(settings: Settings) -> Iterator[LocalKafka]:
     """A real broker on a free loopback port with every registry topic created."""
     from adlake.kafka_local import LocalKafka
 

@@ -59,9 +59,16 @@ def mounts_of(service: str) -> list[tuple[str, str]]:
 
 def test_the_platform_services_are_declared():
     expected = {
-        "kafka", "postgres",
-        "spark-ops-master", "spark-ops-worker", "spark-lake-master", "spark-lake-worker",
-        "airflow-init", "airflow-apiserver", "airflow-scheduler", "airflow-dag-processor",
+        "kafka",
+        "postgres",
+        "spark-ops-master",
+        "spark-ops-worker",
+        "spark-lake-master",
+        "spark-lake-worker",
+        "airflow-init",
+        "airflow-apiserver",
+        "airflow-scheduler",
+        "airflow-dag-processor",
         "airflow-triggerer",
     }
     assert expected <= set(SERVICES), f"missing services: {sorted(expected - set(SERVICES))}"
@@ -122,7 +129,8 @@ def test_kafka_bootstrap_of_the_compose_profile_is_the_kafka_service(settings):
 
 def test_the_versions_block_is_generated_from_versions_py():
     assert compose_versions.rewrite(COMPOSE_TEXT) == COMPOSE_TEXT, (
-        "docker-compose.yaml's versions block is stale: run `python -m adlake.compose_versions`")
+        "docker-compose.yaml's versions block is stale: run `python -m adlake.compose_versions`"
+    )
 
 
 def test_a_stale_versions_block_is_regenerated():
@@ -131,22 +139,30 @@ def test_a_stale_versions_block_is_regenerated():
 
 
 # Every dotted version pinned in versions.py (Spark, Delta, Kafka, Airflow, Python, ...).
-PINS = {name: value for name, value in vars(versions).items()
-        if name.isupper() and isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)+", value)}
+PINS = {
+    name: value
+    for name, value in vars(versions).items()
+    if name.isupper() and isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)+", value)
+}
 
 
-@pytest.mark.parametrize("path", ["docker-compose.yaml"] + [
-    str(p.relative_to(REPO_ROOT)) for p in DOCKERFILES])
+@pytest.mark.parametrize(
+    "path", ["docker-compose.yaml"] + [str(p.relative_to(REPO_ROOT)) for p in DOCKERFILES]
+)
 def test_no_version_is_written_by_hand(path):
     text = (REPO_ROOT / path).read_text()
     if path == "docker-compose.yaml":
         text = text.replace(compose_versions.render(), "")
-        tagged = [ref for ref in re.findall(r"^\s*image:\s*(\S+)", text, re.M)
-                  if ":" in ref and not ref.startswith("*")]
+        tagged = [
+            ref
+            for ref in re.findall(r"^\s*image:\s*(\S+)", text, re.M)
+            if ":" in ref and not ref.startswith("*")
+        ]
         assert not tagged, f"image tags written by hand: {tagged}"
     for name, value in PINS.items():
         assert not re.search(rf"(?<![\w.]){re.escape(value)}(?![\w.])", text), (
-            f"{path} writes versions.{name} ({value}) by hand")
+            f"{path} writes versions.{name} ({value}) by hand"
+        )
 
 
 @pytest.mark.parametrize("service", BUILT)
@@ -169,8 +185,9 @@ def test_spark_lake_is_built_with_the_pinned_spark_and_lake_jars(service):
     assert args["SPARK_VERSION"] == versions.SPARK_LAKE
     packages = args["JVM_PACKAGES"].split(",")
     assert packages == versions.jvm_artifacts("lake")
-    assert any(p.startswith("io.delta:delta-spark_") and p.endswith(f":{versions.DELTA}")
-               for p in packages)
+    assert any(
+        p.startswith("io.delta:delta-spark_") and p.endswith(f":{versions.DELTA}") for p in packages
+    )
 
 
 def test_spark_lake_master_and_worker_share_one_image():
@@ -206,12 +223,16 @@ def test_the_build_stages_that_run_bootstrap_copy_every_module_it_imports():
     needed = {f"include/adlake/{sub or name}.py" for sub, name in modules}
     dockerfile = (REPO_ROOT / "include" / "docker" / "airflow.Dockerfile").read_text()
     lines = dockerfile.splitlines()
-    runs = [i for i, line in enumerate(lines) if re.match(r"RUN .*include/adlake/bootstrap.py", line)
-            and "/src/" in line]
+    runs = [
+        i
+        for i, line in enumerate(lines)
+        if re.match(r"RUN .*include/adlake/bootstrap.py", line) and "/src/" in line
+    ]
     assert runs, "no build stage runs bootstrap.py"
     for i in runs:
-        copied = next(line for line in reversed(lines[:i])
-                      if line.startswith("COPY include/adlake/"))
+        copied = next(
+            line for line in reversed(lines[:i]) if line.startswith("COPY include/adlake/")
+        )
         assert needed <= set(copied.split()[1:-1]), (lines[i], copied, needed)
 
 
@@ -243,8 +264,9 @@ def test_adlake_services_select_the_compose_profile(service):
 @pytest.mark.parametrize("service", SPARK_SERVICES + AIRFLOW_SERVICES)
 def test_data_volume_is_mounted_at_the_compose_runtime_dir(settings, service):
     assert DATA_VOLUME in (COMPOSE.get("volumes") or {})
-    sources = {source for source, target in mounts_of(service)
-               if target == str(settings.runtime_dir)}
+    sources = {
+        source for source, target in mounts_of(service) if target == str(settings.runtime_dir)
+    }
     assert sources == {DATA_VOLUME}, f"{service}: {settings.runtime_dir} <- {sources or 'nothing'}"
 
 

@@ -7,11 +7,22 @@ import pytest
 from tests.support.help import assert_help_runs, assert_help_shows_defaults
 
 COMMANDS = [
-    "adlake.generator", "adlake.kafka_local", "adlake.status", "adlake.compose_versions",
-    "adlake.platform", "adlake.latency", "adlake.bench_report",
-    "spark_apps.lake.bronze", "spark_apps.lake.silver", "spark_apps.lake.gold",
-    "spark_apps.lake.views", "spark_apps.lake.benchmark", "spark_apps.lake.views_benchmark",
-    "adlake.quality.generate", "spark_apps.lake.quality", "spark_apps.lake.quality_benchmark",
+    "adlake.generator",
+    "adlake.kafka_local",
+    "adlake.status",
+    "adlake.compose_versions",
+    "adlake.platform",
+    "adlake.latency",
+    "adlake.bench_report",
+    "spark_apps.lake.bronze",
+    "spark_apps.lake.silver",
+    "spark_apps.lake.gold",
+    "spark_apps.lake.views",
+    "spark_apps.lake.benchmark",
+    "spark_apps.lake.views_benchmark",
+    "adlake.quality.generate",
+    "spark_apps.lake.quality",
+    "spark_apps.lake.quality_benchmark",
 ]
 
 

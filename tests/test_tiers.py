@@ -42,7 +42,8 @@ def test_a_test_using_a_server_fixture_even_through_another_is_integration(pytes
         def chain(spark):
             return spark
     """)
-    pytester.makepyfile(test_some="""
+    pytester.makepyfile(
+        test_some="""
         import pytest
 
         def test_direct(spark): pass
@@ -54,15 +55,20 @@ def test_a_test_using_a_server_fixture_even_through_another_is_integration(pytes
 
         @pytest.mark.e2e
         def test_whole_platform(spark): pass
-    """)
+    """
+    )
     assert selected(pytester, "integration") == {
-        "test_direct", "test_through_another_fixture", "test_marked"}
+        "test_direct",
+        "test_through_another_fixture",
+        "test_marked",
+    }
     assert selected(pytester, "unit") == {"test_plain"}
     assert selected(pytester, "e2e") == {"test_whole_platform"}
 
 
 def test_a_unit_test_that_starts_a_jvm_fails_naming_the_command(pytester):
-    pytester.makepyfile(test_jvm="""
+    pytester.makepyfile(
+        test_jvm="""
         import subprocess
         import sys
 
@@ -83,23 +89,27 @@ def test_a_unit_test_that_starts_a_jvm_fails_naming_the_command(pytester):
         @pytest.mark.integration
         def test_integration_starting_java(tmp_path):
             subprocess.run([fake_java(tmp_path), "-version"], check=True)
-    """)
+    """
+    )
     result = pytester.runpytest_subprocess("-p", "tests.tiers")
     result.assert_outcomes(passed=3, errors=1)
-    result.stdout.fnmatch_lines([
-        "*test_unit_starting_java is a unit test but started a JVM:",
-        "*/java -version"])
+    result.stdout.fnmatch_lines(
+        ["*test_unit_starting_java is a unit test but started a JVM:", "*/java -version"]
+    )
 
 
-@pytest.mark.parametrize("path, runtime", [
-    ("spark_apps/ops/click_surge.py", "ops"),
-    ("tests/spark_apps/ops/test_click_surge.py", "ops"),
-    ("spark_apps/lake/silver.py", "lake"),
-    ("include/adlake/versions.py", "lake"),
-    ("tests/include/test_spark_session.py", "both"),
-])
+@pytest.mark.parametrize(
+    "path, runtime",
+    [
+        ("spark_apps/ops/click_surge.py", "ops"),
+        ("tests/spark_apps/ops/test_click_surge.py", "ops"),
+        ("spark_apps/lake/silver.py", "lake"),
+        ("include/adlake/versions.py", "lake"),
+        ("tests/include/test_spark_session.py", "both"),
+    ],
+)
 def test_each_interpreter_collects_its_own_runtimes_modules(path, runtime, monkeypatch):
     for current in ("lake", "ops"):
-        monkeypatch.setattr(runtimes, "current_runtime", lambda: current)  # noqa: B023
+        monkeypatch.setattr(runtimes, "current_runtime", lambda: current)
         ignored = runtimes.pytest_ignore_collect(runtimes.REPO_ROOT / path, None)
         assert (not ignored) == (runtime in (current, "both")), (path, current)

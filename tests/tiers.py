@@ -23,12 +23,14 @@ import sys
 import pytest
 
 # Fixtures that start a JVM or a Kafka broker, wherever they are defined.
-SERVER_FIXTURES = frozenset({
-    "spark",        # tests/conftest.py: the interpreter's SparkSession
-    "kafka",        # tests/conftest.py: the session's broker
-    "fresh_kafka",  # tests/spark_apps/ops/conftest.py: a broker per test
-    "own_broker",   # tests/include/test_kafka_local.py: a broker per test
-})
+SERVER_FIXTURES = frozenset(
+    {
+        "spark",  # tests/conftest.py: the interpreter's SparkSession
+        "kafka",  # tests/conftest.py: the session's broker
+        "fresh_kafka",  # tests/spark_apps/ops/conftest.py: a broker per test
+        "own_broker",  # tests/include/test_kafka_local.py: a broker per test
+    }
+)
 JVM_PROGRAMS = frozenset({"java", "javac", "jar", "spark-submit", "spark-class"})
 
 
@@ -53,8 +55,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 # The JVM commands started by the unit test running now; None while no unit test runs.
 _jvms_started: list[str] | None = None
-_SPAWN_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.exec", "os.spawn",
-                           "os.system"})
+_SPAWN_EVENTS = frozenset(
+    {"subprocess.Popen", "os.posix_spawn", "os.exec", "os.spawn", "os.system"}
+)
 
 
 def _command(event: str, args: tuple) -> list[str]:
@@ -125,7 +128,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         if started:
             report.outcome = "failed"
             report.longrepr = (
-                f"{item.nodeid} is a unit test but started a JVM:\n  " + "\n  ".join(started)
+                f"{item.nodeid} is a unit test but started a JVM:\n  "
+                + "\n  ".join(started)
                 + "\nUse a fixture of tests/tiers.py SERVER_FIXTURES, or mark the test "
-                  "`pytest.mark.integration`.")
+                "`pytest.mark.integration`."
+            )
     return report

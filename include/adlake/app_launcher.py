@@ -93,18 +93,24 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     split = argv.index("--") if "--" in argv else len(argv)
     parser = argparse.ArgumentParser(
-        prog="python -m adlake.app_launcher", formatter_class=HelpFormatter,
+        prog="python -m adlake.app_launcher",
+        formatter_class=HelpFormatter,
         usage="%(prog)s --lock L --exit-file E --mode M -- MODULE [ARGS...]",
         description="Run MODULE as __main__ holding an exclusive flock on L for the whole life "
-                    "of this process (adlake.apps starts every streaming app this way).")
+        "of this process (adlake.apps starts every streaming app this way).",
+    )
     parser.add_argument("--lock", type=Path, required=True, help="the app's lock file")
-    parser.add_argument("--exit-file", type=Path, required=True,
-                        help="where to record how the app ended (exit code, error)")
+    parser.add_argument(
+        "--exit-file",
+        type=Path,
+        required=True,
+        help="where to record how the app ended (exit code, error)",
+    )
     parser.add_argument("--mode", required=True, help="the app's trigger, kept in the lock file")
     args = parser.parse_args(argv[:split])
     if len(argv) < split + 2:
         parser.error("missing -- MODULE [ARGS...]")
-    module, app_args = argv[split + 1], argv[split + 2:]
+    module, app_args = argv[split + 1], argv[split + 2 :]
 
     fd = acquire(args.lock)
     if fd is None:
@@ -112,16 +118,24 @@ def main(argv: list[str] | None = None) -> int:
             held_by = args.lock.read_text()
         except OSError:
             held_by = "?"
-        print(f"[app_launcher] {args.lock} is held by another process ({held_by}); not starting "
-              f"{module}", file=sys.stderr, flush=True)
+        print(
+            f"[app_launcher] {args.lock} is held by another process ({held_by}); not starting "
+            f"{module}",
+            file=sys.stderr,
+            flush=True,
+        )
         return LOCK_HELD
     _LOCK_FD = fd
     started_at = time.time()
     app_argv = [sys.executable, "-m", module, *app_args]
-    write_holder(fd, {"pid": os.getpid(), "mode": args.mode, "started_at": started_at,
-                      "argv": app_argv})
-    print(f"[app_launcher] {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(started_at))} "
-          f"pid {os.getpid()} holds {args.lock}: {' '.join(app_argv)}", flush=True)
+    write_holder(
+        fd, {"pid": os.getpid(), "mode": args.mode, "started_at": started_at, "argv": app_argv}
+    )
+    print(
+        f"[app_launcher] {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(started_at))} "
+        f"pid {os.getpid()} holds {args.lock}: {' '.join(app_argv)}",
+        flush=True,
+    )
 
     code, error = 1, None
     sys.argv = [module, *app_args]
@@ -135,8 +149,16 @@ def main(argv: list[str] | None = None) -> int:
         error = "".join(traceback.format_exc().splitlines(keepends=True)[-20:])
         raise
     finally:
-        write_exit(args.exit_file, {"pid": os.getpid(), "started_at": started_at,
-                                    "ended_at": time.time(), "code": code, "error": error})
+        write_exit(
+            args.exit_file,
+            {
+                "pid": os.getpid(),
+                "started_at": started_at,
+                "ended_at": time.time(),
+                "code": code,
+                "error": error,
+            },
+        )
     return code
 
 

@@ -34,7 +34,7 @@ import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,7 @@ class MalformedReport(ValueError):
 
 # -- reading: the contract's fields, checked as they are read ---------------------------------------
 
+
 @dataclass(frozen=True)
 class Node:
     """A JSON value and where it sits (file and path), so that a missing or mistyped field says
@@ -83,18 +84,25 @@ class Node:
     value: Any
 
     def _child(self, key: str | int) -> Node:
-        where = f"{self.where}[{key}]" if isinstance(key, int) else (
-            f"{self.where}.{key}" if self.where else key)
+        where = (
+            f"{self.where}[{key}]"
+            if isinstance(key, int)
+            else (f"{self.where}.{key}" if self.where else key)
+        )
         if isinstance(key, int):
             return Node(self.file, where, self.value[key])
         if not isinstance(self.value, Mapping):
-            raise MalformedReport(self.file, self.where, f"expected an object, got {self.value!r:.60}")
+            raise MalformedReport(
+                self.file, self.where, f"expected an object, got {self.value!r:.60}"
+            )
         if key not in self.value:
             raise MalformedReport(self.file, where, "missing")
         return Node(self.file, where, self.value[key])
 
     def _fail(self, expected: str) -> MalformedReport:
-        return MalformedReport(self.file, self.where, f"expected {expected}, got {self.value!r:.60}")
+        return MalformedReport(
+            self.file, self.where, f"expected {expected}, got {self.value!r:.60}"
+        )
 
     def get(self, key: str) -> Node:
         return self._child(key)
@@ -106,8 +114,11 @@ class Node:
         node = self._child(key) if key is not None else self
         if node.value is None and optional:
             return None
-        if isinstance(node.value, bool) or not isinstance(node.value, (int, float)) \
-                or math.isnan(node.value):
+        if (
+            isinstance(node.value, bool)
+            or not isinstance(node.value, (int, float))
+            or math.isnan(node.value)
+        ):
             raise node._fail("a number" + (" or null" if optional else ""))
         return float(node.value)
 
@@ -155,8 +166,14 @@ class Goal:
 
     @classmethod
     def read(cls, benchmark: str, node: Node) -> Goal:
-        return cls(benchmark, node.text("goal"), node.text("target"), node.text("measured"),
-                   node.flag("met"), node.text("bound"))
+        return cls(
+            benchmark,
+            node.text("goal"),
+            node.text("target"),
+            node.text("measured"),
+            node.flag("met"),
+            node.text("bound"),
+        )
 
 
 def load_average(node: Node) -> tuple[float, float]:
@@ -191,13 +208,25 @@ def read_views(node: Node) -> tuple[list[ViewCase], list[Goal]]:
     for c in node.items("cases"):
         name = c.text("case")
         if name not in CASES:
-            raise MalformedReport(c.file, f"{c.where}.case", f"expected one of {CASES}, got {name!r}")
+            raise MalformedReport(
+                c.file, f"{c.where}.case", f"expected one of {CASES}, got {name!r}"
+            )
         differences = c.num("verify_differences", optional=True)
-        cases.append(ViewCase(
-            name, int(c.num("rows")), int(c.num("change_rows")), c.num("incremental_s"),
-            c.num("full_s", optional=True), c.num("ratio", optional=True), c.mapping("phases"),
-            c.mapping("jobs"), int(c.num("commits")),
-            None if differences is None else int(differences), load_average(c)))
+        cases.append(
+            ViewCase(
+                name,
+                int(c.num("rows")),
+                int(c.num("change_rows")),
+                c.num("incremental_s"),
+                c.num("full_s", optional=True),
+                c.num("ratio", optional=True),
+                c.mapping("phases"),
+                c.mapping("jobs"),
+                int(c.num("commits")),
+                None if differences is None else int(differences),
+                load_average(c),
+            )
+        )
     return cases, [Goal.read("views", g) for g in node.items("goals")]
 
 
@@ -215,10 +244,15 @@ class Bronze:
 
 def read_bronze(node: Node) -> tuple[Bronze, list[Goal]]:
     bronze = Bronze(
-        int(node.num("records")), int(node.num("partitions")), node.num("startup_s"),
-        node.num("steady_records_per_s"), node.num("wall_records_per_s"),
+        int(node.num("records")),
+        int(node.num("partitions")),
+        node.num("startup_s"),
+        node.num("steady_records_per_s"),
+        node.num("wall_records_per_s"),
         [(int(b.num("records")), b.num("seconds")) for b in node.items("batches")],
-        node.mapping("fixed_cost_s"), load_average(node))
+        node.mapping("fixed_cost_s"),
+        load_average(node),
+    )
     return bronze, [Goal.read("bronze", node.get("goal"))]
 
 
@@ -287,30 +321,59 @@ def read_ops(node: Node) -> tuple[list[Run], KafkaHop | None, list[Goal]]:
         if app not in APPS:
             raise MalformedReport(r.file, f"{r.where}.app", f"expected one of {APPS}, got {app!r}")
         if mode not in MODE_NAMES:
-            raise MalformedReport(r.file, f"{r.where}.mode",
-                                  f"expected one of {tuple(MODE_NAMES)}, got {mode!r}")
-        timeline = [{k: s.num(k, optional=k != "t_s") for k in ("t_s", "n", "p50", "p99", "max")}
-                    for s in r.items("timeline")]
+            raise MalformedReport(
+                r.file, f"{r.where}.mode", f"expected one of {tuple(MODE_NAMES)}, got {mode!r}"
+            )
+        timeline = [
+            {k: s.num(k, optional=k != "t_s") for k in ("t_s", "n", "p50", "p99", "max")}
+            for s in r.items("timeline")
+        ]
         boundaries = []
         for b in r.items("boundaries"):
-            fired = b.num("timers_fired", optional=True) if isinstance(b.value, Mapping) \
-                and "timers_fired" in b.value else None
-            boundaries.append(Boundary(b.num("t_s"), b.num("stall_ms", optional=True),
-                                       b.mapping("durations_ms"),
-                                       None if fired is None else int(fired)))
+            fired = (
+                b.num("timers_fired", optional=True)
+                if isinstance(b.value, Mapping) and "timers_fired" in b.value
+                else None
+            )
+            boundaries.append(
+                Boundary(
+                    b.num("t_s"),
+                    b.num("stall_ms", optional=True),
+                    b.mapping("durations_ms"),
+                    None if fired is None else int(fired),
+                )
+            )
         whole = _percentiles(r, "whole", WHOLE)
         notes = [str(n.value) for n in r.items("notes")] if r.has("notes") else []
-        runs.append(Run(
-            app, mode, r.num("rate"), r.num("duration_s"), whole,
-            _percentiles(r, "between_boundaries", BETWEEN) if r.has("between_boundaries") else None,
-            _quantiles(r, whole), timeline, boundaries, load_average(r), notes))
+        runs.append(
+            Run(
+                app,
+                mode,
+                r.num("rate"),
+                r.num("duration_s"),
+                whole,
+                _percentiles(r, "between_boundaries", BETWEEN)
+                if r.has("between_boundaries")
+                else None,
+                _quantiles(r, whole),
+                timeline,
+                boundaries,
+                load_average(r),
+                notes,
+            )
+        )
     hop = None
     # The suite leaves the hop's `whole` empty when measuring it failed (its `errors` say why).
     if node.has("kafka_hop") and node.get("kafka_hop").value.get("whole") != {}:
         h = node.get("kafka_hop")
         whole = _percentiles(h, "whole", WHOLE)
-        hop = KafkaHop(h.num("rate"), h.num("duration_s"), whole, _quantiles(h, whole),
-                       load_average(h) if h.has("load_average") else None)
+        hop = KafkaHop(
+            h.num("rate"),
+            h.num("duration_s"),
+            whole,
+            _quantiles(h, whole),
+            load_average(h) if h.has("load_average") else None,
+        )
     goals = [Goal.read("ops", g) for g in node.items("goals")] if node.has("goals") else []
     return runs, hop, goals
 
@@ -333,8 +396,9 @@ def _load_json(path: Path) -> Node:
     try:
         value = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise MalformedReport(path.name, "", f"not JSON ({e.msg} at line {e.lineno}, "
-                                             f"column {e.colno})") from None
+        raise MalformedReport(
+            path.name, "", f"not JSON ({e.msg} at line {e.lineno}, column {e.colno})"
+        ) from None
     if not isinstance(value, dict):
         raise MalformedReport(path.name, "", f"expected a JSON object, got {type(value).__name__}")
     return Node(path.name, "", value)
@@ -362,6 +426,7 @@ def read_inputs(directory: Path) -> Inputs:
 
 
 # -- writing: Markdown ------------------------------------------------------------------------------
+
 
 def fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
     """A figure as the report prints it: thousands separated, '–' for a missing one.
@@ -407,20 +472,51 @@ def views_section(cases: list[ViewCase] | None) -> str:
     out = ["## View refresh (`views.json`)", ""]
     if cases is None:
         return "\n".join(out + [NOT_RUN.format(file="views.json")])
-    out.append(table(
-        ["case", "source rows", "change rows", "incremental", "full", "full / incremental",
-         "Spark jobs", "commits", "verify: differing groups", "load average"],
-        [[f"`{c.case}`", fmt(c.rows, digits=0), fmt(c.change_rows, digits=0),
-          fmt(c.incremental_s, " s", 2), fmt(c.full_s, " s", 2), fmt(c.ratio, "×"),
-          fmt(c.total_jobs, digits=0), str(c.commits),
-          "–" if c.verify_differences is None else str(c.verify_differences), load_text(c.load)]
-         for c in cases]))
+    out.append(
+        table(
+            [
+                "case",
+                "source rows",
+                "change rows",
+                "incremental",
+                "full",
+                "full / incremental",
+                "Spark jobs",
+                "commits",
+                "verify: differing groups",
+                "load average",
+            ],
+            [
+                [
+                    f"`{c.case}`",
+                    fmt(c.rows, digits=0),
+                    fmt(c.change_rows, digits=0),
+                    fmt(c.incremental_s, " s", 2),
+                    fmt(c.full_s, " s", 2),
+                    fmt(c.ratio, "×"),
+                    fmt(c.total_jobs, digits=0),
+                    str(c.commits),
+                    "–" if c.verify_differences is None else str(c.verify_differences),
+                    load_text(c.load),
+                ]
+                for c in cases
+            ],
+        )
+    )
     phases = list(dict.fromkeys(p for c in cases for p in c.phases))
     if phases:
-        out += ["", "Where each incremental refresh's time goes (seconds; Spark jobs in brackets):",
-                "", table(["case", "source rows", *phases],
-                          [[f"`{c.case}`", fmt(c.rows, digits=0)]
-                           + [_phase_cell(c, p) for p in phases] for c in cases])]
+        out += [
+            "",
+            "Where each incremental refresh's time goes (seconds; Spark jobs in brackets):",
+            "",
+            table(
+                ["case", "source rows", *phases],
+                [
+                    [f"`{c.case}`", fmt(c.rows, digits=0)] + [_phase_cell(c, p) for p in phases]
+                    for c in cases
+                ],
+            ),
+        ]
     return "\n".join(out)
 
 
@@ -434,22 +530,55 @@ def bronze_section(bronze: Bronze | None) -> str:
     out = ["## Bronze and silver (`bronze.json`)", ""]
     if bronze is None:
         return "\n".join(out + [NOT_RUN.format(file="bronze.json")])
-    out.append(table(
-        ["records", "source partitions", "start-up", "steady state", "wall (start-up included)",
-         "batches", "goal", "load average"],
-        [[fmt(bronze.records, digits=0), str(bronze.partitions), fmt(bronze.startup_s, " s", 2),
-          fmt(bronze.steady_records_per_s, " records/s", 0),
-          fmt(bronze.wall_records_per_s, " records/s", 0), str(len(bronze.batches)),
-          fmt(BRONZE_GOAL_RECORDS_PER_S, " records/s", 0), load_text(bronze.load)]]))
+    out.append(
+        table(
+            [
+                "records",
+                "source partitions",
+                "start-up",
+                "steady state",
+                "wall (start-up included)",
+                "batches",
+                "goal",
+                "load average",
+            ],
+            [
+                [
+                    fmt(bronze.records, digits=0),
+                    str(bronze.partitions),
+                    fmt(bronze.startup_s, " s", 2),
+                    fmt(bronze.steady_records_per_s, " records/s", 0),
+                    fmt(bronze.wall_records_per_s, " records/s", 0),
+                    str(len(bronze.batches)),
+                    fmt(BRONZE_GOAL_RECORDS_PER_S, " records/s", 0),
+                    load_text(bronze.load),
+                ]
+            ],
+        )
+    )
     if bronze.fixed_cost_s:
-        out += ["", "Each job's fixed cost (a run over an empty interval):", "",
-                table(["job", "seconds"], [[f"`{job}`", fmt(s, " s", 2)]
-                                           for job, s in bronze.fixed_cost_s.items()])]
+        out += [
+            "",
+            "Each job's fixed cost (a run over an empty interval):",
+            "",
+            table(
+                ["job", "seconds"],
+                [[f"`{job}`", fmt(s, " s", 2)] for job, s in bronze.fixed_cost_s.items()],
+            ),
+        ]
     if bronze.batches:
-        out += ["", "Per batch:", "", table(
-            ["batch", "records", "seconds", "records/s"],
-            [[str(i), fmt(n, digits=0), fmt(s, " s", 2), fmt(n / s if s else None, digits=0)]
-             for i, (n, s) in enumerate(bronze.batches, 1)])]
+        out += [
+            "",
+            "Per batch:",
+            "",
+            table(
+                ["batch", "records", "seconds", "records/s"],
+                [
+                    [str(i), fmt(n, digits=0), fmt(s, " s", 2), fmt(n / s if s else None, digits=0)]
+                    for i, (n, s) in enumerate(bronze.batches, 1)
+                ],
+            ),
+        ]
     return "\n".join(out)
 
 
@@ -457,32 +586,76 @@ def ops_section(runs: list[Run] | None, hop: KafkaHop | None) -> str:
     out = ["## Operational apps (`ops.json`)", ""]
     if runs is None:
         return "\n".join(out + [NOT_RUN.format(file="ops.json")])
-    out += ["End-to-end latency, output Kafka timestamp − input Kafka timestamp, over each run's "
-            "measured span; *between boundaries* leaves out the inputs a checkpoint-interval "
-            "boundary held: from the first input its stall held to 1 s after the stall "
-            "(`between_boundaries` in `spark_apps/ops/benchmark.py`).", ""]
-    rows = [[r.app, MODE_NAMES[r.mode], fmt(r.rate, "/s", 0), fmt(r.duration_s, " s", 0),
-             *(ms(r.whole[k]) for k in ("p50", "p95", "p99", "max")),
-             fmt(r.whole["n"], digits=0),
-             *((ms(r.between[k]) for k in ("p50", "p99", "max")) if r.between else ("–",) * 3),
-             str(len(r.boundaries)), load_text(r.load)] for r in runs]
+    out += [
+        "End-to-end latency, output Kafka timestamp − input Kafka timestamp, over each run's "
+        "measured span; *between boundaries* leaves out the inputs a checkpoint-interval "
+        "boundary held: from the first input its stall held to 1 s after the stall "
+        "(`between_boundaries` in `spark_apps/ops/benchmark.py`).",
+        "",
+    ]
+    rows = [
+        [
+            r.app,
+            MODE_NAMES[r.mode],
+            fmt(r.rate, "/s", 0),
+            fmt(r.duration_s, " s", 0),
+            *(ms(r.whole[k]) for k in ("p50", "p95", "p99", "max")),
+            fmt(r.whole["n"], digits=0),
+            *((ms(r.between[k]) for k in ("p50", "p99", "max")) if r.between else ("–",) * 3),
+            str(len(r.boundaries)),
+            load_text(r.load),
+        ]
+        for r in runs
+    ]
     if hop is not None:
-        rows.append(["bare Kafka hop (produce → consume)", "–", fmt(hop.rate, "/s", 0),
-                     fmt(hop.duration_s, " s", 0),
-                     *(ms(hop.whole[k]) for k in ("p50", "p95", "p99", "max")),
-                     fmt(hop.whole["n"], digits=0), "–", "–", "–", "–",
-                     load_text(hop.load) if hop.load else "–"])
-    out.append(table(["app", "mode", "rate", "measured", "p50", "p95", "p99", "max", "records",
-                      "p50 between boundaries", "p99 between", "max between", "boundaries",
-                      "load average"], rows))
+        rows.append(
+            [
+                "bare Kafka hop (produce → consume)",
+                "–",
+                fmt(hop.rate, "/s", 0),
+                fmt(hop.duration_s, " s", 0),
+                *(ms(hop.whole[k]) for k in ("p50", "p95", "p99", "max")),
+                fmt(hop.whole["n"], digits=0),
+                "–",
+                "–",
+                "–",
+                "–",
+                load_text(hop.load) if hop.load else "–",
+            ]
+        )
+    out.append(
+        table(
+            [
+                "app",
+                "mode",
+                "rate",
+                "measured",
+                "p50",
+                "p95",
+                "p99",
+                "max",
+                "records",
+                "p50 between boundaries",
+                "p99 between",
+                "max between",
+                "boundaries",
+                "load average",
+            ],
+            rows,
+        )
+    )
     notes = [f"* {r.label} at {fmt(r.rate, '/s', 0)}: {note}" for r in runs for note in r.notes]
     if notes:
         out += ["", "Notes of the runs:", "", *notes]
     ratios = _hop_ratios(runs, hop)
     if ratios:
-        out += ["", "Spark's latency as a multiple of the bare Kafka hop measured in the same run "
-                    "(same broker, same rate):", "", table(["run", "p50 / hop p50", "p99 / hop p99"],
-                                                            ratios)]
+        out += [
+            "",
+            "Spark's latency as a multiple of the bare Kafka hop measured in the same run "
+            "(same broker, same rate):",
+            "",
+            table(["run", "p50 / hop p50", "p99 / hop p99"], ratios),
+        ]
     for run in runs:
         if run.boundaries:
             out += ["", boundary_table(run)]
@@ -514,27 +687,54 @@ def boundaries(count: int) -> str:
 def boundary_table(run: Run) -> str:
     """A run's checkpoint-interval boundaries: when, how long input waited, and on what."""
     names = list(dict.fromkeys(k for b in run.boundaries for k in b.durations_ms))
-    rows = [[fmt(b.t_s, " s", 0), ms(b.stall_ms), *(ms(b.durations_ms.get(k)) for k in names),
-             "–" if b.timers_fired is None else fmt(b.timers_fired, digits=0)]
-            for b in run.boundaries]
+    rows = [
+        [
+            fmt(b.t_s, " s", 0),
+            ms(b.stall_ms),
+            *(ms(b.durations_ms.get(k)) for k in names),
+            "–" if b.timers_fired is None else fmt(b.timers_fired, digits=0),
+        ]
+        for b in run.boundaries
+    ]
     stalls = sorted(b.stall_ms for b in run.boundaries if b.stall_ms is not None)
     summary = f"{boundaries(len(run.boundaries))}, " + (
-        f"stall median {ms(stalls[len(stalls) // 2])}, max {ms(stalls[-1])}" if stalls
-        else "no stall measured")
-    return "\n".join([f"**Boundaries of {run.label} at {fmt(run.rate, '/s', 0)}** ({summary}; the "
-                      "batch's durations from its progress event):", "",
-                      table(["t", "stall", *(f"`{k}`" for k in names), "timers fired"], rows)])
+        f"stall median {ms(stalls[len(stalls) // 2])}, max {ms(stalls[-1])}"
+        if stalls
+        else "no stall measured"
+    )
+    return "\n".join(
+        [
+            f"**Boundaries of {run.label} at {fmt(run.rate, '/s', 0)}** ({summary}; the "
+            "batch's durations from its progress event):",
+            "",
+            table(["t", "stall", *(f"`{k}`" for k in names), "timers fired"], rows),
+        ]
+    )
 
 
 def goals_section(goals: list[Goal]) -> str:
     out = ["## Goals", ""]
     if not goals:
         return "\n".join(out + ["No goals: no benchmark JSON with goals in the directory."])
-    return "\n".join(out + [table(
-        ["benchmark", "goal", "target", "measured", "met", "what bounds it"],
-        [[g.benchmark, g.goal, g.target, g.measured, "yes" if g.met else "**no**",
-          g.bound or "not stated"]
-         for g in goals])])
+    return "\n".join(
+        out
+        + [
+            table(
+                ["benchmark", "goal", "target", "measured", "met", "what bounds it"],
+                [
+                    [
+                        g.benchmark,
+                        g.goal,
+                        g.target,
+                        g.measured,
+                        "yes" if g.met else "**no**",
+                        g.bound or "not stated",
+                    ]
+                    for g in goals
+                ],
+            )
+        ]
+    )
 
 
 def machine_section(inputs: Inputs, command: str | None) -> str:
@@ -548,21 +748,27 @@ def machine_section(inputs: Inputs, command: str | None) -> str:
         loads.append(("bronze", inputs.bronze.load))
     if inputs.views:
         loads += [(f"views `{c.case}` {fmt(c.rows, digits=0)} rows", c.load) for c in inputs.views]
-    when = [datetime.fromtimestamp(t, timezone.utc) for t in inputs.modified.values()]
+    when = [datetime.fromtimestamp(t, UTC) for t in inputs.modified.values()]
     lines = [
-        "## Machine and run", "",
+        "## Machine and run",
+        "",
         f"* Cores: {', '.join(sorted(cores)) if cores else os.cpu_count()} "
         f"({platform.machine()}, {platform.system()} {platform.release()}).",
-        f"* Benchmarks written: " + (
-            f"{min(when):%Y-%m-%d %H:%M} to {max(when):%Y-%m-%d %H:%M} UTC" if when else "none")
-        + f"; report built {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
+        "* Benchmarks written: "
+        + (f"{min(when):%Y-%m-%d %H:%M} to {max(when):%Y-%m-%d %H:%M} UTC" if when else "none")
+        + f"; report built {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.",
         f"* Command: `{command}`." if command else "* Command: not recorded.",
     ]
     if loads:
-        lines += ["", "Load average (1 minute) at each measurement's start and end; the machine "
-                      "has other work on it when these exceed the core count:", "",
-                  table(["measurement", "load average"], [[name, load_text(load)]
-                                                          for name, load in loads])]
+        lines += [
+            "",
+            "Load average (1 minute) at each measurement's start and end; the machine "
+            "has other work on it when these exceed the core count:",
+            "",
+            table(
+                ["measurement", "load average"], [[name, load_text(load)] for name, load in loads]
+            ),
+        ]
     return "\n".join(lines)
 
 
@@ -571,32 +777,56 @@ def failures(inputs: Inputs, name: str) -> str:
     errors = inputs.extras.get(name, {}).get("errors") or []
     if not isinstance(errors, list):
         raise MalformedReport(name, "errors", f"expected a list, got {errors!r:.60}")
-    return "".join(["\n\n**Failed** (not measured):\n"] + [f"\n* {e}" for e in errors]) \
-        if errors else ""
+    return (
+        "".join(["\n\n**Failed** (not measured):\n"] + [f"\n* {e}" for e in errors])
+        if errors
+        else ""
+    )
 
 
 def render(inputs: Inputs, plots: Mapping[str, str], out: Path, command: str | None) -> str:
     """The whole REPORT.md; ``plots`` maps a plot's key (:data:`PLOTS`) to its file name, or to
     why it was not drawn."""
-    parts = ["# Benchmark report", "",
-             "Issue 15's benchmarks in one run: view refresh, bronze ingest, the operational apps' "
-             "latency. Built by `python -m adlake.bench_report` from the JSON each benchmark "
-             "wrote: " + (", ".join(f"[{name}]({name})" for name in inputs.extras) or "none")
-             + ", beside this report.",
-             *(["", "**A quick run** (`--quick`, a smoke test of the report: short and small, "
-                    "on whatever else the machine was doing); its figures are not ones to quote."]
-               if any(extra.get("quick") for extra in inputs.extras.values()) else []),
-             "", machine_section(inputs, command), "", goals_section(inputs.goals), "",
-             views_section(inputs.views) + failures(inputs, "views.json"), "",
-             bronze_section(inputs.bronze) + failures(inputs, "bronze.json"), "",
-             ops_section(inputs.runs, inputs.kafka_hop) + failures(inputs, "ops.json")]
+    parts = [
+        "# Benchmark report",
+        "",
+        "Issue 15's benchmarks in one run: view refresh, bronze ingest, the operational apps' "
+        "latency. Built by `python -m adlake.bench_report` from the JSON each benchmark "
+        "wrote: "
+        + (", ".join(f"[{name}]({name})" for name in inputs.extras) or "none")
+        + ", beside this report.",
+        *(
+            [
+                "",
+                "**A quick run** (`--quick`, a smoke test of the report: short and small, "
+                "on whatever else the machine was doing); its figures are not ones to quote.",
+            ]
+            if any(extra.get("quick") for extra in inputs.extras.values())
+            else []
+        ),
+        "",
+        machine_section(inputs, command),
+        "",
+        goals_section(inputs.goals),
+        "",
+        views_section(inputs.views) + failures(inputs, "views.json"),
+        "",
+        bronze_section(inputs.bronze) + failures(inputs, "bronze.json"),
+        "",
+        ops_section(inputs.runs, inputs.kafka_hop) + failures(inputs, "ops.json"),
+    ]
     if (out / BOUNDARY_NOTE).is_file():
-        parts += ["", f"What an attribution boundary spends its time on: "
-                      f"[{BOUNDARY_NOTE}]({BOUNDARY_NOTE})."]
+        parts += [
+            "",
+            f"What an attribution boundary spends its time on: [{BOUNDARY_NOTE}]({BOUNDARY_NOTE}).",
+        ]
     parts += ["", "## Plots", ""]
-    for key, title in (("cdf", "Latency CDFs"), ("timeline", "Latency timeline, Real-Time Mode"),
-                       ("views", "View refresh time vs source size"),
-                       ("bronze", "Bronze ingest records/s")):
+    for key, title in (
+        ("cdf", "Latency CDFs"),
+        ("timeline", "Latency timeline, Real-Time Mode"),
+        ("views", "View refresh time vs source size"),
+        ("bronze", "Bronze ingest records/s"),
+    ):
         drawn = plots.get(key, "not drawn")
         if drawn.endswith(".png"):
             parts += [f"### {title}", "", f"![{title}]({drawn})", ""]
@@ -606,6 +836,7 @@ def render(inputs: Inputs, plots: Mapping[str, str], out: Path, command: str | N
 
 
 # -- plots ------------------------------------------------------------------------------------------
+
 
 def _pyplot():
     import matplotlib
@@ -628,16 +859,30 @@ def plot_cdf(runs: list[Run], hop: KafkaHop | None, path: Path) -> None:
     for ax, app in zip(axes[0], apps):
         for run in (r for r in runs if r.app == app):
             if not run.quantiles_ms:
-                ax.plot([], [], color=COLOURS[run.mode], linestyle=":",
-                        label=f"{MODE_NAMES[run.mode]}, {run.rate:,.0f}/s: no output measured")
+                ax.plot(
+                    [],
+                    [],
+                    color=COLOURS[run.mode],
+                    linestyle=":",
+                    label=f"{MODE_NAMES[run.mode]}, {run.rate:,.0f}/s: no output measured",
+                )
                 continue
-            ax.plot(run.quantiles_ms[1:-1], fractions[1:-1], color=COLOURS[run.mode],
-                    label=f"{MODE_NAMES[run.mode]}, {run.rate:,.0f}/s (p99 "
-                          f"{ms(run.whole['p99'])}, max {ms(run.whole['max'])})")
+            ax.plot(
+                run.quantiles_ms[1:-1],
+                fractions[1:-1],
+                color=COLOURS[run.mode],
+                label=f"{MODE_NAMES[run.mode]}, {run.rate:,.0f}/s (p99 "
+                f"{ms(run.whole['p99'])}, max {ms(run.whole['max'])})",
+            )
         if hop is not None and hop.quantiles_ms:
-            ax.plot(hop.quantiles_ms[1:-1], fractions[1:-1], color=COLOURS["hop"],
-                    linestyle="--", label=f"bare Kafka hop, {hop.rate:,.0f}/s (p99 "
-                                          f"{ms(hop.whole['p99'])}, max {ms(hop.whole['max'])})")
+            ax.plot(
+                hop.quantiles_ms[1:-1],
+                fractions[1:-1],
+                color=COLOURS["hop"],
+                linestyle="--",
+                label=f"bare Kafka hop, {hop.rate:,.0f}/s (p99 "
+                f"{ms(hop.whole['p99'])}, max {ms(hop.whole['max'])})",
+            )
         # A logit axis spreads the tail: 0.5, 0.9, 0.99 and 0.999 stand equally apart (quantiles
         # 0 and 1, the min and max, lie at infinity on it: the legend gives the max).
         ax.set_yscale("logit")
@@ -671,8 +916,13 @@ def plot_timeline(runs: list[Run], path: Path) -> None:
             values = [s[key] if s[key] is not None else math.nan for s in run.timeline]
             ax.step(t, [*values, values[-1]], where="post", linestyle=style, label=key)
         for i, b in enumerate(run.boundaries):
-            ax.axvline(b.t_s, color="tab:red", alpha=0.6, linewidth=1,
-                       label="interval boundary" if i == 0 else None)
+            ax.axvline(
+                b.t_s,
+                color="tab:red",
+                alpha=0.6,
+                linewidth=1,
+                label="interval boundary" if i == 0 else None,
+            )
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(lambda v, _: f"{v:,g}")
         ax.yaxis.set_minor_formatter(lambda v, _: f"{v:,g}" if str(v)[0] in "235" else "")
@@ -681,8 +931,10 @@ def plot_timeline(runs: list[Run], path: Path) -> None:
             ax.set_ylim(top=top * 4)  # room for the legend above the lines
         ax.set_xlabel("seconds since the measured start")
         ax.set_ylabel("latency per 5 s slice (ms, log)")
-        ax.set_title(f"{run.label}, {run.rate:,.0f} events/s: p50/p99 {ms(run.whole['p50'])}/"
-                     f"{ms(run.whole['p99'])}, {boundaries(len(run.boundaries))}")
+        ax.set_title(
+            f"{run.label}, {run.rate:,.0f} events/s: p50/p99 {ms(run.whole['p50'])}/"
+            f"{ms(run.whole['p99'])}, {boundaries(len(run.boundaries))}"
+        )
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(loc="upper right", fontsize=8, ncol=4)
     fig.tight_layout()
@@ -690,8 +942,12 @@ def plot_timeline(runs: list[Run], path: Path) -> None:
     plt.close(fig)
 
 
-CASE_NAMES = {"delete_update": "delete/update", "append": "append",
-              "fixed_change": "fixed change", "one_row": "one row"}
+CASE_NAMES = {
+    "delete_update": "delete/update",
+    "append": "append",
+    "fixed_change": "fixed change",
+    "one_row": "one row",
+}
 
 
 def plot_views(cases: list[ViewCase], path: Path) -> None:
@@ -699,19 +955,34 @@ def plot_views(cases: list[ViewCase], path: Path) -> None:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 5.5))
     markers = {"delete_update": "o", "append": "s", "fixed_change": "D", "one_row": "^"}
-    colours = {"delete_update": "tab:purple", "append": "tab:green", "fixed_change": "tab:blue",
-               "one_row": "tab:red"}
+    colours = {
+        "delete_update": "tab:purple",
+        "append": "tab:green",
+        "fixed_change": "tab:blue",
+        "one_row": "tab:red",
+    }
     for case in CASES:
         points = sorted((c for c in cases if c.case == case), key=lambda c: c.rows)
         if not points:
             continue
         rows = [c.rows for c in points]
-        ax.plot(rows, [c.incremental_s for c in points], marker=markers[case],
-                color=colours[case], label=f"{CASE_NAMES[case]}: incremental")
+        ax.plot(
+            rows,
+            [c.incremental_s for c in points],
+            marker=markers[case],
+            color=colours[case],
+            label=f"{CASE_NAMES[case]}: incremental",
+        )
         full = [(c.rows, c.full_s) for c in points if c.full_s is not None]
         if full:
-            ax.plot(*zip(*full), marker=markers[case], color=colours[case], linestyle="--",
-                    markerfacecolor="none", label=f"{CASE_NAMES[case]}: full")
+            ax.plot(
+                *zip(*full),
+                marker=markers[case],
+                color=colours[case],
+                linestyle="--",
+                markerfacecolor="none",
+                label=f"{CASE_NAMES[case]}: full",
+            )
     ax.set_xscale("log")
     ax.set_yscale("log")
     sizes = sorted({c.rows for c in cases})
@@ -735,12 +1006,23 @@ def plot_bronze(bronze: Bronze, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(8, 5.4))
     rates = [n / s if s else 0.0 for n, s in bronze.batches]
     ax.bar(range(1, len(rates) + 1), rates, color="tab:blue", alpha=0.7, label="per batch")
-    ax.axhline(bronze.steady_records_per_s, color="tab:green",
-               label=f"steady state {bronze.steady_records_per_s:,.0f}/s")
-    ax.axhline(bronze.wall_records_per_s, color="tab:grey", linestyle=":",
-               label=f"wall, start-up included {bronze.wall_records_per_s:,.0f}/s")
-    ax.axhline(BRONZE_GOAL_RECORDS_PER_S, color="tab:red", linestyle="--",
-               label=f"goal {BRONZE_GOAL_RECORDS_PER_S:,}/s")
+    ax.axhline(
+        bronze.steady_records_per_s,
+        color="tab:green",
+        label=f"steady state {bronze.steady_records_per_s:,.0f}/s",
+    )
+    ax.axhline(
+        bronze.wall_records_per_s,
+        color="tab:grey",
+        linestyle=":",
+        label=f"wall, start-up included {bronze.wall_records_per_s:,.0f}/s",
+    )
+    ax.axhline(
+        BRONZE_GOAL_RECORDS_PER_S,
+        color="tab:red",
+        linestyle="--",
+        label=f"goal {BRONZE_GOAL_RECORDS_PER_S:,}/s",
+    )
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("batch")
     highest = max([*rates, BRONZE_GOAL_RECORDS_PER_S, bronze.steady_records_per_s])
@@ -766,14 +1048,30 @@ def draw_plots(inputs: Inputs, out: Path) -> dict[str, str]:
     todo: dict[str, tuple[str | None, Callable[[Path], None]]] = {}
     runs = inputs.runs
     rtm = [r for r in runs or [] if r.mode == "realtime" and r.timeline]
-    todo["cdf"] = ("no ops.json" if runs is None else "no runs in ops.json" if not runs else None,
-                   lambda p: plot_cdf(runs, inputs.kafka_hop, p))
-    todo["timeline"] = ("no ops.json" if runs is None else "no Real-Time Mode run with a timeline"
-                        if not rtm else None, lambda p: plot_timeline(rtm, p))
-    todo["views"] = ("no views.json" if inputs.views is None else "no cases in views.json"
-                     if not inputs.views else None, lambda p: plot_views(inputs.views, p))
-    todo["bronze"] = ("no bronze.json" if inputs.bronze is None else None,
-                      lambda p: plot_bronze(inputs.bronze, p))
+    todo["cdf"] = (
+        "no ops.json" if runs is None else "no runs in ops.json" if not runs else None,
+        lambda p: plot_cdf(runs, inputs.kafka_hop, p),
+    )
+    todo["timeline"] = (
+        "no ops.json"
+        if runs is None
+        else "no Real-Time Mode run with a timeline"
+        if not rtm
+        else None,
+        lambda p: plot_timeline(rtm, p),
+    )
+    todo["views"] = (
+        "no views.json"
+        if inputs.views is None
+        else "no cases in views.json"
+        if not inputs.views
+        else None,
+        lambda p: plot_views(inputs.views, p),
+    )
+    todo["bronze"] = (
+        "no bronze.json" if inputs.bronze is None else None,
+        lambda p: plot_bronze(inputs.bronze, p),
+    )
     drawn = {}
     for key, (missing, draw) in todo.items():
         if missing:
@@ -801,14 +1099,23 @@ def build(directory: Path, out: Path, command: str | None = None) -> Path:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m adlake.bench_report", formatter_class=HelpFormatter,
+        prog="python -m adlake.bench_report",
+        formatter_class=HelpFormatter,
         description="Build the benchmark report (REPORT.md and PNG plots) from the JSON files "
-                    "the benchmarks wrote with --out-dir: " + ", ".join(FILES) + ".")
+        "the benchmarks wrote with --out-dir: " + ", ".join(FILES) + ".",
+    )
     parser.add_argument("directory", type=Path, help="where the benchmarks wrote their JSON")
-    parser.add_argument("--to", type=Path, default=None,
-                        help="where REPORT.md and the plots go (default: the same directory)")
-    parser.add_argument("--command", default=None,
-                        help="the command that ran the benchmarks, as the report should name it")
+    parser.add_argument(
+        "--to",
+        type=Path,
+        default=None,
+        help="where REPORT.md and the plots go (default: the same directory)",
+    )
+    parser.add_argument(
+        "--command",
+        default=None,
+        help="the command that ran the benchmarks, as the report should name it",
+    )
     return parser.parse_args(argv)
 
 

@@ -28,8 +28,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adlake import versions  # noqa: E402
-from adlake.config import OPS_APP_JAR  # noqa: E402
+from adlake import versions
+from adlake.config import OPS_APP_JAR
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VENV_ROOT = REPO_ROOT / ".venv"
@@ -69,8 +69,9 @@ def setup_env(env: str) -> None:
     """Create ``.venv/<env>`` and install its pinned requirements plus this project (editable)."""
     target = VENV_ROOT / env
     reqs = versions.requirements(env)
-    digest = _digest({"python": versions.PYTHON, "requirements": reqs,
-                      "project": _project_digest()})
+    digest = _digest(
+        {"python": versions.PYTHON, "requirements": reqs, "project": _project_digest()}
+    )
     if _stamp_matches(target, digest):
         log(f"python env '{env}' is up to date ({target})")
         return
@@ -81,8 +82,18 @@ def setup_env(env: str) -> None:
     pip = [str(venv_python(env)), "-m", "pip", "--disable-pip-version-check"]
     log(f"installing {len(reqs)} pinned requirements into '{env}' (first time takes minutes)")
     subprocess.run([*pip, "install", "--quiet", *reqs], check=True)
-    subprocess.run([*pip, "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--editable", str(REPO_ROOT)], check=True)
+    subprocess.run(
+        [
+            *pip,
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--editable",
+            str(REPO_ROOT),
+        ],
+        check=True,
+    )
     subprocess.run([*pip, "check"], check=False)
     (target / STAMP).write_text(digest + "\n")
     log(f"python env '{env}' ready in {time.monotonic() - started:.0f}s")
@@ -131,16 +142,26 @@ def setup_jars(jar_set: str) -> None:
     # Maven keeps its own repository (~/.m2) warm, so a rebuild of a jar set re-downloads nothing
     # that was fetched before. runtime scope leaves out what Spark provides (provided scope).
     subprocess.run(
-        ["mvn", "-q", "-B", "-f", str(staging / "pom.xml"), "dependency:copy-dependencies",
-         f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
+        [
+            "mvn",
+            "-q",
+            "-B",
+            "-f",
+            str(staging / "pom.xml"),
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={staging}",
+            "-DincludeScope=runtime",
+        ],
         check=True,
     )
     (staging / STAMP).write_text(digest + "\n")
     # Swap in atomically-ish: a half-resolved set never looks complete.
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
-    log(f"jar set '{jar_set}' ready: {len(list(target.glob('*.jar')))} jars in "
-        f"{time.monotonic() - started:.0f}s")
+    log(
+        f"jar set '{jar_set}' ready: {len(list(target.glob('*.jar')))} jars in "
+        f"{time.monotonic() - started:.0f}s"
+    )
 
 
 APP_JAR_SOURCES = REPO_ROOT / "spark_apps" / "ops" / "jvm"
@@ -158,9 +179,15 @@ def build_app_jar(spark_jars: Path | None = None) -> None:
     ``.cache/jars/`` + ``OPS_APP_JAR``. Stamped by the sources and the Spark version, so an
     unchanged tree is not recompiled."""
     sources = sorted(APP_JAR_SOURCES.rglob("*.java"))
-    digest = _digest({"spark": versions.SPARK_OPS,
-                      "sources": {str(p.relative_to(APP_JAR_SOURCES)):
-                                  hashlib.sha256(p.read_bytes()).hexdigest() for p in sources}})
+    digest = _digest(
+        {
+            "spark": versions.SPARK_OPS,
+            "sources": {
+                str(p.relative_to(APP_JAR_SOURCES)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sources
+            },
+        }
+    )
     target = app_jar_dir()
     if _stamp_matches(target, digest):
         log(f"ops app jar is up to date ({target})")
@@ -168,19 +195,46 @@ def build_app_jar(spark_jars: Path | None = None) -> None:
     for tool in ("javac", "jar"):
         if shutil.which(tool) is None:
             raise SystemExit(f"[setup] the JDK's {tool} is required to build the ops app jar")
-    found = [spark_jars] if spark_jars else \
-        sorted((VENV_ROOT / "ops").glob("lib/python*/site-packages/pyspark/jars"))
+    found = (
+        [spark_jars]
+        if spark_jars
+        else sorted((VENV_ROOT / "ops").glob("lib/python*/site-packages/pyspark/jars"))
+    )
     if not found or not any(found[0].glob("spark-sql_*.jar")):
-        raise SystemExit("[setup] no Spark jars to compile the ops app jar against; build the "
-                         "ops environment first (or pass --spark-jars)")
+        raise SystemExit(
+            "[setup] no Spark jars to compile the ops app jar against; build the "
+            "ops environment first (or pass --spark-jars)"
+        )
     started = time.monotonic()
     staging = target.with_name(target.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "classes").mkdir(parents=True)
-    subprocess.run(["javac", "-nowarn", "--release", "17", "-d", str(staging / "classes"),
-                    "-cp", f"{found[0]}/*", *map(str, sources)], check=True)
-    subprocess.run(["jar", "--create", "--file", str(staging / OPS_APP_JAR.name),
-                    "-C", str(staging / "classes"), "."], check=True)
+    subprocess.run(
+        [
+            "javac",
+            "-nowarn",
+            "--release",
+            "17",
+            "-d",
+            str(staging / "classes"),
+            "-cp",
+            f"{found[0]}/*",
+            *map(str, sources),
+        ],
+        check=True,
+    )
+    subprocess.run(
+        [
+            "jar",
+            "--create",
+            "--file",
+            str(staging / OPS_APP_JAR.name),
+            "-C",
+            str(staging / "classes"),
+            ".",
+        ],
+        check=True,
+    )
     shutil.rmtree(staging / "classes")
     (staging / STAMP).write_text(digest + "\n")
     shutil.rmtree(target, ignore_errors=True)
@@ -199,8 +253,10 @@ def setup_browser() -> None:
         log("chromium is installed")
         return
     if not shutil.which("apt-get"):
-        log("chromium missing and no apt-get: install a Chromium as /usr/bin/chromium for the UI "
-            "tests")
+        log(
+            "chromium missing and no apt-get: install a Chromium as /usr/bin/chromium for the UI "
+            "tests"
+        )
         return
     if hasattr(os, "geteuid") and os.geteuid() != 0:
         log(f"chromium missing: run `sudo apt-get install {CHROMIUM_PACKAGE}` for the UI tests")
@@ -208,9 +264,11 @@ def setup_browser() -> None:
     started = time.monotonic()
     log(f"installing {CHROMIUM_PACKAGE} with apt-get (the UI tests' browser)")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update", "-q"],
-                    ["apt-get", "install", "-y", "-q", CHROMIUM_PACKAGE]):
-        done = subprocess.run(command, env=env, capture_output=True, text=True)
+    for command in (
+        ["apt-get", "update", "-q"],
+        ["apt-get", "install", "-y", "-q", CHROMIUM_PACKAGE],
+    ):
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise SystemExit(f"[setup] {' '.join(command)} failed:\n{done.stderr[-2000:]}")
     log(f"chromium installed in {time.monotonic() - started:.0f}s")
@@ -220,13 +278,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jars-only", action="store_true")
     parser.add_argument("--envs-only", action="store_true")
-    parser.add_argument("--env", choices=versions.RUNTIMES, action="append",
-                        help="only this Python environment (repeatable)")
-    parser.add_argument("--app-jar-only", action="store_true",
-                        help="only the ops app jar (e.g. in a container build)")
-    parser.add_argument("--spark-jars", type=Path, default=None,
-                        help="compile the ops app jar against this Spark jars/ directory "
-                             "instead of the ops environment's")
+    parser.add_argument(
+        "--env",
+        choices=versions.RUNTIMES,
+        action="append",
+        help="only this Python environment (repeatable)",
+    )
+    parser.add_argument(
+        "--app-jar-only",
+        action="store_true",
+        help="only the ops app jar (e.g. in a container build)",
+    )
+    parser.add_argument(
+        "--spark-jars",
+        type=Path,
+        default=None,
+        help="compile the ops app jar against this Spark jars/ directory "
+        "instead of the ops environment's",
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
     if args.app_jar_only:

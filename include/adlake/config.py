@@ -287,8 +287,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
     known = {_var(k) for k in _DEFAULTS[profile]} | {_var("profile"), _var("jars_dir")}
     # ADLAKE_HOME etc. may be set by tooling; only names that look like settings are checked.
-    unknown = sorted(k for k in env if k.startswith(ENV_PREFIX) and k not in known
-                     and k not in _NON_SETTINGS)
+    unknown = sorted(
+        k for k in env if k.startswith(ENV_PREFIX) and k not in known and k not in _NON_SETTINGS
+    )
     if unknown:
         allowed = ", ".join(sorted(known))
         raise ConfigError(f"unknown setting {unknown[0]}: allowed settings are {allowed}")
@@ -298,34 +299,55 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     settings = Settings(
         profile=profile,
         runtime_dir=Path(raw["runtime_dir"]).expanduser().resolve(),
-        kafka_bootstrap=_match("kafka_bootstrap", raw["kafka_bootstrap"], _BOOTSTRAP,
-                               "expected host:port[,host:port...]"),
+        kafka_bootstrap=_match(
+            "kafka_bootstrap",
+            raw["kafka_bootstrap"],
+            _BOOTSTRAP,
+            "expected host:port[,host:port...]",
+        ),
         kafka_controller_port=_int("kafka_controller_port", raw["kafka_controller_port"], 1, 65535),
-        spark_master_lake=_match("spark_master_lake", raw["spark_master_lake"], _MASTER,
-                                 "expected local, local[N], local[*], spark://host:port, yarn or k8s://..."),
-        spark_master_ops=_match("spark_master_ops", raw["spark_master_ops"], _MASTER,
-                                "expected local, local[N], local[*], spark://host:port, yarn or k8s://..."),
+        spark_master_lake=_match(
+            "spark_master_lake",
+            raw["spark_master_lake"],
+            _MASTER,
+            "expected local, local[N], local[*], spark://host:port, yarn or k8s://...",
+        ),
+        spark_master_ops=_match(
+            "spark_master_ops",
+            raw["spark_master_ops"],
+            _MASTER,
+            "expected local, local[N], local[*], spark://host:port, yarn or k8s://...",
+        ),
         shuffle_partitions=_int("shuffle_partitions", raw["shuffle_partitions"], 1, 10_000),
-        driver_memory=_match("driver_memory", raw["driver_memory"], _MEMORY,
-                             "expected a size such as 512m or 2g"),
+        driver_memory=_match(
+            "driver_memory", raw["driver_memory"], _MEMORY, "expected a size such as 512m or 2g"
+        ),
         spark_ui=_bool("spark_ui", raw["spark_ui"]),
-        log_level=_match("log_level", raw["log_level"].upper(),
-                         re.compile("^(" + "|".join(_LOG_LEVELS) + ")$"),
-                         f"allowed values are {', '.join(_LOG_LEVELS)}"),
+        log_level=_match(
+            "log_level",
+            raw["log_level"].upper(),
+            re.compile("^(" + "|".join(_LOG_LEVELS) + ")$"),
+            f"allowed values are {', '.join(_LOG_LEVELS)}",
+        ),
         **({"jars_dir": Path(jars_dir).expanduser().resolve()} if jars_dir else {}),
         # Not resolved: a venv's bin/python is a symlink to the base interpreter, and only the
         # link's path runs it with the venv's packages.
         ops_python=Path(raw["ops_python"]).expanduser().absolute(),
-        **{name: _int(name, raw[name], 1, 86_400) for name in _APP_DEFAULTS
-           if name.startswith("app_")},
+        **{
+            name: _int(name, raw[name], 1, 86_400)
+            for name in _APP_DEFAULTS
+            if name.startswith("app_")
+        },
         dq_min_match_rate=_fraction("dq_min_match_rate", raw["dq_min_match_rate"]),
-        max_record_bytes=_int("max_record_bytes", raw["max_record_bytes"], MIN_RECORD_LIMIT,
-                              MAX_RECORD_LIMIT),
+        max_record_bytes=_int(
+            "max_record_bytes", raw["max_record_bytes"], MIN_RECORD_LIMIT, MAX_RECORD_LIMIT
+        ),
     )
     if settings.app_backoff_min_s > settings.app_backoff_max_s:
         raise ConfigError(
             f"{_var('app_backoff_min_s')}={settings.app_backoff_min_s} is not valid: it must not "
-            f"exceed {_var('app_backoff_max_s')}={settings.app_backoff_max_s}")
+            f"exceed {_var('app_backoff_max_s')}={settings.app_backoff_max_s}"
+        )
     return settings
 
 

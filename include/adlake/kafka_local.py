@@ -24,7 +24,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,9 +73,11 @@ def scratch_broker(base: Settings, runtime_dir: Path) -> Iterator[Settings]:
     ``runtime_dir`` and the broker on free loopback ports, started with the registry's topics;
     stopped on exit. Yields those settings."""
     port, controller_port = free_ports(2)
-    settings = base.with_overrides(runtime_dir=runtime_dir,
-                                   kafka_bootstrap=f"127.0.0.1:{port}",
-                                   kafka_controller_port=controller_port)
+    settings = base.with_overrides(
+        runtime_dir=runtime_dir,
+        kafka_bootstrap=f"127.0.0.1:{port}",
+        kafka_controller_port=controller_port,
+    )
     broker = LocalKafka(settings)
     broker.start()
     try:
@@ -178,9 +180,15 @@ class LocalKafka:
         if not any(jars.glob("kafka_*.jar")):
             raise KafkaError(f"no Kafka broker jars in {jars}; run `make setup`")
         return [
-            "java", "-Xms256m", "-Xmx512m", "-XX:+UseG1GC",
+            "java",
+            "-Xms256m",
+            "-Xmx512m",
+            "-XX:+UseG1GC",
             f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
-            "-cp", f"{jars}/*", main_class, *args,
+            "-cp",
+            f"{jars}/*",
+            main_class,
+            *args,
         ]
 
     def _format_storage(self, properties: Path) -> None:
@@ -190,9 +198,12 @@ class LocalKafka:
         while cluster_id.startswith("-"):  # the format tool would read a leading "-" as a flag
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         result = subprocess.run(
-            self._java("kafka.tools.StorageTool", "format", "-t", cluster_id,
-                       "-c", str(properties)),
-            capture_output=True, text=True,
+            self._java(
+                "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties)
+            ),
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if result.returncode != 0:
             raise KafkaError(f"formatting Kafka storage failed:\n{result.stdout}{result.stderr}")
@@ -218,7 +229,9 @@ class LocalKafka:
         with open(self.log_file, "ab") as log:
             process = subprocess.Popen(
                 self._java("kafka.Kafka", str(properties)),
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
                 start_new_session=True,  # a Ctrl-C in the caller's terminal doesn't reach it
             )
         self.pid_file.write_text(f"{process.pid}\n")
@@ -226,14 +239,18 @@ class LocalKafka:
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 self.pid_file.unlink(missing_ok=True)
-                raise KafkaError(f"the broker exited with code {process.returncode}; "
-                                 f"last lines of {self.log_file}:\n{self._tail()}")
+                raise KafkaError(
+                    f"the broker exited with code {process.returncode}; "
+                    f"last lines of {self.log_file}:\n{self._tail()}"
+                )
             if _port_open(host, port) and self._ready():
                 return True
             time.sleep(0.2)
         self.stop()
-        raise KafkaError(f"the broker did not accept connections within {timeout:.0f}s; "
-                         f"see {self.log_file}:\n{self._tail()}")
+        raise KafkaError(
+            f"the broker did not accept connections within {timeout:.0f}s; "
+            f"see {self.log_file}:\n{self._tail()}"
+        )
 
     def _ready(self) -> bool:
         from confluent_kafka.admin import AdminClient
@@ -280,14 +297,13 @@ class LocalKafka:
 
 def _reap(pid: int) -> None:
     """Collect our own child's exit status so it does not linger as a zombie."""
-    try:
+    with suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
-def create_topics(bootstrap: str, topics: list[registry.Topic] | None = None,
-                  timeout: float = 30.0) -> list[str]:
+def create_topics(
+    bootstrap: str, topics: list[registry.Topic] | None = None, timeout: float = 30.0
+) -> list[str]:
     """Create each registry topic (partitions, retention) that is missing on ``bootstrap``."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -297,11 +313,18 @@ def create_topics(bootstrap: str, topics: list[registry.Topic] | None = None,
     if not wanted:
         return []
     futures = admin.create_topics(
-        [NewTopic(t.name, num_partitions=t.partitions, replication_factor=1,
-                  config={"retention.ms": str(t.retention_ms)}) for t in wanted],
+        [
+            NewTopic(
+                t.name,
+                num_partitions=t.partitions,
+                replication_factor=1,
+                config={"retention.ms": str(t.retention_ms)},
+            )
+            for t in wanted
+        ],
         operation_timeout=timeout,
     )
-    for name, future in futures.items():
+    for future in futures.values():
         future.result(timeout=timeout)
     _wait_for_leaders(admin, wanted, timeout)
     return [t.name for t in wanted]
@@ -313,9 +336,13 @@ def _wait_for_leaders(admin, topics: list[registry.Topic], timeout: float) -> No
     deadline = time.monotonic() + timeout
     while True:
         metadata = admin.list_topics(timeout=timeout).topics
-        missing = [t.name for t in topics
-                   if t.name not in metadata or len(metadata[t.name].partitions) < t.partitions
-                   or any(p.leader < 0 or p.error for p in metadata[t.name].partitions.values())]
+        missing = [
+            t.name
+            for t in topics
+            if t.name not in metadata
+            or len(metadata[t.name].partitions) < t.partitions
+            or any(p.leader < 0 or p.error for p in metadata[t.name].partitions.values())
+        ]
         if not missing:
             return
         if time.monotonic() > deadline:
@@ -324,12 +351,16 @@ def _wait_for_leaders(admin, topics: list[registry.Topic], timeout: float) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m adlake.kafka_local",
-                                     description="Run Adlake's local Kafka broker.",
-                                     formatter_class=HelpFormatter)
-    parser.add_argument("command", choices=["up", "down", "status"],
-                        help="up: start (idempotent) and create the topics; down: stop; "
-                             "status: show")
+    parser = argparse.ArgumentParser(
+        prog="python -m adlake.kafka_local",
+        description="Run Adlake's local Kafka broker.",
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument(
+        "command",
+        choices=["up", "down", "status"],
+        help="up: start (idempotent) and create the topics; down: stop; status: show",
+    )
     args = parser.parse_args(argv)
     settings = load_settings()
     if settings.profile != "local":
@@ -338,14 +369,19 @@ def main(argv: list[str] | None = None) -> int:
     kafka = LocalKafka(settings)
     if args.command == "up":
         if kafka.start():
-            print(f"Kafka broker started on {kafka.bootstrap} (pid {kafka.pid()}, "
-                  f"log {kafka.log_file})")
+            print(
+                f"Kafka broker started on {kafka.bootstrap} (pid {kafka.pid()}, "
+                f"log {kafka.log_file})"
+            )
         else:
-            print(f"Kafka broker already running on {kafka.bootstrap} (pid {kafka.pid()}); "
-                  "left alone")
+            print(
+                f"Kafka broker already running on {kafka.bootstrap} (pid {kafka.pid()}); left alone"
+            )
         created = kafka.create_topics()
-        print(f"topics: {len(registry.TOPICS)} registered, created now: "
-              f"{', '.join(created) if created else 'none'}")
+        print(
+            f"topics: {len(registry.TOPICS)} registered, created now: "
+            f"{', '.join(created) if created else 'none'}"
+        )
     elif args.command == "down":
         pid = kafka.pid()
         print(f"Kafka broker (pid {pid}) stopped" if kafka.stop() else "Kafka broker not running")

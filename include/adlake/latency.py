@@ -39,7 +39,7 @@ import math
 import sys
 import time
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from adlake import registry
 from adlake.config import Settings, load_settings
@@ -57,8 +57,9 @@ HISTORY_MAX_POINTS = int(HISTORY_S / PROBE_EVERY_S) + 1
 # still waiting then), not by an arriving event: the names of
 # spark_apps.common.attribution.contract.TIMER_DRIVEN (a test keeps the two equal; the contract
 # imports PySpark, which this module must not).
-TIMER_DRIVEN = tuple(t for t in registry.RECORD_TYPES
-                     if t == "request_closed" or t.startswith("orphan_"))
+TIMER_DRIVEN = tuple(
+    t for t in registry.RECORD_TYPES if t == "request_closed" or t.startswith("orphan_")
+)
 
 _TIMESTAMP_TYPES = {1: "CreateTime", 2: "LogAppendTime"}
 
@@ -92,12 +93,17 @@ def iso(epoch_s: float) -> str:
     >>> iso(1795341600.25)
     '2026-11-22T10:00:00.250Z'
     """
-    return datetime.fromtimestamp(epoch_s, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def summarize(samples: Iterable[tuple[float, float]], now_s: float, *,
-              max_age_s: float = MAX_AGE_S, timer_driven: int = 0,
-              timestamp_type: str | None = None) -> dict:
+def summarize(
+    samples: Iterable[tuple[float, float]],
+    now_s: float,
+    *,
+    max_age_s: float = MAX_AGE_S,
+    timer_driven: int = 0,
+    timestamp_type: str | None = None,
+) -> dict:
     """``e2e_latency`` from ``(output Kafka timestamp ms, source_kafka_ts ms)`` pairs.
 
     Only outputs written within ``max_age_s`` of ``now_s`` count; ``window_s`` is how far back
@@ -123,12 +129,15 @@ def summarize(samples: Iterable[tuple[float, float]], now_s: float, *,
         "samples": len(fresh),
         "window_s": round(now_s - min(out for out, _ in fresh) / 1000, 1) if fresh else None,
         "measured_at": round(now_s, 3),
-        "max_age_s": max_age_s, "stale": stale, "timer_driven": timer_driven,
+        "max_age_s": max_age_s,
+        "stale": stale,
+        "timer_driven": timer_driven,
         "timestamp_type": timestamp_type,
     }
     if not fresh:
-        figures["why"] = (f"no output record written in the last {max_age_s:g} s"
-                          + (f" ({stale} older ones read)" if stale else ""))
+        figures["why"] = f"no output record written in the last {max_age_s:g} s" + (
+            f" ({stale} older ones read)" if stale else ""
+        )
     return figures
 
 
@@ -144,9 +153,16 @@ class LatencyProbe:
     35.0
     """
 
-    def __init__(self, bootstrap: str, topics: Iterable[str], *,
-                 per_partition: int = PER_PARTITION, max_age_s: float = MAX_AGE_S,
-                 timeout_s: float = 5.0, dlq: str | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        topics: Iterable[str],
+        *,
+        per_partition: int = PER_PARTITION,
+        max_age_s: float = MAX_AGE_S,
+        timeout_s: float = 5.0,
+        dlq: str | None = None,
+    ) -> None:
         self.bootstrap, self.topics, self.dlq = bootstrap, list(topics), dlq
         self.per_partition, self.max_age_s, self.timeout_s = per_partition, max_age_s, timeout_s
         self._consumer = None
@@ -155,10 +171,16 @@ class LatencyProbe:
         if self._consumer is None:
             from confluent_kafka import Consumer
 
-            self._consumer = Consumer({
-                "bootstrap.servers": self.bootstrap, "group.id": "adlake-latency-probe",
-                "enable.auto.commit": False, "enable.auto.offset.store": False,
-                "fetch.wait.max.ms": 50, "socket.timeout.ms": int(self.timeout_s * 1000)})
+            self._consumer = Consumer(
+                {
+                    "bootstrap.servers": self.bootstrap,
+                    "group.id": "adlake-latency-probe",
+                    "enable.auto.commit": False,
+                    "enable.auto.offset.store": False,
+                    "fetch.wait.max.ms": 50,
+                    "socket.timeout.ms": int(self.timeout_s * 1000),
+                }
+            )
         return self._consumer
 
     def close(self) -> None:
@@ -179,8 +201,9 @@ class LatencyProbe:
             return None
         total = 0
         for partition in meta.partitions:
-            offsets = consumer.get_watermark_offsets(TopicPartition(self.dlq, partition),
-                                                     timeout=self.timeout_s)
+            offsets = consumer.get_watermark_offsets(
+                TopicPartition(self.dlq, partition), timeout=self.timeout_s
+            )
             if offsets is None:  # timed out
                 return None
             total += offsets[1]
@@ -196,10 +219,10 @@ class LatencyProbe:
         assignment = []
         for topic in self.topics:
             meta = consumer.list_topics(topic, timeout=self.timeout_s).topics.get(topic)
-            for partition in (meta.partitions if meta is not None and meta.error is None
-                              else {}):
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                                           timeout=self.timeout_s)
+            for partition in meta.partitions if meta is not None and meta.error is None else {}:
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=self.timeout_s
+                )
                 if high > low:
                     start = max(low, high - self.per_partition)
                     wanted[(topic, partition)] = high
@@ -238,8 +261,13 @@ class LatencyProbe:
         with no sample, ``why``."""
         samples, timer_driven, ts_type = self.read()
         now_s = time.time() if now_s is None else now_s
-        figures = summarize(samples, now_s, max_age_s=self.max_age_s,
-                            timer_driven=timer_driven, timestamp_type=ts_type)
+        figures = summarize(
+            samples,
+            now_s,
+            max_age_s=self.max_age_s,
+            timer_driven=timer_driven,
+            timestamp_type=ts_type,
+        )
         figures["topics"] = self.topics
         return figures
 
@@ -259,8 +287,13 @@ def _sample(value: bytes | None, out_ms: float) -> tuple[float, float] | str | N
         return None
 
 
-def add_history(history: Iterable, figures: Mapping, *, span_s: float = HISTORY_S,
-                max_points: int = HISTORY_MAX_POINTS) -> list[list]:
+def add_history(
+    history: Iterable,
+    figures: Mapping,
+    *,
+    span_s: float = HISTORY_S,
+    max_points: int = HISTORY_MAX_POINTS,
+) -> list[list]:
     """``history`` (``[epoch_s, p50_ms, p99_ms]`` points, oldest first) with ``figures``'
     point added, keeping only points within ``span_s`` of it and at most ``max_points``. A
     measure with no sample is a point with null percentiles (a gap in a chart).
@@ -295,12 +328,16 @@ def dlq_growth(previous: tuple[float, int] | None, total: int | None, now_s: flo
     """
     if total is None or previous is None or total < previous[1]:
         return {"dlq_rows_last_interval": None, "dlq_interval_s": None, "dlq_total": total}
-    return {"dlq_rows_last_interval": total - previous[1],
-            "dlq_interval_s": round(now_s - previous[0], 1), "dlq_total": total}
+    return {
+        "dlq_rows_last_interval": total - previous[1],
+        "dlq_interval_s": round(now_s - previous[0], 1),
+        "dlq_total": total,
+    }
 
 
-def waiting_in_state(app: str, state_rows: int | None, watermark: str | None,
-                     knobs: Mapping) -> dict:
+def waiting_in_state(
+    app: str, state_rows: int | None, watermark: str | None, knobs: Mapping
+) -> dict:
     """What waits in ``app``'s state and when it closes: ``rows``, ``oldest_event_time``,
     ``closes_at`` (the watermark that, once reached, has closed everything in state now) and
     ``why``. The watermark advances only as input arrives: with no traffic, nothing closes.
@@ -313,42 +350,56 @@ def waiting_in_state(app: str, state_rows: int | None, watermark: str | None,
     >>> waiting_in_state("attribution", 0, "2026-11-22T10:00:00.000Z", {})["why"]
     'nothing waits in state'
     """
-    out: dict = {"rows": state_rows, "oldest_event_time": None, "closes_at": None,
-                 "watermark": watermark}
+    out: dict = {
+        "rows": state_rows,
+        "oldest_event_time": None,
+        "closes_at": None,
+        "watermark": watermark,
+    }
     if not state_rows:
         out["why"] = "nothing waits in state" if state_rows == 0 else "no batch reported yet"
         return out
     if not watermark or ts_ms(watermark) <= 0:
-        out["why"] = (f"{state_rows} rows; the watermark is still at its start: it advances "
-                      "after a batch with input (in Real-Time Mode, at the end of the first "
-                      "checkpoint interval) and only moves as input arrives")
+        out["why"] = (
+            f"{state_rows} rows; the watermark is still at its start: it advances "
+            "after a batch with input (in Real-Time Mode, at the end of the first "
+            "checkpoint interval) and only moves as input arrives"
+        )
         return out
     wm_s = ts_ms(watermark) / 1000
     if app == "click_surge":
         window, delay = registry.SURGE_WINDOW_S, CLICK_SURGE_WATERMARK_DELAY_S
         out["closes_at"] = iso(wm_s + window + delay)
-        what = (f"open {window}-second windows (page, window start); a window closes when the "
-                f"watermark (the newest click's event time - {delay} s) passes its end. Open "
-                f"windows started at or after {iso(wm_s - window)}")
+        what = (
+            f"open {window}-second windows (page, window start); a window closes when the "
+            f"watermark (the newest click's event time - {delay} s) passes its end. Open "
+            f"windows started at or after {iso(wm_s - window)}"
+        )
         then = "clicks with later event times"
     elif app == "attribution":
         knob = registry.app("attribution").knob
         window = float(knobs.get("window_s", knob("window_s").default))
         lateness = float(knobs.get("lateness_s", knob("lateness_s").default))
         out["closes_at"] = iso(wm_s + lateness + window)
-        what = (f"requests and items waiting for their partners, and tombstones of closed keys "
-                f"(kept one more window, {window:g} s, for stragglers). A request closes "
-                f"(request_closed, orphans) when the watermark (the newest Kafka timestamp read "
-                f"- {lateness:g} s) passes its event time + {window:g} s. Requests still open "
-                f"have event times after {iso(wm_s - window)}")
-        then = ("input with later timestamps (in Real-Time Mode, closes come at the first "
-                "checkpoint boundary after that)")
+        what = (
+            f"requests and items waiting for their partners, and tombstones of closed keys "
+            f"(kept one more window, {window:g} s, for stragglers). A request closes "
+            f"(request_closed, orphans) when the watermark (the newest Kafka timestamp read "
+            f"- {lateness:g} s) passes its event time + {window:g} s. Requests still open "
+            f"have event times after {iso(wm_s - window)}"
+        )
+        then = (
+            "input with later timestamps (in Real-Time Mode, closes come at the first "
+            "checkpoint boundary after that)"
+        )
     else:
         out["why"] = f"{state_rows} rows; their close depends on the app's windows"
         return out
-    out["why"] = (f"{state_rows} rows: {what} (exact oldest: a state scan); all of them have "
-                  f"closed when the watermark reaches about {out['closes_at']}, which needs "
-                  f"{then}: with no traffic, nothing closes")
+    out["why"] = (
+        f"{state_rows} rows: {what} (exact oldest: a state scan); all of them have "
+        f"closed when the watermark reaches about {out['closes_at']}, which needs "
+        f"{then}: with no traffic, nothing closes"
+    )
     return out
 
 
@@ -369,20 +420,31 @@ def _round(value: float | None) -> float | None:
 
 def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m adlake.latency", formatter_class=HelpFormatter,
+        prog="python -m adlake.latency",
+        formatter_class=HelpFormatter,
         description="Measure streaming apps' end-to-end latency now, from their output topics "
-                    "(output Kafka timestamp - source_kafka_ts of the newest records).")
+        "(output Kafka timestamp - source_kafka_ts of the newest records).",
+    )
     parser.add_argument("apps", nargs="*", help="registry apps (default: every ops app)")
-    parser.add_argument("--per-partition", type=int, default=PER_PARTITION,
-                        help="records read from the end of each partition")
-    parser.add_argument("--max-age-s", type=float, default=MAX_AGE_S,
-                        help="outputs older than this are left out")
+    parser.add_argument(
+        "--per-partition",
+        type=int,
+        default=PER_PARTITION,
+        help="records read from the end of each partition",
+    )
+    parser.add_argument(
+        "--max-age-s", type=float, default=MAX_AGE_S, help="outputs older than this are left out"
+    )
     args = parser.parse_args(argv)
     settings = settings or load_settings()
     apps = args.apps or [n for n, a in registry.APPS.items() if a.runtime == "ops"]
     for app in apps:
-        probe = LatencyProbe(settings.kafka_bootstrap, output_topics(app),
-                             per_partition=args.per_partition, max_age_s=args.max_age_s)
+        probe = LatencyProbe(
+            settings.kafka_bootstrap,
+            output_topics(app),
+            per_partition=args.per_partition,
+            max_age_s=args.max_age_s,
+        )
         try:
             print(json.dumps({"app": app, "e2e_latency": probe.measure()}))
         finally:

@@ -81,31 +81,35 @@ def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[
     home = airflow_home(settings)
     env = dict(os.environ if base is None else base)
     bin_dir = str(Path(sys.executable).parent)
-    env.update({
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO_ROOT / "plugins"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "false",
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        # Two cores: a few tasks at a time (each lake task is a Spark driver).
-        "AIRFLOW__CORE__PARALLELISM": "4",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE":
-            str(credentials.passwords_path(settings)),
-        "AIRFLOW__API__HOST": "127.0.0.1",
-        "AIRFLOW__API__PORT": str(airflow_port()),
-        "AIRFLOW__API__BASE_URL": airflow_url(),
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{airflow_url()}/execution/",
-        "AIRFLOW__API_AUTH__JWT_SECRET": _jwt_secret(home),
-        "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "true",
-        "PATH": bin_dir + os.pathsep + env.get("PATH", ""),
-        **connection_env(settings),
-    })
+    env.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO_ROOT / "plugins"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "false",
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            # Two cores: a few tasks at a time (each lake task is a Spark driver).
+            "AIRFLOW__CORE__PARALLELISM": "4",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(
+                credentials.passwords_path(settings)
+            ),
+            "AIRFLOW__API__HOST": "127.0.0.1",
+            "AIRFLOW__API__PORT": str(airflow_port()),
+            "AIRFLOW__API__BASE_URL": airflow_url(),
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{airflow_url()}/execution/",
+            "AIRFLOW__API_AUTH__JWT_SECRET": _jwt_secret(home),
+            "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "true",
+            "PATH": bin_dir + os.pathsep + env.get("PATH", ""),
+            **connection_env(settings),
+        }
+    )
     return env
 
 
 # -- processes -------------------------------------------------------------------------------
+
 
 def _pid_file(settings: Settings, component: str) -> Path:
     return airflow_home(settings) / "pids" / f"{component}.pid"
@@ -129,11 +133,17 @@ def running_pid(settings: Settings, component: str) -> int | None:
     return None
 
 
-def _airflow(settings: Settings, *args: str, check: bool = True,
-             timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([str(Path(sys.executable).parent / "airflow"), *args],
-                          env=airflow_env(settings), capture_output=True, text=True,
-                          timeout=timeout, check=check)
+def _airflow(
+    settings: Settings, *args: str, check: bool = True, timeout: float = 600
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "airflow"), *args],
+        env=airflow_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=check,
+    )
 
 
 def migrate(settings: Settings) -> None:
@@ -161,13 +171,19 @@ def start_component(settings: Settings, component: str) -> int:
         raise SystemExit(
             f"[platform] port {airflow_port()} is in use by another process (not this "
             "platform's api-server): stop it, or choose another port with "
-            "AIRFLOW__API__PORT=<port> make up")
+            "AIRFLOW__API__PORT=<port> make up"
+        )
     logs = settings.runtime_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with open(logs / f"airflow-{component}.log", "ab") as out:
-        proc = subprocess.Popen([str(Path(sys.executable).parent / "airflow"), component],
-                                env=airflow_env(settings), stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).parent / "airflow"), component],
+            env=airflow_env(settings),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     path = _pid_file(settings, component)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(str(proc.pid))
@@ -202,8 +218,9 @@ def wait_ready(timeout_s: float = 300) -> None:
     last = ""
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(f"{airflow_url()}/api/v2/monitor/health",
-                                        timeout=5) as response:
+            with urllib.request.urlopen(
+                f"{airflow_url()}/api/v2/monitor/health", timeout=5
+            ) as response:
                 health = json.loads(response.read())
             if health.get("scheduler", {}).get("status") == "healthy":
                 return
@@ -211,8 +228,10 @@ def wait_ready(timeout_s: float = 300) -> None:
         except OSError as error:
             last = str(error)
         time.sleep(2)
-    raise SystemExit(f"[platform] Airflow was not ready within {timeout_s:.0f}s ({last}); "
-                     f"see {airflow_home(load_settings())}/../logs/airflow-*.log")
+    raise SystemExit(
+        f"[platform] Airflow was not ready within {timeout_s:.0f}s ({last}); "
+        f"see {airflow_home(load_settings())}/../logs/airflow-*.log"
+    )
 
 
 def wait_dags_parsed(settings: Settings, timeout_s: float = 300) -> list[str]:
@@ -229,8 +248,10 @@ def wait_dags_parsed(settings: Settings, timeout_s: float = 300) -> list[str]:
             if expected <= seen:
                 return sorted(expected)
         time.sleep(3)
-    raise SystemExit(f"[platform] DAGs not parsed within {timeout_s:.0f}s: missing "
-                     f"{sorted(expected - seen)}; see the dag-processor log")
+    raise SystemExit(
+        f"[platform] DAGs not parsed within {timeout_s:.0f}s: missing "
+        f"{sorted(expected - seen)}; see the dag-processor log"
+    )
 
 
 def _json_output(stdout: str) -> list:
@@ -268,8 +289,12 @@ def ops_apps() -> list[str]:
     return [a.name for a in registry.APPS.values() if a.runtime == "ops"]
 
 
-def up(settings: Settings, start_apps: bool = True, knobs: dict[str, dict] | None = None,
-       app_timeout_s: float = 300) -> None:
+def up(
+    settings: Settings,
+    start_apps: bool = True,
+    knobs: dict[str, dict] | None = None,
+    app_timeout_s: float = 300,
+) -> None:
     from adlake import apps
     from adlake.kafka_local import LocalKafka
 
@@ -295,21 +320,28 @@ def up(settings: Settings, start_apps: bool = True, knobs: dict[str, dict] | Non
             else:
                 trigger_app(settings, app, "start", (knobs or {}).get(app))
         deadline = time.monotonic() + app_timeout_s
-        while time.monotonic() < deadline and not all(apps.holder(settings, a)
-                                                      for a in ops_apps()):
+        while time.monotonic() < deadline and not all(apps.holder(settings, a) for a in ops_apps()):
             time.sleep(2)
         missing = [a for a in ops_apps() if not apps.holder(settings, a)]
         if missing:
-            raise SystemExit(f"[platform] not running after {app_timeout_s:.0f}s: {missing}; "
-                             "see the app_<name> DAG runs in the UI and <runtime>/logs/")
+            raise SystemExit(
+                f"[platform] not running after {app_timeout_s:.0f}s: {missing}; "
+                "see the app_<name> DAG runs in the UI and <runtime>/logs/"
+            )
         log("streaming apps running: " + ", ".join(ops_apps()))
     log(f"ready in {time.monotonic() - started:.0f}s")
     # The password is shown once, when it is generated; after that, where it is kept.
-    login = (admin_password(settings) if new_password
-             else f"<password in {credentials.passwords_path(settings)}>")
-    print(f"\n  Airflow UI      {airflow_url()}   login: {ADMIN} / {login}"
-          f"\n  Streaming apps  {airflow_url()}/plugin/streaming-apps"
-          f"\n  Data quality    {airflow_url()}/plugin/data-quality\n", flush=True)
+    login = (
+        admin_password(settings)
+        if new_password
+        else f"<password in {credentials.passwords_path(settings)}>"
+    )
+    print(
+        f"\n  Airflow UI      {airflow_url()}   login: {ADMIN} / {login}"
+        f"\n  Streaming apps  {airflow_url()}/plugin/streaming-apps"
+        f"\n  Data quality    {airflow_url()}/plugin/data-quality\n",
+        flush=True,
+    )
 
 
 def down(settings: Settings) -> None:
@@ -334,21 +366,32 @@ def down(settings: Settings) -> None:
 def status(settings: Settings) -> dict:
     from adlake import apps
 
-    return {"airflow": {c: running_pid(settings, c) for c in AIRFLOW_COMPONENTS},
-            "url": airflow_url(),
-            "apps": {a: apps.app_status(settings, a) for a in ops_apps()}}
+    return {
+        "airflow": {c: running_pid(settings, c) for c in AIRFLOW_COMPONENTS},
+        "url": airflow_url(),
+        "apps": {a: apps.app_status(settings, a) for a in ops_apps()},
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m adlake.platform",
-                                     description=__doc__, formatter_class=HelpFormatter)
-    parser.add_argument("command", choices=("up", "down", "status"),
-                        help="start the platform, stop it, or show what runs")
-    parser.add_argument("--no-apps", action="store_true",
-                        help="up: do not start the streaming apps")
-    parser.add_argument("--set", action="append", default=[], metavar="APP.KNOB=VALUE",
-                        help="up: a knob of an app's start (repeatable), e.g. "
-                             "click_surge.threshold=50")
+    parser = argparse.ArgumentParser(
+        prog="python -m adlake.platform", description=__doc__, formatter_class=HelpFormatter
+    )
+    parser.add_argument(
+        "command",
+        choices=("up", "down", "status"),
+        help="start the platform, stop it, or show what runs",
+    )
+    parser.add_argument(
+        "--no-apps", action="store_true", help="up: do not start the streaming apps"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="APP.KNOB=VALUE",
+        help="up: a knob of an app's start (repeatable), e.g. click_surge.threshold=50",
+    )
     args = parser.parse_args(argv)
     settings = load_settings()
     if args.command == "up":

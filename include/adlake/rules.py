@@ -51,8 +51,8 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import NamedTuple
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from adlake import config, registry
 
@@ -99,18 +99,24 @@ FINITE_TYPES = ("double",)
 ENUMERATIONS: dict[tuple[str, str], tuple[str, ...]] = {
     ("ad_callbacks", "event_type"): registry.CALLBACK_EVENT_TYPES,
 }
-NON_NEGATIVE: frozenset[tuple[str, str]] = frozenset({
-    ("ad_requests", "floor_price"), ("ad_requests", "bid_count"),
-    ("ad_impressions", "win_price"), ("ad_callbacks", "value"),
-})
+NON_NEGATIVE: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("ad_requests", "floor_price"),
+        ("ad_requests", "bid_count"),
+        ("ad_impressions", "win_price"),
+        ("ad_callbacks", "value"),
+    }
+)
 
 # A timestamp is exactly this text: a date, "T" or a space, a time of day with seconds, up to 9
 # digits of fraction (beyond microseconds is truncated), and an optional offset ("Z", +hh:mm,
 # +hhmm, +hh; none means UTC, the sessions' time zone). Spark alone would also read a bare date
 # as midnight, "10:00" without seconds, a zone name, or text padded with spaces; no producer of
 # events means those. Groups: year, month, day, hour, minute, second, fraction, offset.
-TIMESTAMP_PATTERN = (r"([0-9]{4})-([0-9]{2})-([0-9]{2})[T ]([0-9]{2}):([0-9]{2}):([0-9]{2})"
-                     r"(?:\.([0-9]{1,9}))?(Z|[+-][0-9]{2}(?::?[0-9]{2})?)?")
+TIMESTAMP_PATTERN = (
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[T ]([0-9]{2}):([0-9]{2}):([0-9]{2})"
+    r"(?:\.([0-9]{1,9}))?(Z|[+-][0-9]{2}(?::?[0-9]{2})?)?"
+)
 MAX_OFFSET = timedelta(hours=18)  # the widest UTC offset there is (java.time.ZoneOffset's)
 
 # Plausible times, for every timestamp field. Nothing happened before EARLIEST_TIME: an epoch-0
@@ -127,7 +133,13 @@ MAX_AHEAD_US = MAX_AHEAD_OF_KAFKA // timedelta(microseconds=1)
 
 # The checks, by name (see :func:`checks`).
 REQUIRED, TYPE, ENUMERATION, FINITE, NON_NEGATIVE_CHECK, PLAUSIBLE_TIME = (
-    "required", "type", "enumeration", "finite", "non_negative", "plausible_time")
+    "required",
+    "type",
+    "enumeration",
+    "finite",
+    "non_negative",
+    "plausible_time",
+)
 
 
 @dataclass(frozen=True)
@@ -290,8 +302,9 @@ def parse_object(value: bytes | str | None) -> dict | None:
         return None
     try:
         text = value.decode("utf-8") if isinstance(value, bytes) else value
-        obj = json.loads(text, object_pairs_hook=_object, parse_int=_integer,
-                         parse_constant=_no_constants)
+        obj = json.loads(
+            text, object_pairs_hook=_object, parse_int=_integer, parse_constant=_no_constants
+        )
     except (ValueError, RecursionError):  # _NotJson, JSONDecodeError, UnicodeDecodeError
         return None
     if not isinstance(obj, dict):
@@ -308,7 +321,7 @@ def _kind(value: object) -> str | None:
     if isinstance(value, str):
         return STRING
     if isinstance(value, int):
-        return INTEGER if -(2 ** 63) <= value < 2 ** 63 else NUMBER
+        return INTEGER if -(2**63) <= value < 2**63 else NUMBER
     if isinstance(value, float):
         return NUMBER
     return None  # an object or an array
@@ -323,7 +336,7 @@ def _typed(ftype: str, value: object) -> object | None:
         return timestamp_us(value)
     if ftype in INTEGER_BITS:
         bits = INTEGER_BITS[ftype] - 1
-        return value if -(2 ** bits) <= value < 2 ** bits else None
+        return value if -(2**bits) <= value < 2**bits else None
     if ftype == "double":
         try:
             return float(value)
@@ -343,8 +356,7 @@ class Checked(NamedTuple):
 
 
 @functools.cache
-def _plan(topic_name: str) -> tuple[tuple[registry.Field, str | None, str, tuple[Check, ...]],
-                                     ...]:
+def _plan(topic_name: str) -> tuple[tuple[registry.Field, str | None, str, tuple[Check, ...]], ...]:
     """:func:`checks` grouped by field: (field, missing reason or None, wrong-type reason, the
     value checks), in the same order."""
     out = []
@@ -352,13 +364,18 @@ def _plan(topic_name: str) -> tuple[tuple[registry.Field, str | None, str, tuple
         own = [c for c in checks(topic_name) if c.field == field]
         required = next((c.reason for c in own if c.rule == REQUIRED), None)
         wrong_type = next(c.reason for c in own if c.rule == TYPE)
-        out.append((field, required, wrong_type,
-                    tuple(c for c in own if c.rule not in (REQUIRED, TYPE))))
+        out.append(
+            (field, required, wrong_type, tuple(c for c in own if c.rule not in (REQUIRED, TYPE)))
+        )
     return tuple(out)
 
 
-def validate(topic: registry.Topic | str, value: bytes | str | None,
-             kafka_ts_ms: int | None = None, max_bytes: int | None = None) -> Checked:
+def validate(
+    topic: registry.Topic | str,
+    value: bytes | str | None,
+    kafka_ts_ms: int | None = None,
+    max_bytes: int | None = None,
+) -> Checked:
     """The reason, the parsed object and the typed field values of one record value; see
     :func:`check_record`."""
     name = topic if isinstance(topic, str) else topic.name
@@ -388,7 +405,8 @@ def validate(topic: registry.Topic | str, value: bytes | str | None,
                 failed = v < 0
             elif rule == PLAUSIBLE_TIME:
                 failed = v < EARLIEST_US or (
-                    kafka_ts_ms is not None and v > kafka_ts_ms * 1000 + MAX_AHEAD_US)
+                    kafka_ts_ms is not None and v > kafka_ts_ms * 1000 + MAX_AHEAD_US
+                )
             else:
                 raise ValueError(f"{name}: no Python check for rule {rule!r}")
             if failed:
@@ -396,8 +414,12 @@ def validate(topic: registry.Topic | str, value: bytes | str | None,
     return Checked(None, obj, values)
 
 
-def check_record(topic: registry.Topic | str, value: bytes | str | None,
-                 kafka_ts_ms: int | None = None, max_bytes: int | None = None) -> str | None:
+def check_record(
+    topic: registry.Topic | str,
+    value: bytes | str | None,
+    kafka_ts_ms: int | None = None,
+    max_bytes: int | None = None,
+) -> str | None:
     """The reason ``value`` (a Kafka record's value, None for a tombstone) fails ``topic``'s
     rules, or None if it passes: the reason Spark's ``parsing.parse_json`` gives the same record.
     ``kafka_ts_ms``: its Kafka timestamp (epoch milliseconds), the upper bound of a plausible

@@ -104,52 +104,71 @@ def runtime_jars(runtime: str, settings: Settings) -> list[Path]:
     return jars
 
 
-def configure_builder(builder: SparkSession.Builder, runtime: str, settings: Settings
-                      ) -> SparkSession.Builder:
+def configure_builder(
+    builder: SparkSession.Builder, runtime: str, settings: Settings
+) -> SparkSession.Builder:
     """Add Adlake's settings for ``runtime`` to ``builder`` and return it."""
     check_runtime(runtime)
-    conf = {} if submitted() else {
-        "spark.master": settings.spark_master(runtime),
-        "spark.jars": ",".join(str(p) for p in runtime_jars(runtime, settings)),
-    }
-    conf.update({
-        "spark.driver.memory": settings.driver_memory,
-        "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
-        "spark.sql.session.timeZone": "UTC",
-        "spark.ui.enabled": str(settings.spark_ui).lower(),
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.warehouse.dir": str(settings.warehouse_dir),
-        # In local mode the driver stays on loopback, whatever the host's interfaces are.
-        "spark.driver.host": "127.0.0.1" if settings.spark_master(runtime).startswith("local") else "",
-        "spark.driver.bindAddress": "127.0.0.1" if settings.spark_master(runtime).startswith("local") else "",
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={settings.runtime_dir / 'derby'}",
-        "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-    })
+    conf = (
+        {}
+        if submitted()
+        else {
+            "spark.master": settings.spark_master(runtime),
+            "spark.jars": ",".join(str(p) for p in runtime_jars(runtime, settings)),
+        }
+    )
+    conf.update(
+        {
+            "spark.driver.memory": settings.driver_memory,
+            "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
+            "spark.sql.session.timeZone": "UTC",
+            "spark.ui.enabled": str(settings.spark_ui).lower(),
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.warehouse.dir": str(settings.warehouse_dir),
+            # In local mode the driver stays on loopback, whatever the host's interfaces are.
+            "spark.driver.host": "127.0.0.1"
+            if settings.spark_master(runtime).startswith("local")
+            else "",
+            "spark.driver.bindAddress": "127.0.0.1"
+            if settings.spark_master(runtime).startswith("local")
+            else "",
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={settings.runtime_dir / 'derby'}",
+            "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        }
+    )
     if runtime == "ops":
-        conf.update({
-            "spark.sql.streaming.stateStore.checkpointFormatVersion": "2",
-            "spark.sql.adaptive.enabled": "false",
-        })
+        conf.update(
+            {
+                "spark.sql.streaming.stateStore.checkpointFormatVersion": "2",
+                "spark.sql.adaptive.enabled": "false",
+            }
+        )
     else:
-        conf.update({
-            "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-            "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-            # Delta rebuilds a table's state from its log with this many tasks (default 50)
-            # whenever it needs a snapshot it does not have: a time-travel read, a read after
-            # another writer's commit, and after each of its own commits. Adlake's tables have
-            # hundreds of files, not millions: on 2 cores 50 tasks were most of the time of an
-            # incremental view refresh. The shuffle parallelism is plenty.
-            "spark.databricks.delta.snapshotPartitions": str(settings.shuffle_partitions),
-        })
+        conf.update(
+            {
+                "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+                "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+                # Delta rebuilds a table's state from its log with this many tasks (default 50)
+                # whenever it needs a snapshot it does not have: a time-travel read, a read after
+                # another writer's commit, and after each of its own commits. Adlake's tables have
+                # hundreds of files, not millions: on 2 cores 50 tasks were most of the time of an
+                # incremental view refresh. The shuffle parallelism is plenty.
+                "spark.databricks.delta.snapshotPartitions": str(settings.shuffle_partitions),
+            }
+        )
     for key, value in conf.items():
         if value:
             builder = builder.config(key, value)
     return builder
 
 
-def get_session(runtime: str, app_name: str, settings: Settings | None = None,
-                extra_conf: dict[str, str] | None = None) -> SparkSession:
+def get_session(
+    runtime: str,
+    app_name: str,
+    settings: Settings | None = None,
+    extra_conf: dict[str, str] | None = None,
+) -> SparkSession:
     """Get (or create) the SparkSession for ``runtime``, named ``app_name``.
 
     ``extra_conf`` is for per-app tunables; infrastructure settings come from configuration.

@@ -38,21 +38,34 @@ from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 
 COLUMNS = [
-    ("app", "app"), ("state", "state"), ("mode", "mode"), ("last batch", "last_batch_at"),
-    ("age s", "age_s"), ("in rows/s", "input_rows_per_s"), ("out rows/s", "processed_rows_per_s"),
-    ("batch ms", "batch_duration_ms"), ("state rows", "state_rows"),
-    ("state MB", "state_memory_mb"), ("watermark", "watermark"), ("late rows", "late_rows"),
+    ("app", "app"),
+    ("state", "state"),
+    ("mode", "mode"),
+    ("last batch", "last_batch_at"),
+    ("age s", "age_s"),
+    ("in rows/s", "input_rows_per_s"),
+    ("out rows/s", "processed_rows_per_s"),
+    ("batch ms", "batch_duration_ms"),
+    ("state rows", "state_rows"),
+    ("state MB", "state_memory_mb"),
+    ("watermark", "watermark"),
+    ("late rows", "late_rows"),
     # rows sent to the app's DLQ topic since the previous probe (about 15 s; dlq_interval_s)
     ("dlq/int", "dlq_rows_last_interval"),
     # measured end to end from the output topic (e2e_latency), then the per-batch upper bound
-    ("e2e p50", "e2e_p50_ms"), ("e2e p99", "e2e_p99_ms"), ("e2e n", "e2e_samples"),
-    ("bound p50", "latency_p50_ms"), ("bound p99", "latency_p99_ms"),
+    ("e2e p50", "e2e_p50_ms"),
+    ("e2e p99", "e2e_p99_ms"),
+    ("e2e n", "e2e_samples"),
+    ("bound p50", "latency_p50_ms"),
+    ("bound p99", "latency_p99_ms"),
     # what waits in state: rows and the watermark at which all of them have closed
     ("waiting", "waiting"),
     # From the app's lifecycle (adlake.apps, see with_lifecycle): the state derived from its lock,
     # status and desired state (running, starting, stale, failed, restarting, stopping, stopped),
     # what it should be doing, its pid, and the supervisor's restarts.
-    ("app state", "app_state"), ("desired", "desired"), ("pid", "pid"),
+    ("app state", "app_state"),
+    ("desired", "desired"),
+    ("pid", "pid"),
     ("restarts", "restarts"),
 ]
 
@@ -75,8 +88,7 @@ def write_status(settings: Settings, app: str, status: dict, now: float | None =
     written_at = time.time() if now is None else now
     fd, tmp = tempfile.mkstemp(prefix=f".{app}.", suffix=".tmp", dir=path.parent)
     with os.fdopen(fd, "w") as handle:
-        json.dump({**status, "app": app, "written_at": written_at}, handle, indent=2,
-                  default=str)
+        json.dump({**status, "app": app, "written_at": written_at}, handle, indent=2, default=str)
     os.replace(tmp, path)
     return path
 
@@ -108,12 +120,17 @@ def format_table(statuses: list[dict], now: float | None = None) -> str:
         view = dict(status)
         view["age_s"] = round(now - status["written_at"], 1) if "written_at" in status else None
         e2e = status.get("e2e_latency") or {}
-        view.update(e2e_p50_ms=e2e.get("p50_ms"), e2e_p99_ms=e2e.get("p99_ms"),
-                    e2e_samples=e2e.get("samples"), waiting=_waiting_cell(status))
+        view.update(
+            e2e_p50_ms=e2e.get("p50_ms"),
+            e2e_p99_ms=e2e.get("p99_ms"),
+            e2e_samples=e2e.get("samples"),
+            waiting=_waiting_cell(status),
+        )
         rows.append(["-" if view.get(key) is None else str(view.get(key)) for _, key in COLUMNS])
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
-                     for row in rows)
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows
+    )
 
 
 def _waiting_cell(status: dict) -> str | None:
@@ -128,8 +145,9 @@ def _waiting_cell(status: dict) -> str | None:
     return f"{waiting['rows']} until wm {closes[11:19]}"
 
 
-def with_lifecycle(settings: Settings, statuses: list[dict], now: float | None = None
-                   ) -> list[dict]:
+def with_lifecycle(
+    settings: Settings, statuses: list[dict], now: float | None = None
+) -> list[dict]:
     """``statuses`` with each streaming app's lifecycle added (``adlake.apps.app_status``):
     ``app_state``, ``desired`` (state/trigger), ``pid`` (the lock's holder), ``restarts`` (how
     many, and the last reason) and ``lifecycle`` (everything, for ``--json``). A registry app
@@ -152,16 +170,18 @@ def with_lifecycle(settings: Settings, statuses: list[dict], now: float | None =
             app_state=info["state"],
             desired=f"{info['desired']['state']}/{info['desired']['trigger']}",
             pid=info["holder"]["pid"] if info["holder"] else None,
-            restarts=(f"{restarts['count']} ({restarts['reason']})" if restarts["count"]
-                      else 0),
-            lifecycle=info)
+            restarts=(f"{restarts['count']} ({restarts['reason']})" if restarts["count"] else 0),
+            lifecycle=info,
+        )
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m adlake.status",
-                                     description="Show every streaming app's status.",
-                                     formatter_class=HelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m adlake.status",
+        description="Show every streaming app's status.",
+        formatter_class=HelpFormatter,
+    )
     parser.add_argument("--json", action="store_true", help="print the raw status records")
     args = parser.parse_args(argv)
     settings = load_settings()

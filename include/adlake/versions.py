@@ -45,6 +45,8 @@ GREAT_EXPECTATIONS = "1.24.*"
 PLAYWRIGHT = "1.64.1"
 CONFLUENT_KAFKA = "2.16.1"
 PYTEST = ">=8,<10"
+# The linter and formatter (`make lint`), configured in pyproject.toml.
+RUFF = "0.17.6"
 # The soak's plot (spark_apps/ops/soak.py).
 MATPLOTLIB = "3.11.2"
 
@@ -59,6 +61,7 @@ JAR_SETS = ("lake", "ops", "kafka")
 _COMMON = [
     f"confluent-kafka=={CONFLUENT_KAFKA}",
     f"pytest{PYTEST}",
+    f"ruff=={RUFF}",
     "pyyaml>=6",
     # The project itself is installed editable without build isolation (no network needed).
     "setuptools>=70",

@@ -55,8 +55,13 @@ def json_document(raw: Column) -> Column:
     return F.when(F.is_valid_utf8(raw) & one & two, F.try_parse_json(raw))
 
 
-def _condition(check: rules.Check, topic: registry.Topic, variant: Column, parsed: Column,
-               received: Column | None) -> Column:
+def _condition(
+    check: rules.Check,
+    topic: registry.Topic,
+    variant: Column,
+    parsed: Column,
+    received: Column | None,
+) -> Column:
     """Where ``check`` fails, as a Spark condition (see :func:`adlake.rules.validate`)."""
     from pyspark.sql import functions as F
 
@@ -91,8 +96,9 @@ def _condition(check: rules.Check, topic: registry.Topic, variant: Column, parse
     return present & failed
 
 
-def reason_column(variant: Column, topic: registry.Topic, parsed: Column,
-                  received: Column | None = None) -> Column:
+def reason_column(
+    variant: Column, topic: registry.Topic, parsed: Column, received: Column | None = None
+) -> Column:
     """The reason a raw JSON value fails ``topic``'s rules, or null if it passes. ``variant``:
     :func:`json_document` of the value; ``parsed``: ``from_json`` of it with the topic's schema;
     ``received``: the record's Kafka timestamp, the upper bound of a plausible time (without
@@ -100,10 +106,12 @@ def reason_column(variant: Column, topic: registry.Topic, parsed: Column,
     from pyspark.sql import functions as F
 
     checks: list[tuple[Column, str]] = [
-        (variant.isNull() | ~F.schema_of_variant(variant).startswith("OBJECT"),
-         rules.INVALID_JSON)]
-    checks += [(_condition(c, topic, variant, parsed, received), c.reason)
-               for c in rules.checks(topic.name)]
+        (variant.isNull() | ~F.schema_of_variant(variant).startswith("OBJECT"), rules.INVALID_JSON)
+    ]
+    checks += [
+        (_condition(c, topic, variant, parsed, received), c.reason)
+        for c in rules.checks(topic.name)
+    ]
     reason = F.lit(None).cast("string")
     for condition, label in reversed(checks):
         reason = F.when(condition, F.lit(label)).otherwise(reason)
@@ -123,12 +131,16 @@ def _guard_size(df: DataFrame, value_col: str, max_bytes: int | None) -> DataFra
     text = value.cast("string")
     # make_valid_utf8 replaces what is not UTF-8 as Python's decode(errors="replace") does,
     # so the kept characters are the same in both implementations.
-    kept = F.format_string(rules.TOO_LARGE_RAW_FORMAT,
-                           F.substring(F.make_valid_utf8(text), 1, rules.TOO_LARGE_KEPT_CHARS),
-                           F.octet_length(value))
-    return (df.withColumn("_too_large", oversized)
-            .withColumn("_text", F.when(~F.col("_too_large"), text))
-            .withColumn(RAW, F.when(F.col("_too_large"), kept).otherwise(text)))
+    kept = F.format_string(
+        rules.TOO_LARGE_RAW_FORMAT,
+        F.substring(F.make_valid_utf8(text), 1, rules.TOO_LARGE_KEPT_CHARS),
+        F.octet_length(value),
+    )
+    return (
+        df.withColumn("_too_large", oversized)
+        .withColumn("_text", F.when(~F.col("_too_large"), text))
+        .withColumn(RAW, F.when(F.col("_too_large"), kept).otherwise(text))
+    )
 
 
 def _refuse_clash(schema: registry.Schema) -> None:
@@ -137,8 +149,13 @@ def _refuse_clash(schema: registry.Schema) -> None:
         raise ValueError(f"payload fields {clash} would clash with parsing's own columns")
 
 
-def parse_json(df: DataFrame, topic: registry.Topic, value_col: str = "value",
-               received_col: str | None = None, max_bytes: int | None = None) -> DataFrame:
+def parse_json(
+    df: DataFrame,
+    topic: registry.Topic,
+    value_col: str = "value",
+    received_col: str | None = None,
+    max_bytes: int | None = None,
+) -> DataFrame:
     """Add the registry schema's fields (parsed from ``value_col``), ``raw_value`` and
     ``reason`` to ``df``; the other columns (Kafka metadata) are kept. ``received_col``: the
     column of the record's Kafka timestamp, which bounds a plausible event time; ``max_bytes``:
@@ -146,24 +163,35 @@ def parse_json(df: DataFrame, topic: registry.Topic, value_col: str = "value",
     from pyspark.sql import functions as F
 
     _refuse_clash(topic.schema)
-    with_parsed = (_guard_size(df, value_col, max_bytes)
-                   .withColumn("_parsed", F.from_json(F.col("_text"), topic.schema.spark()))
-                   .withColumn("_variant", json_document(F.col("_text"))))
+    with_parsed = (
+        _guard_size(df, value_col, max_bytes)
+        .withColumn("_parsed", F.from_json(F.col("_text"), topic.schema.spark()))
+        .withColumn("_variant", json_document(F.col("_text")))
+    )
     reason = F.when(F.col("_too_large"), F.lit(rules.TOO_LARGE)).otherwise(
-        reason_column(F.col("_variant"), topic, F.col("_parsed"),
-                      F.col(received_col) if received_col else None))
+        reason_column(
+            F.col("_variant"),
+            topic,
+            F.col("_parsed"),
+            F.col(received_col) if received_col else None,
+        )
+    )
     # The source value is replaced by raw_value; its other columns stay unless a payload field
     # has the same name (the payload wins: ``value`` of a callback is the callback's value).
     kept = [c for c in df.columns if c != value_col and c not in topic.schema.names]
-    return (with_parsed.withColumn(REASON, reason)
-            .select(*kept, RAW, REASON,
-                    *[F.col(f"_parsed.{name}").alias(name) for name in topic.schema.names]))
+    return with_parsed.withColumn(REASON, reason).select(
+        *kept, RAW, REASON, *[F.col(f"_parsed.{name}").alias(name) for name in topic.schema.names]
+    )
 
 
-def parse_json_by_topic(df: DataFrame, topics: list[registry.Topic],
-                        value_col: str = "value", topic_col: str = "topic",
-                        received_col: str | None = None,
-                        max_bytes: int | None = None) -> DataFrame:
+def parse_json_by_topic(
+    df: DataFrame,
+    topics: list[registry.Topic],
+    value_col: str = "value",
+    topic_col: str = "topic",
+    received_col: str | None = None,
+    max_bytes: int | None = None,
+) -> DataFrame:
     """:func:`parse_json` for records of several topics in one pass: each row is validated
     against the schema of the topic named in its ``topic_col``. The result has the union of the
     topics' fields (a field another topic declares is null), ``raw_value`` and ``reason``.
@@ -179,19 +207,28 @@ def parse_json_by_topic(df: DataFrame, topics: list[registry.Topic],
         for field in topic.schema.fields:
             other = fields.setdefault(field.name, field)
             if other.type != field.type:
-                raise ValueError(f"field {field.name!r} is {other.type} in one topic and "
-                                 f"{field.type} in {topic.name}: they cannot be parsed together")
+                raise ValueError(
+                    f"field {field.name!r} is {other.type} in one topic and "
+                    f"{field.type} in {topic.name}: they cannot be parsed together"
+                )
     merged = registry.Schema(tuple(fields.values()))
     _refuse_clash(merged)
-    with_parsed = (_guard_size(df, value_col, max_bytes)
-                   .withColumn("_parsed", F.from_json(F.col("_text"), merged.spark()))
-                   .withColumn("_variant", json_document(F.col("_text"))))
+    with_parsed = (
+        _guard_size(df, value_col, max_bytes)
+        .withColumn("_parsed", F.from_json(F.col("_text"), merged.spark()))
+        .withColumn("_variant", json_document(F.col("_text")))
+    )
     reason = F.lit(rules.UNKNOWN_TOPIC)
     for topic in reversed(topics):
-        reason = F.when(F.col(topic_col) == topic.name,
-                        reason_column(F.col("_variant"), topic, F.col("_parsed"),
-                                      F.col(received_col) if received_col else None)
-                        ).otherwise(reason)
+        reason = F.when(
+            F.col(topic_col) == topic.name,
+            reason_column(
+                F.col("_variant"),
+                topic,
+                F.col("_parsed"),
+                F.col(received_col) if received_col else None,
+            ),
+        ).otherwise(reason)
     reason = F.when(F.col("_too_large"), F.lit(rules.TOO_LARGE)).otherwise(reason)
     kept = [c for c in df.columns if c != value_col and c not in merged.names]
 
@@ -200,8 +237,9 @@ def parse_json_by_topic(df: DataFrame, topics: list[registry.Topic],
         owners = [t.name for t in topics if name in t.schema.names]
         return F.when(F.col(topic_col).isin(*owners), F.col(f"_parsed.{name}")).alias(name)
 
-    return (with_parsed.withColumn(REASON, reason)
-            .select(*kept, RAW, REASON, *[own(name) for name in merged.names]))
+    return with_parsed.withColumn(REASON, reason).select(
+        *kept, RAW, REASON, *[own(name) for name in merged.names]
+    )
 
 
 def split_valid(parsed: DataFrame) -> tuple[DataFrame, DataFrame]:

@@ -69,11 +69,17 @@ def fill_topic(spark, settings: Settings, topic: str, records: int) -> None:
     missing = set(names) - set(fields)
     if missing:
         raise RuntimeError(f"fill_topic does not know how to fill {sorted(missing)} of {topic}")
-    (spark.range(records, numPartitions=settings.shuffle_partitions)
-     .select(fields["click_id"].alias("key"),
-             F.to_json(F.struct(*(fields[n].alias(n) for n in names))).alias("value"))
-     .write.format("kafka").option("kafka.bootstrap.servers", settings.kafka_bootstrap)
-     .option("topic", topic).save())
+    (
+        spark.range(records, numPartitions=settings.shuffle_partitions)
+        .select(
+            fields["click_id"].alias("key"),
+            F.to_json(F.struct(*(fields[n].alias(n) for n in names))).alias("value"),
+        )
+        .write.format("kafka")
+        .option("kafka.bootstrap.servers", settings.kafka_bootstrap)
+        .option("topic", topic)
+        .save()
+    )
 
 
 class Progress:
@@ -93,8 +99,12 @@ class Progress:
             def onQueryProgress(self, event):
                 p = event.progress
                 outer.events.setdefault(p.name, []).append(
-                    {"timestamp": p.timestamp, "records": p.numInputRows,
-                     "durations_ms": dict(p.durationMs)})
+                    {
+                        "timestamp": p.timestamp,
+                        "records": p.numInputRows,
+                        "durations_ms": dict(p.durationMs),
+                    }
+                )
 
             def onQueryIdle(self, event):
                 pass
@@ -110,13 +120,21 @@ class Progress:
         (up to 30 s) for the events of ``records`` records: the listener hears of them after
         the query has ended."""
         deadline = time.monotonic() + 30
-        while (sum(e["records"] for e in self.events.get(name, [])) < records
-               and time.monotonic() < deadline):
+        while (
+            sum(e["records"] for e in self.events.get(name, [])) < records
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.1)
-        return [{"records": e["records"], "seconds": e["durations_ms"]["triggerExecution"] / 1000,
-                 "timestamp": e["timestamp"],
-                 "durations_ms": e["durations_ms"]}
-                for e in self.events.get(name, []) if e["records"]]
+        return [
+            {
+                "records": e["records"],
+                "seconds": e["durations_ms"]["triggerExecution"] / 1000,
+                "timestamp": e["timestamp"],
+                "durations_ms": e["durations_ms"],
+            }
+            for e in self.events.get(name, [])
+            if e["records"]
+        ]
 
 
 def _epoch(timestamp: str) -> float:
@@ -150,26 +168,43 @@ def throughput(batches: list[dict], started_epoch: float, wall_s: float) -> dict
         "records": records,
         "wall_s": round(wall_s, 2),
         "query_start_s": round(_epoch(batches[0]["timestamp"]) - started_epoch, 2)
-        if batches else None,
+        if batches
+        else None,
         "first_batch_s": round(batches[0]["seconds"], 2) if batches else None,
         "steady_records_per_s": round(sum(b["records"] for b in steady) / steady_s)
-        if steady_s else None,
+        if steady_s
+        else None,
         "wall_records_per_s": round(records / wall_s) if wall_s else None,
-        "tail_batch": next(({"records": b["records"], "seconds": round(b["seconds"], 3)}
-                            for b in batches[len(steady) + 1:]), None),
-        "batches": [{"records": b["records"], "seconds": round(b["seconds"], 3),
-                     "durations_ms": b["durations_ms"]} for b in batches],
+        "tail_batch": next(
+            (
+                {"records": b["records"], "seconds": round(b["seconds"], 3)}
+                for b in batches[len(steady) + 1 :]
+            ),
+            None,
+        ),
+        "batches": [
+            {
+                "records": b["records"],
+                "seconds": round(b["seconds"], 3),
+                "durations_ms": b["durations_ms"],
+            }
+            for b in batches
+        ],
     }
 
 
 def timed_job(settings: Settings, module: str, args: list[str]) -> dict:
     """Run ``module`` as Airflow does, a process of its own against ``settings``; its wall time."""
-    env = dict(os.environ, ADLAKE_RUNTIME_DIR=str(settings.runtime_dir),
-               ADLAKE_KAFKA_BOOTSTRAP=settings.kafka_bootstrap,
-               ADLAKE_KAFKA_CONTROLLER_PORT=str(settings.kafka_controller_port))
+    env = dict(
+        os.environ,
+        ADLAKE_RUNTIME_DIR=str(settings.runtime_dir),
+        ADLAKE_KAFKA_BOOTSTRAP=settings.kafka_bootstrap,
+        ADLAKE_KAFKA_CONTROLLER_PORT=str(settings.kafka_controller_port),
+    )
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", module, *args], env=env, text=True,
-                          capture_output=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args], env=env, text=True, capture_output=True, check=False
+    )
     seconds = time.monotonic() - started
     if done.returncode:
         raise RuntimeError(f"{module} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
@@ -188,24 +223,36 @@ def bench(spark, base: Settings, args: argparse.Namespace, session_s: float) -> 
         say(f"bronze: ingest, batches of {args.max_offsets_per_trigger:,} records")
         started, started_epoch = time.monotonic(), time.time()
         written = bronze.run(spark, settings, [TOPIC], args.max_offsets_per_trigger)
-        ingest = throughput(progress.batches(bronze.bronze_table(TOPIC).name, args.records), started_epoch,
-                            time.monotonic() - started)
+        ingest = throughput(
+            progress.batches(bronze.bronze_table(TOPIC).name, args.records),
+            started_epoch,
+            time.monotonic() - started,
+        )
         table = bronze.bronze_table(TOPIC)
         stored = spark.read.format("delta").load(table_path(settings, table)).count()
         if stored != args.records or written[table.name] != args.records:
-            raise RuntimeError(f"bronze holds {stored:,} rows (query reported "
-                               f"{written[table.name]:,}) for {args.records:,} records sent")
-        say(f"bronze: {args.records:,} records, start-up {session_s + ingest['query_start_s']:.1f} s"
+            raise RuntimeError(
+                f"bronze holds {stored:,} rows (query reported "
+                f"{written[table.name]:,}) for {args.records:,} records sent"
+            )
+        say(
+            f"bronze: {args.records:,} records, start-up {session_s + ingest['query_start_s']:.1f} s"
             f" (session {session_s:.1f} s), steady {ingest['steady_records_per_s']:,} records/s, "
-            f"wall {ingest['wall_records_per_s']:,} records/s")
+            f"wall {ingest['wall_records_per_s']:,} records/s"
+        )
 
         say("silver: refine")
         started, started_epoch = time.monotonic(), time.time()
         silver.run(spark, settings, [TOPIC], args.max_files_per_trigger)
-        refine = throughput(progress.batches(silver.silver_table(TOPIC).name, args.records), started_epoch,
-                            time.monotonic() - started)
-        say(f"silver: {refine['records']:,} records in {refine['wall_s']:.1f} s = "
-            f"{refine['wall_records_per_s']:,} records/s")
+        refine = throughput(
+            progress.batches(silver.silver_table(TOPIC).name, args.records),
+            started_epoch,
+            time.monotonic() - started,
+        )
+        say(
+            f"silver: {refine['records']:,} records in {refine['wall_s']:.1f} s = "
+            f"{refine['wall_records_per_s']:,} records/s"
+        )
 
         # Hourly runs find every table and checkpoint in place: the first run of the other
         # topics (nothing in them) is not what is measured.
@@ -238,9 +285,13 @@ def bound(ingest: dict, load: list) -> str:
     steady = steady_batches(ingest["batches"])
     total = sum(b["durations_ms"].get("triggerExecution", 0) for b in steady)
     add = sum(b["durations_ms"].get("addBatch", 0) for b in steady)
-    share = f"addBatch {add / total:.0%} of the steady batches' time" if total else "no steady batch"
-    return (f"{share}; {os.cpu_count()} cores at load average {load[0]:.1f} (start) and "
-            f"{load[1]:.1f} (end), this run's own load included")
+    share = (
+        f"addBatch {add / total:.0%} of the steady batches' time" if total else "no steady batch"
+    )
+    return (
+        f"{share}; {os.cpu_count()} cores at load average {load[0]:.1f} (start) and "
+        f"{load[1]:.1f} (end), this run's own load included"
+    )
 
 
 def report(args: argparse.Namespace, session_s: float, measured: dict, load: list) -> dict:
@@ -262,34 +313,63 @@ def report(args: argparse.Namespace, session_s: float, measured: dict, load: lis
         "wall_records_per_s": ingest["wall_records_per_s"],
         "ingest_wall_s": ingest["wall_s"],
         "batches": ingest["batches"],
-        "silver": {k: v for k, v in measured["silver"].items()},
+        "silver": dict(measured["silver"].items()),
         "fixed_cost_s": measured["fixed_cost_s"],
         "fixed_cost_logs": measured["fixed_cost_logs"],
-        "goal": {"goal": "bronze steady-state ingest on 2 cores",
-                 "target": f">= {GOAL_RECORDS_PER_S:,} records/s",
-                 "measured": f"{steady:,} records/s" if steady else "no batch after the first",
-                 "met": bool(steady and steady >= GOAL_RECORDS_PER_S),
-                 "bound": args.bound or bound(ingest, load)},
+        "goal": {
+            "goal": "bronze steady-state ingest on 2 cores",
+            "target": f">= {GOAL_RECORDS_PER_S:,} records/s",
+            "measured": f"{steady:,} records/s" if steady else "no batch after the first",
+            "met": bool(steady and steady >= GOAL_RECORDS_PER_S),
+            "bound": args.bound or bound(ingest, load),
+        },
         "load_average": load,
     }
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="spark_apps.lake.benchmark", description=__doc__,
-                                     formatter_class=HelpFormatter)
-    parser.add_argument("--records", "--bronze-records", type=int, default=None,
-                        help=f"records produced to {TOPIC} and ingested (default 2,000,000; "
-                             f"--quick: {QUICK_RECORDS:,})")
-    parser.add_argument("--max-offsets-per-trigger", type=int, default=None,
-                        help="records per bronze batch (default: a quarter of --records)")
-    parser.add_argument("--max-files-per-trigger", type=int, default=None,
-                        help="bronze files per silver batch (default: all in one)")
-    parser.add_argument("--quick", action="store_true", help=f"smoke run: {QUICK_RECORDS:,} records")
-    parser.add_argument("--gold", action=argparse.BooleanOptionalAction, default=None,
-                        help="measure gold's fixed cost too (default: yes, except --quick)")
-    parser.add_argument("--out-dir", default=None,
-                        help="write DIR/bronze.json (unset: <reports>/bench-bronze-<time>.json)")
-    parser.add_argument("--bound", default="", help="what bounds the figure, for the report (default: addBatch's share and the load)")
+    parser = argparse.ArgumentParser(
+        prog="spark_apps.lake.benchmark", description=__doc__, formatter_class=HelpFormatter
+    )
+    parser.add_argument(
+        "--records",
+        "--bronze-records",
+        type=int,
+        default=None,
+        help=f"records produced to {TOPIC} and ingested (default 2,000,000; "
+        f"--quick: {QUICK_RECORDS:,})",
+    )
+    parser.add_argument(
+        "--max-offsets-per-trigger",
+        type=int,
+        default=None,
+        help="records per bronze batch (default: a quarter of --records)",
+    )
+    parser.add_argument(
+        "--max-files-per-trigger",
+        type=int,
+        default=None,
+        help="bronze files per silver batch (default: all in one)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help=f"smoke run: {QUICK_RECORDS:,} records"
+    )
+    parser.add_argument(
+        "--gold",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="measure gold's fixed cost too (default: yes, except --quick)",
+    )
+    parser.add_argument(
+        "--out-dir",
+        default=None,
+        help="write DIR/bronze.json (unset: <reports>/bench-bronze-<time>.json)",
+    )
+    parser.add_argument(
+        "--bound",
+        default="",
+        help="what bounds the figure, for the report (default: addBatch's share and the load)",
+    )
     args = parser.parse_args(argv)
     if args.records is None:
         args.records = QUICK_RECORDS if args.quick else 2_000_000
@@ -312,12 +392,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     say(f"session started in {session_s:.1f} s (load {load_start:.2f})")
     measured = bench(spark, settings, args, session_s)
     result = report(args, session_s, measured, [load_start, os.getloadavg()[0]])
-    out = (Path(args.out_dir) / "bronze.json" if args.out_dir else
-           settings.reports_dir / f"bench-bronze-{time.strftime('%Y%m%dT%H%M%S')}.json")
+    out = (
+        Path(args.out_dir) / "bronze.json"
+        if args.out_dir
+        else settings.reports_dir / f"bench-bronze-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2, default=str) + "\n")
-    print(json.dumps({k: v for k, v in result.items()
-                      if k not in ("batches", "silver", "fixed_cost_logs")}, indent=2))
+    print(
+        json.dumps(
+            {k: v for k, v in result.items() if k not in ("batches", "silver", "fixed_cost_logs")},
+            indent=2,
+        )
+    )
     say(f"written to {out}")
     return 0
 

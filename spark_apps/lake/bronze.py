@@ -60,34 +60,42 @@ def transform_bronze(raw: DataFrame) -> DataFrame:
         F.col("key").cast("string").alias("key"),
         F.col("value").cast("string").alias("value"),
         F.when(F.col("headers").isNotNull(), F.to_json("headers")).alias("headers_json"),
-        F.col("topic"), F.col("partition"), F.col("offset"),
+        F.col("topic"),
+        F.col("partition"),
+        F.col("offset"),
         F.col("timestamp").alias("kafka_timestamp"),
         F.current_timestamp().alias("ingest_time"),
         F.to_date(F.current_timestamp()).alias("ingest_date"),
     )
 
 
-def start_ingest(spark: SparkSession, settings: Settings, topic: str,
-                 max_offsets: int | None = None) -> StreamingQuery:
+def start_ingest(
+    spark: SparkSession, settings: Settings, topic: str, max_offsets: int | None = None
+) -> StreamingQuery:
     """Start the AvailableNow query of one topic (Kafka → its bronze table)."""
     table = bronze_table(topic)
     path = ensure_table(spark, settings, table)
-    reader = (spark.readStream.format("kafka")
-              .option("kafka.bootstrap.servers", settings.kafka_bootstrap)
-              .option("subscribe", topic)
-              .option("startingOffsets", "earliest")
-              .option("includeHeaders", "true")
-              # Retention may delete offsets the checkpoint has not read yet; that is data loss
-              # upstream of us, logged by Spark, and must not wedge every later run.
-              .option("failOnDataLoss", "false"))
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", settings.kafka_bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("includeHeaders", "true")
+        # Retention may delete offsets the checkpoint has not read yet; that is data loss
+        # upstream of us, logged by Spark, and must not wedge every later run.
+        .option("failOnDataLoss", "false")
+    )
     if max_offsets:
         reader = reader.option("maxOffsetsPerTrigger", str(max_offsets))
-    return (transform_bronze(reader.load()).writeStream.format("delta")
-            .option("checkpointLocation", str(settings.checkpoint_path(table.name)))
-            .queryName(table.name)
-            .trigger(availableNow=True)
-            .outputMode("append")
-            .start(path))
+    return (
+        transform_bronze(reader.load())
+        .writeStream.format("delta")
+        .option("checkpointLocation", str(settings.checkpoint_path(table.name)))
+        .queryName(table.name)
+        .trigger(availableNow=True)
+        .outputMode("append")
+        .start(path)
+    )
 
 
 def committed_source_offset(checkpoint: Path) -> dict | None:
@@ -129,24 +137,32 @@ def broker_offsets(settings: Settings, topic: str) -> dict[int, tuple[int, int]]
     as it would have)."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": settings.kafka_bootstrap,
-                         "group.id": "adlake-bronze-offsets", "enable.auto.commit": False,
-                         "socket.timeout.ms": 5000,
-                         "log_level": 0})  # an unreachable broker: None, not a page of logs
+    consumer = Consumer(
+        {
+            "bootstrap.servers": settings.kafka_bootstrap,
+            "group.id": "adlake-bronze-offsets",
+            "enable.auto.commit": False,
+            "socket.timeout.ms": 5000,
+            "log_level": 0,
+        }
+    )  # an unreachable broker: None, not a page of logs
     try:
         partitions = consumer.list_topics(topic, timeout=5).topics[topic].partitions
         if not partitions:
             return None
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
-                for p in partitions}
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
+            for p in partitions
+        }
     except (KafkaException, KeyError, TypeError):
         return None
     finally:
         consumer.close()
 
 
-def nothing_new(committed: dict[int, int] | None,
-                broker: dict[int, tuple[int, int]] | None) -> bool:
+def nothing_new(
+    committed: dict[int, int] | None, broker: dict[int, tuple[int, int]] | None
+) -> bool:
     """True when a bronze query would ingest nothing: every partition of the topic is read up
     to its end offset (or, never read, holds no record). Anything else, including a checkpoint
     past the broker's end (a topic recreated) or a partition the checkpoint does not know,
@@ -163,12 +179,15 @@ def nothing_new(committed: dict[int, int] | None,
         return False
     if set(committed) - set(broker):
         return False
-    return all(committed[p] == end if p in committed else earliest == end
-               for p, (earliest, end) in broker.items())
+    return all(
+        committed[p] == end if p in committed else earliest == end
+        for p, (earliest, end) in broker.items()
+    )
 
 
-def run(spark: SparkSession, settings: Settings, topics: list[str],
-        max_offsets: int | None = None) -> dict[str, int]:
+def run(
+    spark: SparkSession, settings: Settings, topics: list[str], max_offsets: int | None = None
+) -> dict[str, int]:
     """Ingest every topic in ``topics`` (concurrently); returns rows written per table.
 
     A topic with nothing new (:func:`nothing_new`: its checkpoint's newest batch is committed
@@ -182,9 +201,12 @@ def run(spark: SparkSession, settings: Settings, topics: list[str],
     from spark_apps.lake.errors import diagnosed
 
     tables = [bronze_table(t) for t in topics]
-    with diagnosed("bronze", settings.runtime_dir,
-                   [settings.checkpoint_path(t.name) for t in tables],
-                   [settings.table_path(t.name) for t in tables]):
+    with diagnosed(
+        "bronze",
+        settings.runtime_dir,
+        [settings.checkpoint_path(t.name) for t in tables],
+        [settings.table_path(t.name) for t in tables],
+    ):
         for table in tables:
             check_sink_caught_up(spark, settings, table)
         return _run(spark, settings, topics, max_offsets)
@@ -211,7 +233,9 @@ def check_sink_caught_up(spark: SparkSession, settings: Settings, table: registr
     if problem:
         raise errors.DeltaLogCorrupted(
             f"Delta table {path} is damaged: {problem}. Do not write to it; follow "
-            f"{errors.DELTA_LOG_STEP}", path)
+            f"{errors.DELTA_LOG_STEP}",
+            path,
+        )
 
 
 def sink_recorded_in_newest_commit(table: Path, query_id: str, committed: int) -> bool:
@@ -230,8 +254,7 @@ def sink_recorded_in_newest_commit(table: Path, query_id: str, committed: int) -
         txns = [json.loads(line)["txn"] for line in lines if line.startswith('{"txn"')]
     except (OSError, ValueError, KeyError):
         return False
-    return any(t.get("appId") == query_id and int(t.get("version", -1)) >= committed
-               for t in txns)
+    return any(t.get("appId") == query_id and int(t.get("version", -1)) >= committed for t in txns)
 
 
 def nothing_to_do(settings: Settings, topics: list[str]) -> bool:
@@ -244,30 +267,36 @@ def nothing_to_do(settings: Settings, topics: list[str]) -> bool:
     from spark_apps.lake import errors
 
     tables = [bronze_table(t) for t in topics]
-    errors.check_state([settings.checkpoint_path(t.name) for t in tables],
-                       [settings.table_path(t.name) for t in tables])
+    errors.check_state(
+        [settings.checkpoint_path(t.name) for t in tables],
+        [settings.table_path(t.name) for t in tables],
+    )
     for topic, table in zip(topics, tables):
         checkpoint, path = settings.checkpoint_path(table.name), settings.table_path(table.name)
         if not (path / "_delta_log").is_dir():
             return False
         query_id, committed = errors.committed_batch(checkpoint)
         if committed is not None and not (
-                query_id and sink_recorded_in_newest_commit(path, query_id, committed)):
+            query_id and sink_recorded_in_newest_commit(path, query_id, committed)
+        ):
             return False
         if not nothing_new(committed_offsets(checkpoint, topic), broker_offsets(settings, topic)):
             return False
     return True
 
 
-def _run(spark: SparkSession, settings: Settings, topics: list[str],
-         max_offsets: int | None) -> dict[str, int]:
+def _run(
+    spark: SparkSession, settings: Settings, topics: list[str], max_offsets: int | None
+) -> dict[str, int]:
     queries: dict[str, StreamingQuery] = {}
     written: dict[str, int] = {}
     try:
         for t in topics:
             table = bronze_table(t)
-            if nothing_new(committed_offsets(settings.checkpoint_path(table.name), t),
-                           broker_offsets(settings, t)):
+            if nothing_new(
+                committed_offsets(settings.checkpoint_path(table.name), t),
+                broker_offsets(settings, t),
+            ):
                 if not (settings.table_path(table.name) / "_delta_log").is_dir():
                     ensure_table(spark, settings, table)
                 written[table.name] = 0
@@ -278,8 +307,11 @@ def _run(spark: SparkSession, settings: Settings, topics: list[str],
             query.awaitTermination()
             rows = sum(p["numInputRows"] for p in query.recentProgress)
             written[bronze_table(topic).name] = rows
-            print(f"[bronze] {topic} -> {table_path(settings, bronze_table(topic))}: {rows} "
-                  f"rows in {len(query.recentProgress)} batches", flush=True)
+            print(
+                f"[bronze] {topic} -> {table_path(settings, bronze_table(topic))}: {rows} "
+                f"rows in {len(query.recentProgress)} batches",
+                flush=True,
+            )
         return written
     finally:
         for query in queries.values():  # one topic failed: stop the others before raising
@@ -288,14 +320,20 @@ def _run(spark: SparkSession, settings: Settings, topics: list[str],
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="spark_apps.lake.bronze", description=__doc__,
-                                     formatter_class=HelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="spark_apps.lake.bronze", description=__doc__, formatter_class=HelpFormatter
+    )
     parser.add_argument("--start", help="data interval start (logged; see above)")
     parser.add_argument("--end", help="data interval end (logged; see above)")
-    parser.add_argument("--topics", default=",".join(registry.TOPICS),
-                        help="comma-separated registry topics")
-    parser.add_argument("--max-offsets-per-trigger", type=int, default=None,
-                        help="cap on records per micro-batch (unset: no cap)")
+    parser.add_argument(
+        "--topics", default=",".join(registry.TOPICS), help="comma-separated registry topics"
+    )
+    parser.add_argument(
+        "--max-offsets-per-trigger",
+        type=int,
+        default=None,
+        help="cap on records per micro-batch (unset: no cap)",
+    )
     args = parser.parse_args(argv)
     for name in args.topics.split(","):
         registry.topic(name)  # an unknown topic fails here, naming the registered ones
@@ -312,8 +350,11 @@ def main(argv: list[str] | None = None) -> int:
     topics = args.topics.split(",")
     if nothing_to_do(settings, topics):
         # The common hour of a quiet topic set: no JVM, no session, nothing written.
-        print(f"[bronze] nothing new in Kafka for {len(topics)} topics, no Spark session "
-              f"({time.monotonic() - started:.1f}s)", flush=True)
+        print(
+            f"[bronze] nothing new in Kafka for {len(topics)} topics, no Spark session "
+            f"({time.monotonic() - started:.1f}s)",
+            flush=True,
+        )
         return 0
     spark = get_session("lake", "bronze", settings)
     written = run(spark, settings, topics, args.max_offsets_per_trigger)

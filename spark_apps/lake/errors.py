@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TypeVar
 
@@ -67,8 +67,9 @@ class ConcurrentWriteConflict(LakeStateError):
     """A write lost to concurrent writers of the same table on every attempt."""
 
 
-def retry_on_conflict(job: str, path: Path | str, action: Callable[[], T],
-                      attempts: int = CONFLICT_ATTEMPTS) -> T:
+def retry_on_conflict(
+    job: str, path: Path | str, action: Callable[[], T], attempts: int = CONFLICT_ATTEMPTS
+) -> T:
     """``action()``, tried again (up to ``attempts`` in all, with a log line each time) when
     Delta's optimistic concurrency rejects its commit because another writer committed to the
     table first; :class:`ConcurrentWriteConflict` if it never wins.
@@ -88,13 +89,19 @@ def retry_on_conflict(job: str, path: Path | str, action: Callable[[], T],
                 raise ConcurrentWriteConflict(
                     f"{job}: {path} was written concurrently by another job on each of "
                     f"{attempts} attempts ({type(error).__name__}); let the other run finish, "
-                    f"then rerun: follow {CONFLICT_STEP}", path) from error
-            print(f"[{job}] {path}: a concurrent commit won ({type(error).__name__}); "
-                  f"retrying ({attempt}/{attempts - 1})", flush=True)
+                    f"then rerun: follow {CONFLICT_STEP}",
+                    path,
+                ) from error
+            print(
+                f"[{job}] {path}: a concurrent commit won ({type(error).__name__}); "
+                f"retrying ({attempt}/{attempts - 1})",
+                flush=True,
+            )
     raise AssertionError("unreachable")
 
 
 # -- inspection: what is wrong with a checkpoint or a Delta log ------------------------------------
+
 
 def _numbered(directory: Path) -> dict[int, Path]:
     if not directory.is_dir():
@@ -106,9 +113,11 @@ def _orphan_crc(directory: Path, names: Iterable[str]) -> list[str]:
     """Hadoop's hidden ``.<name>.crc`` files whose file is gone: a deletion by hand."""
     present = set(names)
     # A writer's temporary file (``.N.<uuid>.tmp``) that a crash left is not damage.
-    return [f"{directory / p.name[1:-4]} is missing (its checksum {p.name} is there)"
-            for p in directory.glob(".*.crc")
-            if p.name[1:-4] not in present and not p.name.endswith(".tmp.crc")]
+    return [
+        f"{directory / p.name[1:-4]} is missing (its checksum {p.name} is there)"
+        for p in directory.glob(".*.crc")
+        if p.name[1:-4] not in present and not p.name.endswith(".tmp.crc")
+    ]
 
 
 def _log_file_problem(path: Path, first_line: str | None) -> str | None:
@@ -159,10 +168,13 @@ def inspect_checkpoint(checkpoint: Path) -> list[str]:
                 problems.append(problem)
         if files:
             gaps = sorted(set(range(min(files), max(files) + 1)) - set(files))
-            problems += [f"{directory / str(n)} is missing (batch {n} between others)"
-                         for n in gaps]
-    problems += [f"{checkpoint / 'offsets' / str(n)} is missing but batch {n} is committed"
-                 for n in sorted(set(commits) - set(offsets))]
+            problems += [
+                f"{directory / str(n)} is missing (batch {n} between others)" for n in gaps
+            ]
+    problems += [
+        f"{checkpoint / 'offsets' / str(n)} is missing but batch {n} is committed"
+        for n in sorted(set(commits) - set(offsets))
+    ]
     return problems
 
 
@@ -178,17 +190,21 @@ def inspect_delta_log(table: Path) -> list[str]:
         return []
     problems: list[str] = []
     commits = {int(p.name.split(".")[0]): p for p in log.glob("*.json") if p.name[0].isdigit()}
-    problems += [p for p in _orphan_crc(log, (c.name for c in commits.values()))
-                 if p.split(" is missing")[0].endswith(".json")]
+    problems += [
+        p
+        for p in _orphan_crc(log, (c.name for c in commits.values()))
+        if p.split(" is missing")[0].endswith(".json")
+    ]
     start = 0
-    try:
+    with suppress(OSError, ValueError, KeyError):
         start = int(json.loads((log / "_last_checkpoint").read_text())["version"])
-    except (OSError, ValueError, KeyError):
-        pass
     if commits:
-        tail = [v for v in range(start, max(commits) + 1)]
-        problems += [f"{log / f'{v:020d}.json'} is missing (versions are not contiguous)"
-                     for v in tail if v not in commits and v > start]
+        tail = list(range(start, max(commits) + 1))
+        problems += [
+            f"{log / f'{v:020d}.json'} is missing (versions are not contiguous)"
+            for v in tail
+            if v not in commits and v > start
+        ]
         for v in tail:
             if v not in commits:
                 continue
@@ -229,23 +245,43 @@ def sink_behind(table: Path, query_id: str, committed: int, recorded: int | None
         return None
     have = f"batch {recorded}" if recorded is not None else "no batch"
     first = 0 if recorded is None else recorded + 1
-    return (f"{table / '_delta_log'} records {have} of query {query_id} while its checkpoint "
-            f"committed batch {committed}: the Delta commits of batches {first}..{committed} "
-            "are missing")
+    return (
+        f"{table / '_delta_log'} records {have} of query {query_id} while its checkpoint "
+        f"committed batch {committed}: the Delta commits of batches {first}..{committed} "
+        "are missing"
+    )
 
 
 def check_state(checkpoints: Iterable[Path] = (), tables: Iterable[Path] = ()) -> None:
     """Raise :class:`CheckpointCorrupted` or :class:`DeltaLogCorrupted` for the first damaged
     checkpoint or Delta log among those given; return if none is."""
-    found = [(CheckpointCorrupted, Path(c), "checkpoint", inspect_checkpoint(Path(c)),
-              "Do not delete the checkpoint (that re-reads everything)", CHECKPOINT_STEP)
-             for c in checkpoints]
-    found += [(DeltaLogCorrupted, Path(t), "Delta table", inspect_delta_log(Path(t)),
-               "Do not write to it", DELTA_LOG_STEP) for t in tables]
+    found = [
+        (
+            CheckpointCorrupted,
+            Path(c),
+            "checkpoint",
+            inspect_checkpoint(Path(c)),
+            "Do not delete the checkpoint (that re-reads everything)",
+            CHECKPOINT_STEP,
+        )
+        for c in checkpoints
+    ]
+    found += [
+        (
+            DeltaLogCorrupted,
+            Path(t),
+            "Delta table",
+            inspect_delta_log(Path(t)),
+            "Do not write to it",
+            DELTA_LOG_STEP,
+        )
+        for t in tables
+    ]
     for error, path, what, problems, advice, step in found:
         if problems:
-            raise error(f"{what} {path} is damaged: {'; '.join(problems)}. {advice}; follow "
-                        f"{step}", path)
+            raise error(
+                f"{what} {path} is damaged: {'; '.join(problems)}. {advice}; follow {step}", path
+            )
 
 
 def _chain_text(error: BaseException) -> str:
@@ -272,8 +308,9 @@ def _chain_text(error: BaseException) -> str:
 
 
 @contextmanager
-def diagnosed(job: str, runtime_dir: Path, checkpoints: Iterable[Path] = (),
-              tables: Iterable[Path] = ()) -> Iterator[None]:
+def diagnosed(
+    job: str, runtime_dir: Path, checkpoints: Iterable[Path] = (), tables: Iterable[Path] = ()
+) -> Iterator[None]:
     """Run a job's body after checking its checkpoints and Delta logs; if it fails, raise the
     typed error its state explains (a full device, a damaged checkpoint or Delta log among
     those given) from the original failure, else let the failure through unchanged.
@@ -293,6 +330,7 @@ def diagnosed(job: str, runtime_dir: Path, checkpoints: Iterable[Path] = (),
             raise DiskFull(
                 f"{job}: the device holding {runtime_dir} is full ({_NO_SPACE}). Every table "
                 f"reads as its last commit; free space and rerun: follow {DISK_FULL_STEP}",
-                runtime_dir) from error
+                runtime_dir,
+            ) from error
         check_state(checkpoints, tables)
         raise

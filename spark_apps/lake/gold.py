@@ -58,7 +58,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from adlake import registry
@@ -99,8 +99,14 @@ def _in_interval(df: DataFrame, start: date, end: date) -> DataFrame:
     return df.where((F.col("event_date") >= F.lit(start)) & (F.col("event_date") < F.lit(end)))
 
 
-def _around(df: DataFrame, start: date, end: date, before_ms: int, after_ms: int,
-            time_col: str = "event_time") -> DataFrame:
+def _around(
+    df: DataFrame,
+    start: date,
+    end: date,
+    before_ms: int,
+    after_ms: int,
+    time_col: str = "event_time",
+) -> DataFrame:
     """Rows whose ``time_col`` lies in ``[start - before_ms, end + after_ms)``, the interval's
     midnights taken in the session time zone (the one silver's ``event_date`` comes from). The
     ``event_date`` bounds only let Delta skip the partitions that cannot hold such a row.
@@ -115,14 +121,17 @@ def _around(df: DataFrame, start: date, end: date, before_ms: int, after_ms: int
 
     first_day = start - timedelta(days=-(-before_ms // _DAY_MS))
     after_day = end + timedelta(days=-(-after_ms // _DAY_MS))
-    return df.where((F.col("event_date") >= F.lit(first_day))
-                    & (F.col("event_date") < F.lit(after_day))
-                    & (F.col(time_col) >= shifted(start, -before_ms))
-                    & (F.col(time_col) < shifted(end, after_ms)))
+    return df.where(
+        (F.col("event_date") >= F.lit(first_day))
+        & (F.col("event_date") < F.lit(after_day))
+        & (F.col(time_col) >= shifted(start, -before_ms))
+        & (F.col(time_col) < shifted(end, after_ms))
+    )
 
 
-def transform_paired_callbacks(impressions: DataFrame, callbacks: DataFrame,
-                               config: AttributionConfig | None = None) -> DataFrame:
+def transform_paired_callbacks(
+    impressions: DataFrame, callbacks: DataFrame, config: AttributionConfig | None = None
+) -> DataFrame:
     """The callbacks that belong to an impression, with its ``campaign_id`` and ``creative_id``.
 
     A callback belongs to the impression it names when it falls in the attribution window of
@@ -134,12 +143,15 @@ def transform_paired_callbacks(impressions: DataFrame, callbacks: DataFrame,
     from pyspark.sql import functions as F
 
     config = _attribution_config(config)
-    shown = (impressions.select("impression_id", "campaign_id", "creative_id",
-                                F.col("event_time").alias("_impression_time")).distinct())
+    shown = impressions.select(
+        "impression_id", "campaign_id", "creative_id", F.col("event_time").alias("_impression_time")
+    ).distinct()
     lag_ms = F.unix_millis(F.col("event_time")) - F.unix_millis(F.col("_impression_time"))
-    return (callbacks.join(shown, "impression_id")
-            .where(lag_ms.between(-config.skew_ms, config.window_ms))
-            .drop("_impression_time"))
+    return (
+        callbacks.join(shown, "impression_id")
+        .where(lag_ms.between(-config.skew_ms, config.window_ms))
+        .drop("_impression_time")
+    )
 
 
 def _callback_counts() -> list:
@@ -158,55 +170,80 @@ def _rate(numerator: str, denominator: str):
     return F.when(F.col(denominator) > 0, F.col(numerator) / F.col(denominator))
 
 
-def transform_campaign_delivery(impressions: DataFrame, callbacks: DataFrame,
-                                config: AttributionConfig | None = None) -> DataFrame:
+def transform_campaign_delivery(
+    impressions: DataFrame, callbacks: DataFrame, config: AttributionConfig | None = None
+) -> DataFrame:
     """Silver impressions and callbacks → rows per campaign, creative, date and hour; a callback
     counts in its own hour for the impression it belongs to (:func:`transform_paired_callbacks`).
     """
     from pyspark.sql import functions as F
 
     keys = ["campaign_id", "creative_id", "event_date", "hour"]
-    imp = (impressions.withColumn("hour", F.hour("event_time"))
-           .groupBy(*keys).agg(F.count(F.lit(1)).alias("impressions")))
-    cbs = (transform_paired_callbacks(impressions, callbacks, config)
-           .withColumn("hour", F.hour("event_time"))
-           .groupBy(*keys).agg(*_callback_counts()))
+    imp = (
+        impressions.withColumn("hour", F.hour("event_time"))
+        .groupBy(*keys)
+        .agg(F.count(F.lit(1)).alias("impressions"))
+    )
+    cbs = (
+        transform_paired_callbacks(impressions, callbacks, config)
+        .withColumn("hour", F.hour("event_time"))
+        .groupBy(*keys)
+        .agg(*_callback_counts())
+    )
     table = registry.table("campaign_delivery")
     out = imp.join(cbs, keys, "full_outer").fillna(0)
-    return (out.withColumn("click_through_rate", _rate("clicks", "impressions"))
-            .withColumn("completion_rate", _rate("completes", "impressions"))
-            .select(*table.schema.names))
+    return (
+        out.withColumn("click_through_rate", _rate("clicks", "impressions"))
+        .withColumn("completion_rate", _rate("completes", "impressions"))
+        .select(*table.schema.names)
+    )
 
 
-def transform_attribution_funnel(requests: DataFrame, impressions: DataFrame,
-                                 callbacks: DataFrame,
-                                 config: AttributionConfig | None = None) -> DataFrame:
+def transform_attribution_funnel(
+    requests: DataFrame,
+    impressions: DataFrame,
+    callbacks: DataFrame,
+    config: AttributionConfig | None = None,
+) -> DataFrame:
     """Silver requests, impressions and callbacks → rows per campaign and date, each event on
     its own date; a campaign's clicks and conversions are the callbacks that belong to its
     impressions (:func:`transform_paired_callbacks`), the day's total (``*``) counts them all."""
     from pyspark.sql import functions as F
 
-    per_campaign = (impressions.groupBy("campaign_id", "event_date")
-                    .agg(F.countDistinct("request_id").alias("filled_requests"),
-                         F.count(F.lit(1)).alias("impressions")))
-    cb = (transform_paired_callbacks(impressions, callbacks, config)
-          .groupBy("campaign_id", "event_date")
-          .agg(F.count(F.when(F.col("event_type") == registry.CLICK, 1)).alias("clicks"),
-               F.count(F.when(F.col("event_type") == registry.CONVERSION, 1)).alias("conversions")))
-    campaigns = (per_campaign.join(cb, ["campaign_id", "event_date"], "full_outer").fillna(0)
-                 .withColumn("requests", F.lit(None).cast("long"))
-                 .withColumn("fill_rate", F.lit(None).cast("double")))
+    per_campaign = impressions.groupBy("campaign_id", "event_date").agg(
+        F.countDistinct("request_id").alias("filled_requests"),
+        F.count(F.lit(1)).alias("impressions"),
+    )
+    cb = (
+        transform_paired_callbacks(impressions, callbacks, config)
+        .groupBy("campaign_id", "event_date")
+        .agg(
+            F.count(F.when(F.col("event_type") == registry.CLICK, 1)).alias("clicks"),
+            F.count(F.when(F.col("event_type") == registry.CONVERSION, 1)).alias("conversions"),
+        )
+    )
+    campaigns = (
+        per_campaign.join(cb, ["campaign_id", "event_date"], "full_outer")
+        .fillna(0)
+        .withColumn("requests", F.lit(None).cast("long"))
+        .withColumn("fill_rate", F.lit(None).cast("double"))
+    )
     day_requests = requests.groupBy("event_date").agg(F.count(F.lit(1)).alias("requests"))
     day_fills = impressions.groupBy("event_date").agg(
         F.countDistinct("request_id").alias("filled_requests"),
-        F.count(F.lit(1)).alias("impressions"))
+        F.count(F.lit(1)).alias("impressions"),
+    )
     day_cbs = callbacks.groupBy("event_date").agg(
         F.count(F.when(F.col("event_type") == registry.CLICK, 1)).alias("clicks"),
-        F.count(F.when(F.col("event_type") == registry.CONVERSION, 1)).alias("conversions"))
-    totals = (day_requests.join(day_fills, "event_date", "full_outer")
-              .join(day_cbs, "event_date", "full_outer").fillna(0)
-              .withColumn("campaign_id", F.lit(ALL_CAMPAIGNS))
-              .withColumn("fill_rate", _rate("filled_requests", "requests")))
+        F.count(F.when(F.col("event_type") == registry.CONVERSION, 1)).alias("conversions"),
+    )
+    totals = (
+        day_requests.join(day_fills, "event_date", "full_outer")
+        .join(day_cbs, "event_date", "full_outer")
+        .fillna(0)
+        .withColumn("campaign_id", F.lit(ALL_CAMPAIGNS))
+        .withColumn("fill_rate", _rate("filled_requests", "requests"))
+    )
     names = registry.table("attribution_funnel").schema.names
     return campaigns.select(*names).unionByName(totals.select(*names))
 
@@ -214,20 +251,22 @@ def transform_attribution_funnel(requests: DataFrame, impressions: DataFrame,
 def transform_page_traffic(clicks: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
-    return (clicks.withColumn("minute", F.date_trunc("minute", "event_time"))
-            .groupBy("page_id", "event_date", "minute")
-            .agg(F.count(F.lit(1)).alias("clicks"),
-                 F.countDistinct("user_id").alias("distinct_users"))
-            .select(*registry.table("page_traffic").schema.names))
+    return (
+        clicks.withColumn("minute", F.date_trunc("minute", "event_time"))
+        .groupBy("page_id", "event_date", "minute")
+        .agg(F.count(F.lit(1)).alias("clicks"), F.countDistinct("user_id").alias("distinct_users"))
+        .select(*registry.table("page_traffic").schema.names)
+    )
 
 
 def transform_surge_history(surges: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
-    return (surges.groupBy("page_id", "event_date", "window_start")
-            .agg(F.max("window_end").alias("window_end"),
-                 F.max("click_count").alias("click_count"))
-            .select(*registry.table("surge_history").schema.names))
+    return (
+        surges.groupBy("page_id", "event_date", "window_start")
+        .agg(F.max("window_end").alias("window_end"), F.max("click_count").alias("click_count"))
+        .select(*registry.table("surge_history").schema.names)
+    )
 
 
 def record_date():
@@ -244,29 +283,41 @@ def transform_reconciliation(batch: DataFrame, realtime: DataFrame) -> DataFrame
     ids = list(registry.topic("attributed_events").id_fields)
     b = batch.select(*ids).distinct().withColumn("_in_batch", F.lit(True))
     r = realtime.select(*ids).distinct().withColumn("_in_rt", F.lit(True))
-    dates = (batch.select(*ids, record_date().alias("event_date"))
-             .unionByName(realtime.select(*ids, record_date().alias("event_date")))
-             .groupBy(*ids).agg(F.min("event_date").alias("event_date")))
+    dates = (
+        batch.select(*ids, record_date().alias("event_date"))
+        .unionByName(realtime.select(*ids, record_date().alias("event_date")))
+        .groupBy(*ids)
+        .agg(F.min("event_date").alias("event_date"))
+    )
     joined = _null_safe_outer_join(b, r, ids)
     joined = _null_safe_outer_join(joined, dates, ids, how="left")
-    return (joined.groupBy("event_date", "record_type")
-            .agg(F.count(F.when(F.col("_in_batch") & F.col("_in_rt"), 1)).alias("matched"),
-                 F.count(F.when(F.col("_in_batch") & F.col("_in_rt").isNull(), 1))
-                 .alias("missing_in_realtime"),
-                 F.count(F.when(F.col("_in_batch").isNull() & F.col("_in_rt"), 1))
-                 .alias("extra_in_realtime"))
-            .select(*registry.table("attribution_reconciliation").schema.names))
+    return (
+        joined.groupBy("event_date", "record_type")
+        .agg(
+            F.count(F.when(F.col("_in_batch") & F.col("_in_rt"), 1)).alias("matched"),
+            F.count(F.when(F.col("_in_batch") & F.col("_in_rt").isNull(), 1)).alias(
+                "missing_in_realtime"
+            ),
+            F.count(F.when(F.col("_in_batch").isNull() & F.col("_in_rt"), 1)).alias(
+                "extra_in_realtime"
+            ),
+        )
+        .select(*registry.table("attribution_reconciliation").schema.names)
+    )
 
 
-def _null_safe_outer_join(left: DataFrame, right: DataFrame, ids: list[str],
-                          how: str = "full_outer") -> DataFrame:
+def _null_safe_outer_join(
+    left: DataFrame, right: DataFrame, ids: list[str], how: str = "full_outer"
+) -> DataFrame:
     """Join on id columns that may be null (a request_closed record has no impression_id)."""
     from pyspark.sql import functions as F
 
     sentinel = "\u0000"
     lk = left.select("*", *[F.coalesce(F.col(c), F.lit(sentinel)).alias(f"_k_{c}") for c in ids])
-    rk = right.select(*[F.coalesce(F.col(c), F.lit(sentinel)).alias(f"_k_{c}") for c in ids],
-                      *[c for c in right.columns if c not in ids])
+    rk = right.select(
+        *[F.coalesce(F.col(c), F.lit(sentinel)).alias(f"_k_{c}") for c in ids],
+        *[c for c in right.columns if c not in ids],
+    )
     joined = lk.join(rk, [f"_k_{c}" for c in ids], how)
     restored = [F.when(F.col(f"_k_{c}") != sentinel, F.col(f"_k_{c}")).alias(c) for c in ids]
     others = [c for c in joined.columns if c not in ids and not c.startswith("_k_")]
@@ -279,8 +330,7 @@ def _silver(spark: SparkSession, settings: Settings, topic: str) -> DataFrame:
     return read_table(spark, settings, f"silver_{topic}")
 
 
-def _reconciliation(spark: SparkSession, settings: Settings, start: date, end: date
-                    ) -> DataFrame:
+def _reconciliation(spark: SparkSession, settings: Settings, start: date, end: date) -> DataFrame:
     from spark_apps.common.attribution.batch import attribute_batch
 
     margin = attribution_margin_ms()
@@ -288,16 +338,16 @@ def _reconciliation(spark: SparkSession, settings: Settings, start: date, end: d
     def events(topic: str) -> DataFrame:
         return _around(_silver(spark, settings, topic), start, end, margin, margin)
 
-    batch = attribute_batch(events("ad_requests"), events("ad_impressions"),
-                            events("ad_callbacks"))
+    batch = attribute_batch(events("ad_requests"), events("ad_impressions"), events("ad_callbacks"))
     # Whole: a record's date is the earlier of its two sides', and a real-time record reaches
     # Kafka (silver's date for it) any time after its events.
     realtime = _silver(spark, settings, "attributed_events")
     return _in_interval(transform_reconciliation(batch, realtime), start, end)
 
 
-def _builders(spark: SparkSession, settings: Settings, start: date, end: date
-              ) -> dict[str, Callable[[], DataFrame]]:
+def _builders(
+    spark: SparkSession, settings: Settings, start: date, end: date
+) -> dict[str, Callable[[], DataFrame]]:
     config = _attribution_config()
 
     def of_interval(topic: str) -> DataFrame:
@@ -306,15 +356,23 @@ def _builders(spark: SparkSession, settings: Settings, start: date, end: date
     def impressions() -> DataFrame:
         # Every impression a callback of the interval can belong to: from one window before
         # the interval (a click after midnight on an impression before it) to one skew after.
-        return _around(_silver(spark, settings, "ad_impressions"), start, end,
-                       config.window_ms, config.skew_ms)
+        return _around(
+            _silver(spark, settings, "ad_impressions"), start, end, config.window_ms, config.skew_ms
+        )
 
     return {
-        "campaign_delivery": lambda: _in_interval(transform_campaign_delivery(
-            impressions(), of_interval("ad_callbacks"), config), start, end),
-        "attribution_funnel": lambda: _in_interval(transform_attribution_funnel(
-            of_interval("ad_requests"), impressions(), of_interval("ad_callbacks"), config),
-            start, end),
+        "campaign_delivery": lambda: _in_interval(
+            transform_campaign_delivery(impressions(), of_interval("ad_callbacks"), config),
+            start,
+            end,
+        ),
+        "attribution_funnel": lambda: _in_interval(
+            transform_attribution_funnel(
+                of_interval("ad_requests"), impressions(), of_interval("ad_callbacks"), config
+            ),
+            start,
+            end,
+        ),
         "page_traffic": lambda: transform_page_traffic(of_interval("page_clicks")),
         "surge_history": lambda: transform_surge_history(of_interval("page_surges")),
         "attribution_reconciliation": lambda: _reconciliation(spark, settings, start, end),
@@ -340,19 +398,24 @@ def rebuild(spark: SparkSession, settings: Settings, name: str, start: date, end
     path = table_path(settings, table)
     sources = [settings.table_path(t) for t in table.sources]
     with diagnosed("gold", settings.runtime_dir, tables=[settings.table_path(name), *sources]):
-        return retry_on_conflict(f"gold {name}", path,
-                                 lambda: _replace(spark, settings, table, start, end))
+        return retry_on_conflict(
+            f"gold {name}", path, lambda: _replace(spark, settings, table, start, end)
+        )
 
 
-def _replace(spark: SparkSession, settings: Settings, table: registry.Table, start: date,
-             end: date) -> int:
+def _replace(
+    spark: SparkSession, settings: Settings, table: registry.Table, start: date, end: date
+) -> int:
     name = table.name
     path = ensure_table(spark, settings, table)
     rows = _builders(spark, settings, start, end)[name]().persist()
     try:
-        (rows.write.format("delta").mode("overwrite")
-         .option("replaceWhere", f"event_date >= '{start}' AND event_date < '{end}'")
-         .save(path))
+        (
+            rows.write.format("delta")
+            .mode("overwrite")
+            .option("replaceWhere", f"event_date >= '{start}' AND event_date < '{end}'")
+            .save(path)
+        )
         return rows.count()
     finally:
         rows.unpersist()
@@ -361,7 +424,7 @@ def _replace(spark: SparkSession, settings: Settings, table: registry.Table, sta
 def _instant(text: str) -> datetime:
     """A date (its midnight) or an ISO timestamp, in UTC (the session's time zone)."""
     value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return value.astimezone(timezone.utc) if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def days_of(start: datetime, end: datetime) -> tuple[date, date]:
@@ -379,20 +442,30 @@ def days_of(start: datetime, end: datetime) -> tuple[date, date]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Arguments, with ``start``/``end`` the interval's dates (see :func:`days_of`)."""
-    parser = argparse.ArgumentParser(prog="spark_apps.lake.gold", description=__doc__,
-                                     formatter_class=HelpFormatter)
-    parser.add_argument("--start", required=True, type=_instant,
-                        help="interval start (inclusive), a date or ISO timestamp: its day is "
-                             "the first rebuilt")
-    parser.add_argument("--end", required=True, type=_instant,
-                        help="interval end (exclusive), a date or ISO timestamp: its day is the "
-                             "last rebuilt, unless it is a midnight")
-    parser.add_argument("--tables", default=",".join(GOLD_TABLES),
-                        help="comma-separated gold tables to rebuild")
+    parser = argparse.ArgumentParser(
+        prog="spark_apps.lake.gold", description=__doc__, formatter_class=HelpFormatter
+    )
+    parser.add_argument(
+        "--start",
+        required=True,
+        type=_instant,
+        help="interval start (inclusive), a date or ISO timestamp: its day is the first rebuilt",
+    )
+    parser.add_argument(
+        "--end",
+        required=True,
+        type=_instant,
+        help="interval end (exclusive), a date or ISO timestamp: its day is the "
+        "last rebuilt, unless it is a midnight",
+    )
+    parser.add_argument(
+        "--tables", default=",".join(GOLD_TABLES), help="comma-separated gold tables to rebuild"
+    )
     args = parser.parse_args(argv)
     if args.end <= args.start:
-        parser.error(f"--end ({args.end.isoformat()}) must be after --start "
-                     f"({args.start.isoformat()})")
+        parser.error(
+            f"--end ({args.end.isoformat()}) must be after --start ({args.start.isoformat()})"
+        )
     args.start, args.end = days_of(args.start, args.end)
     for name in args.tables.split(","):
         if name not in GOLD_TABLES:
@@ -409,8 +482,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.tables.split(","):
         started = time.monotonic()
         rows = rebuild(spark, settings, name, args.start, args.end)
-        print(f"[gold] {name} [{args.start}, {args.end}): {rows} rows -> "
-              f"{table_path(settings, name)} in {time.monotonic() - started:.1f}s", flush=True)
+        print(
+            f"[gold] {name} [{args.start}, {args.end}): {rows} rows -> "
+            f"{table_path(settings, name)} in {time.monotonic() - started:.1f}s",
+            flush=True,
+        )
     return 0
 
 

@@ -39,17 +39,25 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import date, datetime, time as dtime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Iterator
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as dtime
+from typing import TYPE_CHECKING, Any
 
 from adlake import registry
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.quality import project, rules
-from adlake.quality.results import (EXIT_EXPECTATIONS_FAILED, QualityCheckFailed, RunContext,
-                                    blocking, failure_report, result_rows)
+from adlake.quality.results import (
+    EXIT_EXPECTATIONS_FAILED,
+    QualityCheckFailed,
+    RunContext,
+    blocking,
+    failure_report,
+    result_rows,
+)
 from spark_apps.lake.gold import _instant, days_of
 from spark_apps.lake.tables import ensure_table, read_table, table_path
 
@@ -79,8 +87,9 @@ class Outcome:
 
 # -- the slice ---------------------------------------------------------------------------------
 
+
 def _midnight(day: date) -> datetime:
-    return datetime.combine(day, dtime.min, tzinfo=timezone.utc)
+    return datetime.combine(day, dtime.min, tzinfo=UTC)
 
 
 def gold_parameters(first: date, after: date, settings: Settings) -> dict[str, Any]:
@@ -92,25 +101,30 @@ def gold_parameters(first: date, after: date, settings: Settings) -> dict[str, A
      'day_end': '2026-11-22T00:00:00', 'min_match_rate': 0.95}
     """
     # Timestamps as UTC wall-clock text: the lake sessions' time zone is UTC.
-    return {rules.FIRST_DAY: first.isoformat(),
-            rules.LAST_DAY: (after - timedelta(days=1)).isoformat(),
-            rules.DAY_START: _midnight(first).replace(tzinfo=None).isoformat(),
-            rules.DAY_END: _midnight(after).replace(tzinfo=None).isoformat(),
-            rules.MIN_MATCH_RATE: settings.dq_min_match_rate}
+    return {
+        rules.FIRST_DAY: first.isoformat(),
+        rules.LAST_DAY: (after - timedelta(days=1)).isoformat(),
+        rules.DAY_START: _midnight(first).replace(tzinfo=None).isoformat(),
+        rules.DAY_END: _midnight(after).replace(tzinfo=None).isoformat(),
+        rules.MIN_MATCH_RATE: settings.dq_min_match_rate,
+    }
 
 
-def gold_slice(spark: SparkSession, settings: Settings, name: str, first: date,
-               after: date) -> DataFrame:
+def gold_slice(
+    spark: SparkSession, settings: Settings, name: str, first: date, after: date
+) -> DataFrame:
     """Gold table ``name``'s partitions ``[first, after)``."""
     from pyspark.sql import functions as F
 
     ensure_table(spark, settings, registry.table(name))
     return read_table(spark, settings, name).where(
-        (F.col("event_date") >= F.lit(first)) & (F.col("event_date") < F.lit(after)))
+        (F.col("event_date") >= F.lit(first)) & (F.col("event_date") < F.lit(after))
+    )
 
 
-def view_slice(spark: SparkSession, settings: Settings, name: str
-               ) -> tuple[DataFrame, dict[str, Any]]:
+def view_slice(
+    spark: SparkSession, settings: Settings, name: str
+) -> tuple[DataFrame, dict[str, Any]]:
     """View ``name`` as of its latest snapshot (visible columns), and its suite parameters: the
     rows of its source at the version that snapshot reflects."""
     from spark_apps.lake.views.bookkeeping import _view_state, read_version
@@ -119,8 +133,10 @@ def view_slice(spark: SparkSession, settings: Settings, name: str
     view = registry.view(name)
     source_version, view_version = _view_state(spark, settings, view)
     if source_version is None:
-        raise ViewNotMaterialized(f"view {name!r} has never been refreshed, so there is nothing "
-                                  f"to validate: run spark_apps.lake.views --view {name}")
+        raise ViewNotMaterialized(
+            f"view {name!r} has never been refreshed, so there is nothing "
+            f"to validate: run spark_apps.lake.views --view {name}"
+        )
     source_rows = read_version(spark, table_path(settings, view.source), source_version).count()
     columns = [*view.keys, *(a.name for a in view.aggregates)]
     df = read_version(spark, table_path(settings, name), view_version).select(*columns)
@@ -138,6 +154,7 @@ def transform_derived(df: DataFrame, name: str) -> DataFrame:
 
 # -- GX ----------------------------------------------------------------------------------------
 
+
 @contextmanager
 def _data_docs_lock(settings: Settings) -> Iterator[None]:
     """Quality tasks of several tables run at once and share one Data Docs site: one checkpoint
@@ -151,8 +168,9 @@ def _data_docs_lock(settings: Settings) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def run_checkpoint(settings: Settings, name: str, df: DataFrame, parameters: dict[str, Any],
-                   context: RunContext) -> dict[str, Any]:
+def run_checkpoint(
+    settings: Settings, name: str, df: DataFrame, parameters: dict[str, Any], context: RunContext
+) -> dict[str, Any]:
     """Run suite ``name``'s checkpoint over ``df``; returns the validation result as a dict."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     import great_expectations as gx
@@ -160,19 +178,24 @@ def run_checkpoint(settings: Settings, name: str, df: DataFrame, parameters: dic
 
     copy = project.working_copy(settings)
     try:
-        gx_context = gx.get_context(mode="file", context_root_dir=copy,
-                                    runtime_environment=project.runtime_environment(settings))
+        gx_context = gx.get_context(
+            mode="file",
+            context_root_dir=copy,
+            runtime_environment=project.runtime_environment(settings),
+        )
         source = gx_context.data_sources.add_or_update_spark(name=project.DATASOURCE)
         source.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe(
-            project.BATCH_DEFINITION)
+            project.BATCH_DEFINITION
+        )
         checkpoint = gx_context.checkpoints.get(name)
         # The run's name is what Data Docs lists; a path segment, so no slash in it.
         run_name = f"{context.dag_id}__{context.run_id}".replace("/", "_")
         with _data_docs_lock(settings):
-            result = checkpoint.run(batch_parameters={"dataframe": df},
-                                    expectation_parameters=parameters,
-                                    run_id=RunIdentifier(run_name=run_name,
-                                                         run_time=context.run_time))
+            result = checkpoint.run(
+                batch_parameters={"dataframe": df},
+                expectation_parameters=parameters,
+                run_id=RunIdentifier(run_name=run_name, run_time=context.run_time),
+            )
         [validation] = result.run_results.values()
         return validation.to_json_dict()
     finally:
@@ -181,6 +204,7 @@ def run_checkpoint(settings: Settings, name: str, df: DataFrame, parameters: dic
 
 # -- dq_results --------------------------------------------------------------------------------
 
+
 def _sql_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
@@ -188,7 +212,7 @@ def _sql_string(value: str) -> str:
 def _sql_instant(column: str, value: datetime | None) -> str:
     if value is None:
         return f"{column} IS NULL"
-    micros = (value - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
+    micros = (value - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
     return f"{column} = timestamp_micros({micros})"
 
 
@@ -196,33 +220,43 @@ def results_predicate(context: RunContext) -> str:
     """The rows of one validation run in ``dq_results``, what its write replaces.
 
     >>> print(results_predicate(RunContext("lake_hourly", "manual", "page_traffic",
-    ...     datetime(2026, 11, 21, 13, tzinfo=timezone.utc), None, datetime.now(timezone.utc))))
+    ...     datetime(2026, 11, 21, 13, tzinfo=UTC), None, datetime.now(UTC))))
     `table` = 'page_traffic' AND dag_id = 'lake_hourly' AND run_id = 'manual' AND \
 interval_start = timestamp_micros(1795266000000000) AND interval_end IS NULL
     """
-    return " AND ".join([f"`table` = {_sql_string(context.table)}",
-                         f"dag_id = {_sql_string(context.dag_id)}",
-                         f"run_id = {_sql_string(context.run_id)}",
-                         _sql_instant("interval_start", context.interval_start),
-                         _sql_instant("interval_end", context.interval_end)])
+    return " AND ".join(
+        [
+            f"`table` = {_sql_string(context.table)}",
+            f"dag_id = {_sql_string(context.dag_id)}",
+            f"run_id = {_sql_string(context.run_id)}",
+            _sql_instant("interval_start", context.interval_start),
+            _sql_instant("interval_end", context.interval_end),
+        ]
+    )
 
 
-def write_results(spark: SparkSession, settings: Settings, rows: list[dict[str, Any]],
-                  context: RunContext) -> None:
+def write_results(
+    spark: SparkSession, settings: Settings, rows: list[dict[str, Any]], context: RunContext
+) -> None:
     """Replace this run's rows of ``dq_results`` by ``rows`` (one commit; partition ``table``,
     so runs of different tables never conflict)."""
     table = registry.table(RESULTS_TABLE)
     path = ensure_table(spark, settings, table)
-    frame = spark.createDataFrame([tuple(r[c] for c in table.schema.names) for r in rows],
-                                  table.schema.spark())
-    (frame.write.format("delta").mode("overwrite")
-     .option("replaceWhere", results_predicate(context)).save(path))
+    frame = spark.createDataFrame(
+        [tuple(r[c] for c in table.schema.names) for r in rows], table.schema.spark()
+    )
+    (
+        frame.write.format("delta")
+        .mode("overwrite")
+        .option("replaceWhere", results_predicate(context))
+        .save(path)
+    )
 
 
 # -- the job -----------------------------------------------------------------------------------
 
-def validate(spark: SparkSession, settings: Settings, name: str, context: RunContext
-             ) -> Outcome:
+
+def validate(spark: SparkSession, settings: Settings, name: str, context: RunContext) -> Outcome:
     """Validate ``name`` (a gold table over ``context``'s interval, or a view), write its
     ``dq_results`` rows and Data Docs; raises nothing for failed expectations (see
     :func:`main`)."""
@@ -241,33 +275,52 @@ def validate(spark: SparkSession, settings: Settings, name: str, context: RunCon
             # validate, and no rows for this run (a rerun's earlier ones removed too).
             print(f"[quality] {name}: empty, as its source is: nothing to validate", flush=True)
             write_results(spark, settings, [], context)
-            return Outcome([], parameters, None, str(project.data_docs_index(settings)),
-                           time.monotonic() - started)
+            return Outcome(
+                [],
+                parameters,
+                None,
+                str(project.data_docs_index(settings)),
+                time.monotonic() - started,
+            )
         validation = run_checkpoint(settings, name, df, parameters, context)
     finally:
         df.unpersist()
     rows = result_rows(validation, context)
     write_results(spark, settings, rows, context)
     failed = any(not r["success"] for r in rows)
-    return Outcome(rows, parameters, failure_report(validation, context) if failed else None,
-                   str(project.data_docs_index(settings)), time.monotonic() - started)
+    return Outcome(
+        rows,
+        parameters,
+        failure_report(validation, context) if failed else None,
+        str(project.data_docs_index(settings)),
+        time.monotonic() - started,
+    )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="spark_apps.lake.quality", description=__doc__,
-                                     formatter_class=HelpFormatter)
-    parser.add_argument("--table", required=True, choices=rules.SUITES,
-                        help="the gold table or view to validate")
-    parser.add_argument("--start", type=_instant,
-                        help="a gold table's interval start (a date or ISO timestamp); not "
-                             "for a view")
+    parser = argparse.ArgumentParser(
+        prog="spark_apps.lake.quality", description=__doc__, formatter_class=HelpFormatter
+    )
+    parser.add_argument(
+        "--table", required=True, choices=rules.SUITES, help="the gold table or view to validate"
+    )
+    parser.add_argument(
+        "--start",
+        type=_instant,
+        help="a gold table's interval start (a date or ISO timestamp); not for a view",
+    )
     parser.add_argument("--end", type=_instant, help="a gold table's interval end (exclusive)")
-    parser.add_argument("--dag-id", default=os.environ.get("AIRFLOW_CTX_DAG_ID", MANUAL),
-                        help="the Airflow DAG recorded in dq_results (default: the task's, "
-                             "else 'manual')")
-    parser.add_argument("--run-id", default=os.environ.get("AIRFLOW_CTX_DAG_RUN_ID", MANUAL),
-                        help="the Airflow run recorded in dq_results; a rerun with the same "
-                             "one replaces its rows (default: the task's, else 'manual')")
+    parser.add_argument(
+        "--dag-id",
+        default=os.environ.get("AIRFLOW_CTX_DAG_ID", MANUAL),
+        help="the Airflow DAG recorded in dq_results (default: the task's, else 'manual')",
+    )
+    parser.add_argument(
+        "--run-id",
+        default=os.environ.get("AIRFLOW_CTX_DAG_RUN_ID", MANUAL),
+        help="the Airflow run recorded in dq_results; a rerun with the same "
+        "one replaces its rows (default: the task's, else 'manual')",
+    )
     args = parser.parse_args(argv)
     if args.table in registry.VIEWS:
         if args.start or args.end:
@@ -275,8 +328,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     elif not (args.start and args.end):
         parser.error(f"{args.table} is a gold table: --start and --end are required")
     elif args.end <= args.start:
-        parser.error(f"--end ({args.end.isoformat()}) must be after --start "
-                     f"({args.start.isoformat()})")
+        parser.error(
+            f"--end ({args.end.isoformat()}) must be after --start ({args.start.isoformat()})"
+        )
     return args
 
 
@@ -285,23 +339,30 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
 
     args = parse_args(argv)
     settings = settings or load_settings()
-    context = RunContext(args.dag_id, args.run_id, args.table, args.start, args.end,
-                         datetime.now(timezone.utc))
+    context = RunContext(
+        args.dag_id, args.run_id, args.table, args.start, args.end, datetime.now(UTC)
+    )
     spark = get_session("lake", f"quality-{args.table}", settings)
     outcome = validate(spark, settings, args.table, context)
     failed = [r for r in outcome.rows if not r["success"]]
-    print(f"[quality] {args.table}: {len(outcome.rows)} expectations, {len(failed)} failed "
-          f"({len(outcome.failed_errors)} error) in {outcome.seconds:.1f}s; dq_results: "
-          f"{table_path(settings, RESULTS_TABLE)}; Data Docs: {outcome.data_docs}", flush=True)
+    print(
+        f"[quality] {args.table}: {len(outcome.rows)} expectations, {len(failed)} failed "
+        f"({len(outcome.failed_errors)} error) in {outcome.seconds:.1f}s; dq_results: "
+        f"{table_path(settings, RESULTS_TABLE)}; Data Docs: {outcome.data_docs}",
+        flush=True,
+    )
     if outcome.report:
         print(outcome.report, flush=True)
-        print("  with parameters: " + ", ".join(f"${k}={v}" for k, v in outcome.parameters.items()),
-              flush=True)
+        print(
+            "  with parameters: " + ", ".join(f"${k}={v}" for k, v in outcome.parameters.items()),
+            flush=True,
+        )
     if outcome.failed_errors:
         raise QualityCheckFailed(
             f"{args.table}: {len(outcome.failed_errors)} error expectation(s) failed: "
             + "; ".join(r["expectation"] for r in outcome.failed_errors)
-            + ". Fix the data or the rule, then clear this task to rerun it.")
+            + ". Fix the data or the rule, then clear this task to rerun it."
+        )
     return 0
 
 

@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from adlake import generator, registry
@@ -47,12 +47,21 @@ INPUTS = ("ad_requests", "ad_impressions", "ad_callbacks", "page_clicks")
 
 def _timed_process(settings: Settings, *argv: str) -> float:
     """Seconds a ``python -m`` of a lake job takes on ``settings``' runtime, start to exit."""
-    env = {**os.environ, "ADLAKE_RUNTIME_DIR": str(settings.runtime_dir),
-           "ADLAKE_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
-           "ADLAKE_KAFKA_CONTROLLER_PORT": str(settings.kafka_controller_port)}
+    env = {
+        **os.environ,
+        "ADLAKE_RUNTIME_DIR": str(settings.runtime_dir),
+        "ADLAKE_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
+        "ADLAKE_KAFKA_CONTROLLER_PORT": str(settings.kafka_controller_port),
+    }
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", *argv], env=env, cwd=REPO_ROOT,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", *argv],
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     seconds = time.monotonic() - started
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}:\n{done.stderr[-3000:]}")
@@ -61,12 +70,15 @@ def _timed_process(settings: Settings, *argv: str) -> float:
 
 def bench(spark, base: Settings, events: int, rate: float, view: str, workdir: Path) -> dict:
     with scratch_broker(base, workdir) as settings:
-        report = generator.run(generator.GeneratorConfig(rate=rate, count=events, seed=7),
-                               settings.kafka_bootstrap, progress=False)
+        report = generator.run(
+            generator.GeneratorConfig(rate=rate, count=events, seed=7),
+            settings.kafka_bootstrap,
+            progress=False,
+        )
         bronze.run(spark, settings, list(INPUTS))
         silver.run(spark, settings, list(INPUTS))
     started_at = datetime.fromisoformat(report["started_at"].replace("Z", "+00:00"))
-    hour = started_at.astimezone(timezone.utc).replace(minute=0, second=0, microsecond=0)
+    hour = started_at.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
     interval = (hour, hour + timedelta(hours=1))
     first, after = gold.days_of(*interval)
     for name in gold.GOLD_TABLES:
@@ -75,45 +87,61 @@ def bench(spark, base: Settings, events: int, rate: float, view: str, workdir: P
         full_refresh(spark, settings, registry.view(name))
 
     def validate(name: str, start: datetime | None, end: datetime | None) -> dict:
-        context = RunContext("quality_benchmark", f"bench-{name}", name, start, end,
-                             datetime.now(timezone.utc))
+        context = RunContext(
+            "quality_benchmark", f"bench-{name}", name, start, end, datetime.now(UTC)
+        )
         outcome = quality.validate(spark, settings, name, context)
-        return {"seconds": round(outcome.seconds, 2), "expectations": len(outcome.rows),
-                "failed": {r["expectation"]: r["severity"] for r in outcome.rows
-                           if not r["success"]}}
+        return {
+            "seconds": round(outcome.seconds, 2),
+            "expectations": len(outcome.rows),
+            "failed": {r["expectation"]: r["severity"] for r in outcome.rows if not r["success"]},
+        }
 
     in_process = {name: validate(name, *interval) for name in gold.GOLD_TABLES}
     in_process[view] = validate(view, None, None)
     span = ["--start", interval[0].isoformat(), "--end", interval[1].isoformat()]
     processes = {
         "gold (all tables)": _timed_process(settings, "spark_apps.lake.gold", *span),
-        "quality page_traffic": _timed_process(settings, "spark_apps.lake.quality", "--table",
-                                               "page_traffic", *span),
+        "quality page_traffic": _timed_process(
+            settings, "spark_apps.lake.quality", "--table", "page_traffic", *span
+        ),
         f"quality {view}": _timed_process(settings, "spark_apps.lake.quality", "--table", view),
     }
-    return {"events": report["sent"], "interval": [t.isoformat() for t in interval],
-            "in_process_s": in_process,
-            "gold_validation_total_s": round(sum(in_process[n]["seconds"]
-                                                 for n in gold.GOLD_TABLES), 2),
-            "process_s": {k: round(v, 1) for k, v in processes.items()},
-            "errors_failed": sorted(f"{n}: {e}" for n, r in in_process.items()
-                                    for e, s in r["failed"].items() if s == "error")}
+    return {
+        "events": report["sent"],
+        "interval": [t.isoformat() for t in interval],
+        "in_process_s": in_process,
+        "gold_validation_total_s": round(
+            sum(in_process[n]["seconds"] for n in gold.GOLD_TABLES), 2
+        ),
+        "process_s": {k: round(v, 1) for k, v in processes.items()},
+        "errors_failed": sorted(
+            f"{n}: {e}"
+            for n, r in in_process.items()
+            for e, s in r["failed"].items()
+            if s == "error"
+        ),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from adlake.spark_session import get_session
 
-    parser = argparse.ArgumentParser(prog="spark_apps.lake.quality_benchmark",
-                                     description=__doc__, formatter_class=HelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="spark_apps.lake.quality_benchmark", description=__doc__, formatter_class=HelpFormatter
+    )
     parser.add_argument("--events", type=int, default=20_000, help="generated base events")
     parser.add_argument("--rate", type=float, default=5_000.0, help="events per second sent")
-    parser.add_argument("--view", default="page_clicks_hourly", choices=sorted(registry.VIEWS),
-                        help="the view validated after the gold tables")
+    parser.add_argument(
+        "--view",
+        default="page_clicks_hourly",
+        choices=sorted(registry.VIEWS),
+        help="the view validated after the gold tables",
+    )
     args = parser.parse_args(argv)
     base = load_settings()
     with tempfile.TemporaryDirectory(prefix="adlake-quality-bench-") as tmp:
-        spark = get_session("lake", "quality-benchmark", base.with_overrides(
-            runtime_dir=Path(tmp)))
+        spark = get_session("lake", "quality-benchmark", base.with_overrides(runtime_dir=Path(tmp)))
         result = bench(spark, base, args.events, args.rate, args.view, Path(tmp))
     print(json.dumps(result, indent=2))
     return 1 if result["errors_failed"] else 0

@@ -66,15 +66,21 @@ def transform_validate(bronze: DataFrame, topic: str) -> tuple[DataFrame, DataFr
     from spark_apps.common.parsing import RAW, REASON, parse_json, split_valid
 
     table = silver_table(topic)
-    parsed = parse_json(bronze, registry.topic(topic), value_col="value",
-                        received_col="kafka_timestamp")
+    parsed = parse_json(
+        bronze, registry.topic(topic), value_col="value", received_col="kafka_timestamp"
+    )
     valid, bad = split_valid(parsed)
-    valid = valid.withColumn("event_date",
-                             F.to_date(F.col(registry.silver_time_field(topic))))
+    valid = valid.withColumn("event_date", F.to_date(F.col(registry.silver_time_field(topic))))
     quarantine = bad.select(
-        F.lit(table.name).alias("source_table"), REASON,
-        F.col(RAW).alias("raw_value"), "topic", "partition", "offset", "kafka_timestamp",
-        "ingest_date")
+        F.lit(table.name).alias("source_table"),
+        REASON,
+        F.col(RAW).alias("raw_value"),
+        "topic",
+        "partition",
+        "offset",
+        "kafka_timestamp",
+        "ingest_date",
+    )
     return valid.select(*table.schema.names), quarantine.select(*QUARANTINE.schema.names)
 
 
@@ -93,13 +99,15 @@ def transform_dedup_batch(valid: DataFrame, topic: str) -> DataFrame:
     from pyspark.sql import functions as F
 
     first = Window.partitionBy(*event_key(topic)).orderBy(*_EARLIEST_FIRST)
-    return (valid.withColumn("_n", F.row_number().over(first)).where("_n = 1").drop("_n"))
+    return valid.withColumn("_n", F.row_number().over(first)).where("_n = 1").drop("_n")
 
 
 def _earlier(a: str, b: str) -> str:
     """SQL: record ``a`` is earlier in Kafka than record ``b`` (aliases of silver rows)."""
+
     def coords(alias: str) -> str:
         return "struct(" + ", ".join(f"{alias}.`{c}`" for c in _EARLIEST_FIRST) + ")"
+
     return f"{coords(a)} < {coords(b)}"
 
 
@@ -114,9 +122,11 @@ def transform_supersede(rows: DataFrame, stored: DataFrame, topic: str) -> DataF
     condition = same[0]
     for part in same[1:]:
         condition = condition & part
-    return (rows.alias("s")
-            .join(stored.select(*event_key(topic), *_EARLIEST_FIRST).alias("t"),
-                  condition & keep_stored, "left_anti"))
+    return rows.alias("s").join(
+        stored.select(*event_key(topic), *_EARLIEST_FIRST).alias("t"),
+        condition & keep_stored,
+        "left_anti",
+    )
 
 
 def _null_safe_match(columns: list[str]) -> str:
@@ -136,10 +146,15 @@ def _write_batch(spark: SparkSession, settings: Settings, topic: str, batch: Dat
     from delta.tables import DeltaTable
 
     valid, quarantine = transform_validate(batch, topic)
-    (DeltaTable.forPath(spark, table_path(settings, QUARANTINE)).alias("t")
-     .merge(quarantine.alias("s"),
-            _null_safe_match(["source_table", *registry.BRONZE_COORDINATES]))
-     .whenNotMatchedInsertAll().execute())
+    (
+        DeltaTable.forPath(spark, table_path(settings, QUARANTINE))
+        .alias("t")
+        .merge(
+            quarantine.alias("s"), _null_safe_match(["source_table", *registry.BRONZE_COORDINATES])
+        )
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
     rows = transform_dedup_batch(valid, topic).persist()
     try:
         dates = [r.event_date for r in rows.select("event_date").distinct().collect()]
@@ -153,15 +168,20 @@ def _write_batch(spark: SparkSession, settings: Settings, topic: str, batch: Dat
         # no file for a plain duplicate (a matched row would make Delta rewrite its file).
         changes = transform_supersede(rows, stored, topic)
         condition = f"t.event_date IN ({in_dates}) AND " + _null_safe_match(event_key(topic))
-        (target.alias("t").merge(changes.alias("s"), condition)
-         .whenMatchedUpdateAll(condition=_earlier("s", "t"))
-         .whenNotMatchedInsertAll().execute())
+        (
+            target.alias("t")
+            .merge(changes.alias("s"), condition)
+            .whenMatchedUpdateAll(condition=_earlier("s", "t"))
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
     finally:
         rows.unpersist()
 
 
-def start_refine(spark: SparkSession, settings: Settings, topic: str,
-                 max_files: int | None = None) -> StreamingQuery:
+def start_refine(
+    spark: SparkSession, settings: Settings, topic: str, max_files: int | None = None
+) -> StreamingQuery:
     """Start the AvailableNow query of one topic (bronze → silver + quarantine)."""
     from spark_apps.lake.bronze import bronze_table
 
@@ -171,16 +191,21 @@ def start_refine(spark: SparkSession, settings: Settings, topic: str,
     reader = spark.readStream.format("delta")
     if max_files:
         reader = reader.option("maxFilesPerTrigger", str(max_files))
-    return (reader.load(source).writeStream
-            .foreachBatch(lambda batch, _batch_id: write_batch(spark, settings, topic, batch))
-            .option("checkpointLocation", str(settings.checkpoint_path(silver_table(topic).name)))
-            .queryName(silver_table(topic).name)
-            .trigger(availableNow=True)
-            .start())
+    return (
+        reader.load(source)
+        .writeStream.foreachBatch(
+            lambda batch, _batch_id: write_batch(spark, settings, topic, batch)
+        )
+        .option("checkpointLocation", str(settings.checkpoint_path(silver_table(topic).name)))
+        .queryName(silver_table(topic).name)
+        .trigger(availableNow=True)
+        .start()
+    )
 
 
-def run(spark: SparkSession, settings: Settings, topics: list[str],
-        max_files: int | None = None) -> dict[str, int]:
+def run(
+    spark: SparkSession, settings: Settings, topics: list[str], max_files: int | None = None
+) -> dict[str, int]:
     """Refine every topic in ``topics``, one after the other (each MERGEs into the shared
     quarantine table, and Delta would make concurrent MERGEs into it conflict).
 
@@ -190,9 +215,12 @@ def run(spark: SparkSession, settings: Settings, topics: list[str],
     from spark_apps.lake.errors import diagnosed
 
     tables = [bronze_table(t) for t in topics] + [silver_table(t) for t in topics] + [QUARANTINE]
-    with diagnosed("silver", settings.runtime_dir,
-                   [settings.checkpoint_path(silver_table(t).name) for t in topics],
-                   [settings.table_path(t.name) for t in tables]):
+    with diagnosed(
+        "silver",
+        settings.runtime_dir,
+        [settings.checkpoint_path(silver_table(t).name) for t in topics],
+        [settings.table_path(t.name) for t in tables],
+    ):
         return _run(spark, settings, topics, max_files)
 
 
@@ -209,10 +237,12 @@ def bronze_read_to_end(offset: dict | None, table_id: str, version: int) -> bool
     ...                     "isStartingVersion": False}, "b", 12)
     False
     """
-    return bool(offset) and (offset.get("reservoirId") == table_id
-                             and offset.get("reservoirVersion") == version + 1
-                             and offset.get("index") == -1
-                             and offset.get("isStartingVersion") is False)
+    return bool(offset) and (
+        offset.get("reservoirId") == table_id
+        and offset.get("reservoirVersion") == version + 1
+        and offset.get("index") == -1
+        and offset.get("isStartingVersion") is False
+    )
 
 
 def nothing_new(spark: SparkSession, settings: Settings, topic: str) -> bool:
@@ -234,8 +264,7 @@ def latest_from_files(table: Path) -> tuple[str, int] | None:
     commit and that commit's checksum file (``N.crc``, which Delta writes with each commit and
     which carries the table's metadata); None without them (then ask Delta)."""
     log = table / "_delta_log"
-    versions = [int(p.stem) for p in log.glob("*.json") if p.stem.isdigit()] \
-        if log.is_dir() else []
+    versions = [int(p.stem) for p in log.glob("*.json") if p.stem.isdigit()] if log.is_dir() else []
     if not versions:
         return None
     try:
@@ -254,8 +283,7 @@ def nothing_to_do(settings: Settings, topics: list[str]) -> bool:
     from spark_apps.lake.bronze import bronze_table, committed_source_offset
 
     checkpoints = [settings.checkpoint_path(silver_table(t).name) for t in topics]
-    tables = ([bronze_table(t) for t in topics] + [silver_table(t) for t in topics]
-              + [QUARANTINE])
+    tables = [bronze_table(t) for t in topics] + [silver_table(t) for t in topics] + [QUARANTINE]
     errors.check_state(checkpoints, [settings.table_path(t.name) for t in tables])
     if not all((settings.table_path(t.name) / "_delta_log").is_dir() for t in tables):
         return False
@@ -266,8 +294,9 @@ def nothing_to_do(settings: Settings, topics: list[str]) -> bool:
     return True
 
 
-def _run(spark: SparkSession, settings: Settings, topics: list[str],
-         max_files: int | None) -> dict[str, int]:
+def _run(
+    spark: SparkSession, settings: Settings, topics: list[str], max_files: int | None
+) -> dict[str, int]:
     """Each topic's query in turn; a topic whose bronze holds nothing new (:func:`nothing_new`)
     starts none: it would plan an empty batch and write nothing, at seconds per topic."""
     read: dict[str, int] = {}
@@ -279,8 +308,11 @@ def _run(spark: SparkSession, settings: Settings, topics: list[str],
         query = start_refine(spark, settings, topic, max_files)
         query.awaitTermination()
         read[topic] = sum(p["numInputRows"] for p in query.recentProgress)
-        print(f"[silver] {topic}: {read[topic]} bronze rows read in "
-              f"{len(query.recentProgress)} batches", flush=True)
+        print(
+            f"[silver] {topic}: {read[topic]} bronze rows read in "
+            f"{len(query.recentProgress)} batches",
+            flush=True,
+        )
     return read
 
 
@@ -293,31 +325,51 @@ def accounting(spark: SparkSession, settings: Settings, topic: str) -> dict[str,
     coords = list(registry.BRONZE_COORDINATES)
     bronze = read_table(spark, settings, bronze_table(topic).name).select(*coords)
     silver = read_table(spark, settings, silver_table(topic).name).select(*coords)
-    quarantined = (read_table(spark, settings, QUARANTINE.name)
-                   .where(F.col("source_table") == silver_table(topic).name).select(*coords))
+    quarantined = (
+        read_table(spark, settings, QUARANTINE.name)
+        .where(F.col("source_table") == silver_table(topic).name)
+        .select(*coords)
+    )
     n_bronze, n_silver, n_quarantine = bronze.count(), silver.count(), quarantined.count()
     unaccounted = bronze.exceptAll(silver).exceptAll(quarantined)
-    return {"bronze": n_bronze, "silver": n_silver, "quarantine": n_quarantine,
-            "duplicates": unaccounted.count()}
+    return {
+        "bronze": n_bronze,
+        "silver": n_silver,
+        "quarantine": n_quarantine,
+        "duplicates": unaccounted.count(),
+    }
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     from adlake.helpformat import HelpFormatter
 
-    parser = argparse.ArgumentParser(prog="spark_apps.lake.silver", description=__doc__,
-                                     formatter_class=HelpFormatter)
-    parser.add_argument("--start", help="data interval start (logged: the stream reads what "
-                                        "bronze holds, its checkpoint decides what is new)")
+    parser = argparse.ArgumentParser(
+        prog="spark_apps.lake.silver", description=__doc__, formatter_class=HelpFormatter
+    )
+    parser.add_argument(
+        "--start",
+        help="data interval start (logged: the stream reads what "
+        "bronze holds, its checkpoint decides what is new)",
+    )
     parser.add_argument("--end", help="data interval end (logged, like --start)")
-    parser.add_argument("--topics", default=",".join(registry.SILVER_TOPICS),
-                        help="comma-separated topics whose silver tables to refine")
-    parser.add_argument("--max-files-per-trigger", type=int, default=None,
-                        help="bronze files per micro-batch (default: all in one batch)")
+    parser.add_argument(
+        "--topics",
+        default=",".join(registry.SILVER_TOPICS),
+        help="comma-separated topics whose silver tables to refine",
+    )
+    parser.add_argument(
+        "--max-files-per-trigger",
+        type=int,
+        default=None,
+        help="bronze files per micro-batch (default: all in one batch)",
+    )
     args = parser.parse_args(argv)
     for name in args.topics.split(","):
         if name not in registry.SILVER_TOPICS:
-            parser.error(f"no silver table for topic {name!r}; silver topics: "
-                         f"{', '.join(registry.SILVER_TOPICS)}")
+            parser.error(
+                f"no silver table for topic {name!r}; silver topics: "
+                f"{', '.join(registry.SILVER_TOPICS)}"
+            )
     return args
 
 
@@ -330,8 +382,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[silver] interval {args.start} .. {args.end}", flush=True)
     if nothing_to_do(settings, args.topics.split(",")):
         # The common hour of a quiet topic set: no JVM, no session, nothing written.
-        print(f"[silver] nothing new in bronze, no Spark session "
-              f"({time.monotonic() - started:.1f}s)", flush=True)
+        print(
+            f"[silver] nothing new in bronze, no Spark session ({time.monotonic() - started:.1f}s)",
+            flush=True,
+        )
         return 0
     spark = get_session("lake", "silver", settings)
     read = run(spark, settings, args.topics.split(","), args.max_files_per_trigger)

@@ -30,8 +30,7 @@ def ensure_table(spark: SparkSession, settings: Settings, table: registry.Table)
     path = table_path(settings, table)
     if table.schema is None:
         raise ValueError(f"table {table.name!r} has no schema in the registry")
-    builder = (DeltaTable.createIfNotExists(spark).location(path)
-               .addColumns(table.schema.spark()))
+    builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(table.schema.spark())
     if table.partition_by:
         builder = builder.partitionedBy(*table.partition_by)
     if table.change_feed:
@@ -46,8 +45,9 @@ def delta_snapshot(spark: SparkSession, path: str) -> Any:
     ``history()`` costs a DataFrame and half a second."""
     jvm = spark._jvm
     none = jvm.scala.Option.empty()
-    return (jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
-            .update(False, none, none))
+    return jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path).update(
+        False, none, none
+    )
 
 
 def read_table(spark: SparkSession, settings: Settings, name: str) -> DataFrame:

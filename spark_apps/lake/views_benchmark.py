@@ -46,9 +46,8 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from statistics import median
 
 from adlake import registry
 from adlake.config import Settings, load_settings
@@ -64,17 +63,30 @@ INSERTS, UPDATES, DELETES = 0.5, 0.3, 0.2
 
 
 def bench_view(aggregates: str) -> registry.View:
-    view = dataclasses.replace(registry.view("campaign_daily_totals"),
-                               name=f"bench_campaign_daily_totals_{aggregates}",
-                               source=SOURCE.name)
+    view = dataclasses.replace(
+        registry.view("campaign_daily_totals"),
+        name=f"bench_campaign_daily_totals_{aggregates}",
+        source=SOURCE.name,
+    )
     if aggregates == "decomposable":
-        view = dataclasses.replace(view, aggregates=tuple(
-            a for a in view.aggregates if a.kind not in views.NON_DECOMPOSABLE))
+        view = dataclasses.replace(
+            view,
+            aggregates=tuple(a for a in view.aggregates if a.kind not in views.NON_DECOMPOSABLE),
+        )
     return view
 
 
-def synthetic_rows(spark, first_id: int, n: int, *, seed: int, campaigns: int, days: int,
-                   day_offset: int = 0, partitions: int = 8):
+def synthetic_rows(
+    spark,
+    first_id: int,
+    n: int,
+    *,
+    seed: int,
+    campaigns: int,
+    days: int,
+    day_offset: int = 0,
+    partitions: int = 8,
+):
     """``n`` impressions with ids from ``first_id``, a pure function of (id, seed): campaign,
     device, price and time derive from hashes of the id. Days are ``day_offset ..
     day_offset + days - 1`` after ``BASE_DATE``."""
@@ -83,8 +95,9 @@ def synthetic_rows(spark, first_id: int, n: int, *, seed: int, campaigns: int, d
     def h(salt: int, modulo: int):
         return F.pmod(F.xxhash64(F.col("id"), F.lit(seed * 1000 + salt)), F.lit(modulo))
 
-    event_time = (F.to_timestamp(F.lit(BASE_DATE))
-                  + F.make_dt_interval(h(3, days) + day_offset, F.lit(0), F.lit(0), h(4, 86400)))
+    event_time = F.to_timestamp(F.lit(BASE_DATE)) + F.make_dt_interval(
+        h(3, days) + day_offset, F.lit(0), F.lit(0), h(4, 86400)
+    )
     cols = {
         "impression_id": F.concat(F.lit("i"), F.col("id").cast("string")),
         "request_id": F.concat(F.lit("r"), F.col("id").cast("string")),
@@ -93,14 +106,19 @@ def synthetic_rows(spark, first_id: int, n: int, *, seed: int, campaigns: int, d
         "event_time": event_time,
         "device_id": F.concat(F.lit("d"), h(5, max(1, (first_id + n) // 10)).cast("string")),
         "win_price": h(6, 10_000) / F.lit(1000.0),
-        "topic": F.lit("ad_impressions"), "partition": F.lit(0).cast("int"),
-        "offset": F.col("id"), "kafka_timestamp": event_time,
+        "topic": F.lit("ad_impressions"),
+        "partition": F.lit(0).cast("int"),
+        "offset": F.col("id"),
+        "kafka_timestamp": event_time,
         "event_date": F.to_date(event_time),
     }
     names = SOURCE.schema.names
-    return (spark.range(first_id, first_id + n, numPartitions=partitions)
-            .select(*(cols[c].cast(t).alias(c) for c, t in
-                      zip(names, [f.dataType for f in SOURCE.schema.spark().fields]))))
+    return spark.range(first_id, first_id + n, numPartitions=partitions).select(
+        *(
+            cols[c].cast(t).alias(c)
+            for c, t in zip(names, [f.dataType for f in SOURCE.schema.spark().fields])
+        )
+    )
 
 
 def first_changed_day(days: int, spread: str) -> int:
@@ -109,28 +127,52 @@ def first_changed_day(days: int, spread: str) -> int:
     return days - 2 if spread == "recent" else 0
 
 
-def apply_changes(spark, path: str, *, rows: int, fraction: float, spread: str, seed: int,
-                  campaigns: int, days: int, first_new_id: int) -> dict[str, int]:
+def apply_changes(
+    spark,
+    path: str,
+    *,
+    rows: int,
+    fraction: float,
+    spread: str,
+    seed: int,
+    campaigns: int,
+    days: int,
+    first_new_id: int,
+) -> dict[str, int]:
     """Insert (ids from ``first_new_id``), update and delete about ``fraction`` of the ``rows``
     original rows in three commits; returns the numbers of rows each commit changed."""
     changed = int(rows * fraction)
     recent = spread == "recent"
     first_day = first_changed_day(days, spread)
-    inserts = synthetic_rows(spark, first_new_id, int(changed * INSERTS), seed=seed + 1,
-                             campaigns=campaigns, days=days - first_day, day_offset=first_day)
+    inserts = synthetic_rows(
+        spark,
+        first_new_id,
+        int(changed * INSERTS),
+        seed=seed + 1,
+        campaigns=campaigns,
+        days=days - first_day,
+        day_offset=first_day,
+    )
     inserts.write.format("delta").mode("append").save(path)
     # Updates and deletes pick disjoint slices of a hash of the row id, within the days in scope.
     in_scope = rows * (days - first_day) / days
     p_update, p_delete = changed * UPDATES / in_scope, changed * DELETES / in_scope
-    scope = (f"event_date >= date_add(date'{BASE_DATE}', {first_day}) AND offset < {rows}"
-             if recent else f"offset < {rows}")
+    scope = (
+        f"event_date >= date_add(date'{BASE_DATE}', {first_day}) AND offset < {rows}"
+        if recent
+        else f"offset < {rows}"
+    )
     slice_ = f"pmod(xxhash64(offset, {seed}), 1000000)"
     table = f"delta.`{path}`"
-    updated = spark.sql(f"UPDATE {table} SET win_price = win_price + 0.5 WHERE {scope} AND "
-                        f"{slice_} < {int(p_update * 1e6)}").first()[0]
-    deleted = spark.sql(f"DELETE FROM {table} WHERE {scope} AND {slice_} >= "
-                        f"{int(p_update * 1e6)} AND {slice_} < "
-                        f"{int((p_update + p_delete) * 1e6)}").first()[0]
+    updated = spark.sql(
+        f"UPDATE {table} SET win_price = win_price + 0.5 WHERE {scope} AND "
+        f"{slice_} < {int(p_update * 1e6)}"
+    ).first()[0]
+    deleted = spark.sql(
+        f"DELETE FROM {table} WHERE {scope} AND {slice_} >= "
+        f"{int(p_update * 1e6)} AND {slice_} < "
+        f"{int((p_update + p_delete) * 1e6)}"
+    ).first()[0]
     return {"inserted": int(changed * INSERTS), "updated": updated, "deleted": deleted}
 
 
@@ -141,34 +183,68 @@ def timed(fn, *args, **kwargs):
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="spark_apps.lake.views_benchmark",
-                                     description=__doc__.split("\n")[0],
-                                     formatter_class=HelpFormatter)
-    parser.add_argument("--rows", type=int, nargs="+", default=[10_000_000],
-                        help="source rows; several sizes are run one after the other")
-    parser.add_argument("--change-fraction", type=float, default=0.01,
-                        help="share of the source rows changed (inserts, updates, deletes)")
-    parser.add_argument("--spread", choices=("recent", "uniform"), default="recent",
-                        help="recent: the changes fall in the last two days; uniform: on any day")
-    parser.add_argument("--aggregates", choices=("all", "decomposable"), default="all",
-                        help="decomposable: a view of count, sum and avg only (no min, max, HLL)")
+    parser = argparse.ArgumentParser(
+        prog="spark_apps.lake.views_benchmark",
+        description=__doc__.split("\n")[0],
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument(
+        "--rows",
+        type=int,
+        nargs="+",
+        default=[10_000_000],
+        help="source rows; several sizes are run one after the other",
+    )
+    parser.add_argument(
+        "--change-fraction",
+        type=float,
+        default=0.01,
+        help="share of the source rows changed (inserts, updates, deletes)",
+    )
+    parser.add_argument(
+        "--spread",
+        choices=("recent", "uniform"),
+        default="recent",
+        help="recent: the changes fall in the last two days; uniform: on any day",
+    )
+    parser.add_argument(
+        "--aggregates",
+        choices=("all", "decomposable"),
+        default="all",
+        help="decomposable: a view of count, sum and avg only (no min, max, HLL)",
+    )
     parser.add_argument("--campaigns", type=int, default=500, help="distinct campaigns")
     parser.add_argument("--days", type=int, default=30, help="distinct event dates")
     parser.add_argument("--seed", type=int, default=7, help="random seed of the generated data")
-    parser.add_argument("--no-verify", action="store_true",
-                        help="skip checking the incremental result against a recomputation")
-    parser.add_argument("--suite", action="store_true",
-                        help="the report's cases instead (see suite()): the 1-row refresh, "
-                             "append-only and delete/update at the first size, a fixed appended "
-                             "change at every size; writes OUT_DIR/views.json")
-    parser.add_argument("--out-dir", help="with --suite: where views.json goes (default "
-                                          "<reports_dir>/bench)")
-    parser.add_argument("--quick", action="store_true",
-                        help="with --suite: a smoke run on small sources (sizes 200k and 400k "
-                             "rows, a change of 2,000 rows)")
-    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="a session setting over the view engine's own (repeatable), e.g. "
-                             "spark.databricks.delta.snapshotPartitions=50 for Delta's default")
+    parser.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="skip checking the incremental result against a recomputation",
+    )
+    parser.add_argument(
+        "--suite",
+        action="store_true",
+        help="the report's cases instead (see suite()): the 1-row refresh, "
+        "append-only and delete/update at the first size, a fixed appended "
+        "change at every size; writes OUT_DIR/views.json",
+    )
+    parser.add_argument(
+        "--out-dir", help="with --suite: where views.json goes (default <reports_dir>/bench)"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="with --suite: a smoke run on small sources (sizes 200k and 400k "
+        "rows, a change of 2,000 rows)",
+    )
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a session setting over the view engine's own (repeatable), e.g. "
+        "spark.databricks.delta.snapshotPartitions=50 for Delta's default",
+    )
     return parser.parse_args(argv)
 
 
@@ -179,47 +255,81 @@ def run(spark, settings: Settings, args: argparse.Namespace, rows: int) -> dict:
     src = table_path(settings, SOURCE.name)
     for path in (src, table_path(settings, view.name)):
         shutil.rmtree(path, ignore_errors=True)
-    result = {"rows": args.rows, "change_fraction": args.change_fraction, "spread": args.spread,
-              "aggregates": [f"{a.kind}({a.column or ''})" for a in view.aggregates],
-              "campaigns": args.campaigns, "days": args.days, "seed": args.seed,
-              "master": spark.sparkContext.master, "cores": os.cpu_count(),
-              "shuffle_partitions": settings.shuffle_partitions,
-              "conf": {k: spark.conf.get(k) for k in (SNAPSHOT_PARTITIONS,)}
-              | dict(item.split("=", 1) for item in args.conf),
-              "load_average_at_start": os.getloadavg()[0],
-              "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    result = {
+        "rows": args.rows,
+        "change_fraction": args.change_fraction,
+        "spread": args.spread,
+        "aggregates": [f"{a.kind}({a.column or ''})" for a in view.aggregates],
+        "campaigns": args.campaigns,
+        "days": args.days,
+        "seed": args.seed,
+        "master": spark.sparkContext.master,
+        "cores": os.cpu_count(),
+        "shuffle_partitions": settings.shuffle_partitions,
+        "conf": {k: spark.conf.get(k) for k in (SNAPSHOT_PARTITIONS,)}
+        | dict(item.split("=", 1) for item in args.conf),
+        "load_average_at_start": os.getloadavg()[0],
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
 
     def say(text: str) -> None:
         print(text, flush=True)
 
     ensure_table(spark, settings, SOURCE)
     _, result["build_source_s"] = timed(
-        lambda: synthetic_rows(spark, 0, args.rows, seed=args.seed, campaigns=args.campaigns,
-                               days=args.days).write.format("delta").mode("append").save(src))
+        lambda: (
+            synthetic_rows(
+                spark, 0, args.rows, seed=args.seed, campaigns=args.campaigns, days=args.days
+            )
+            .write.format("delta")
+            .mode("append")
+            .save(src)
+        )
+    )
     say(f"source: {args.rows:,} rows in {result['build_source_s']:.1f} s")
     first, result["initial_full_refresh_s"] = timed(views.full_refresh, spark, settings, view)
     result["groups"] = spark.read.format("delta").load(table_path(settings, view.name)).count()
-    say(f"initial full refresh: {result['groups']:,} groups in "
-        f"{result['initial_full_refresh_s']:.1f} s")
+    say(
+        f"initial full refresh: {result['groups']:,} groups in "
+        f"{result['initial_full_refresh_s']:.1f} s"
+    )
 
-    warm_up = apply_changes(spark, src, rows=args.rows, fraction=args.change_fraction / 10,
-                            spread=args.spread, seed=args.seed + 100, campaigns=args.campaigns,
-                            days=args.days, first_new_id=args.rows)
+    warm_up = apply_changes(
+        spark,
+        src,
+        rows=args.rows,
+        fraction=args.change_fraction / 10,
+        spread=args.spread,
+        seed=args.seed + 100,
+        campaigns=args.campaigns,
+        days=args.days,
+        first_new_id=args.rows,
+    )
     _, result["warm_up_incremental_s"] = timed(views.refresh, spark, settings, view)
     say(f"warm-up: changes {warm_up}, incremental refresh {result['warm_up_incremental_s']:.1f} s")
 
-    result["changes"] = apply_changes(spark, src, rows=args.rows,
-                                      fraction=args.change_fraction, spread=args.spread,
-                                      seed=args.seed, campaigns=args.campaigns, days=args.days,
-                                      first_new_id=args.rows + warm_up["inserted"])
+    result["changes"] = apply_changes(
+        spark,
+        src,
+        rows=args.rows,
+        fraction=args.change_fraction,
+        spread=args.spread,
+        seed=args.seed,
+        campaigns=args.campaigns,
+        days=args.days,
+        first_new_id=args.rows + warm_up["inserted"],
+    )
     say(f"changes: {result['changes']}")
 
     incremental, result["incremental_s"] = timed(views.refresh, spark, settings, view)
     say(f"incremental refresh: {incremental.line()}")
-    result["incremental"] = {"change_rows": incremental.change_rows, "phases": incremental.phases,
-                             "groups_touched": incremental.groups_touched,
-                             "groups_recomputed": incremental.groups_recomputed,
-                             "merge": incremental.merge}
+    result["incremental"] = {
+        "change_rows": incremental.change_rows,
+        "phases": incremental.phases,
+        "groups_touched": incremental.groups_touched,
+        "groups_recomputed": incremental.groups_recomputed,
+        "merge": incremental.merge,
+    }
     if not args.no_verify:
         differences, result["verify_s"] = timed(views.verify, spark, settings, view)
         result["differences"] = len(differences)
@@ -228,16 +338,19 @@ def run(spark, settings: Settings, args: argparse.Namespace, rows: int) -> dict:
     say(f"full refresh: {full.line()}")
     result["ratio_full_over_incremental"] = round(result["full_s"] / result["incremental_s"], 2)
     result.update(bounds(spark, settings, args, view, src))
-    say(f"bounds: a 1-row change refreshes in {result['floor_s']:.1f} s (the fixed cost: change "
+    say(
+        f"bounds: a 1-row change refreshes in {result['floor_s']:.1f} s (the fixed cost: change "
         f"feed, MERGE, bookkeeping); the changed days hold {result['reread_share']:.1%} of the "
         f"source rows, reread for the {incremental.groups_recomputed:,} of "
-        f"{incremental.groups_touched:,} touched groups recomputed")
+        f"{incremental.groups_touched:,} touched groups recomputed"
+    )
     result["load_average_at_end"] = os.getloadavg()[0]
     return result
 
 
-def bounds(spark, settings: Settings, args: argparse.Namespace, view: registry.View,
-           src: str) -> dict:
+def bounds(
+    spark, settings: Settings, args: argparse.Namespace, view: registry.View, src: str
+) -> dict:
     """What limits the ratio, measured after the comparison (so the timings above are those of
     the run as it was):
 
@@ -254,13 +367,29 @@ def bounds(spark, settings: Settings, args: argparse.Namespace, view: registry.V
     stored = spark.read.format("delta").load(table_path(settings, view.name))
     first_day = first_changed_day(args.days, args.spread)
     total, changed_days = stored.agg(
-        F.sum(views.COUNT), F.sum(F.when(F.col("event_date") >= F.date_add(
-            F.to_date(F.lit(BASE_DATE)), first_day), F.col(views.COUNT)))).first()
-    synthetic_rows(spark, 10 * args.rows, 1, seed=args.seed + 200, campaigns=args.campaigns,
-                   days=args.days, partitions=1).write.format("delta").mode("append").save(src)
+        F.sum(views.COUNT),
+        F.sum(
+            F.when(
+                F.col("event_date") >= F.date_add(F.to_date(F.lit(BASE_DATE)), first_day),
+                F.col(views.COUNT),
+            )
+        ),
+    ).first()
+    synthetic_rows(
+        spark,
+        10 * args.rows,
+        1,
+        seed=args.seed + 200,
+        campaigns=args.campaigns,
+        days=args.days,
+        partitions=1,
+    ).write.format("delta").mode("append").save(src)
     floor, floor_s = timed(views.refresh, spark, settings, view)
-    return {"floor_s": floor_s, "floor": floor.line(),
-            "reread_share": round(changed_days / total, 4)}
+    return {
+        "floor_s": floor_s,
+        "floor": floor.line(),
+        "reread_share": round(changed_days / total, 4),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -268,8 +397,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = parse_args(argv)
     settings = load_settings()
-    spark = get_session("lake", "views-benchmark", settings,
-                        extra_conf=dict(item.split("=", 1) for item in args.conf))
+    spark = get_session(
+        "lake",
+        "views-benchmark",
+        settings,
+        extra_conf=dict(item.split("=", 1) for item in args.conf),
+    )
     settings.reports_dir.mkdir(parents=True, exist_ok=True)
     if args.suite:
         out_dir = Path(args.out_dir) if args.out_dir else settings.reports_dir / "bench"
@@ -279,10 +412,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for rows in args.rows:
         result = run(spark, settings, args, rows)
         results.append(result)
-        print(f"\nincremental {result['incremental_s']:.1f} s vs full {result['full_s']:.1f} s: "
-              f"incremental is {result['ratio_full_over_incremental']}× faster "
-              f"({rows:,} rows, {args.change_fraction:.1%} changed, {args.spread}, "
-              f"{args.aggregates} aggregates)")
+        print(
+            f"\nincremental {result['incremental_s']:.1f} s vs full {result['full_s']:.1f} s: "
+            f"incremental is {result['ratio_full_over_incremental']}× faster "
+            f"({rows:,} rows, {args.change_fraction:.1%} changed, {args.spread}, "
+            f"{args.aggregates} aggregates)"
+        )
         out = settings.reports_dir / f"views_benchmark-{rows}-{args.spread}-{args.aggregates}.json"
         out.write_text(json.dumps(result, indent=2, default=str) + "\n")
         print(f"report: {out}\n", flush=True)
@@ -294,18 +429,22 @@ def summary(results: Sequence[dict]) -> str:
     """One line per source size: both refresh times, their ratio, whether it reaches 10×, what
     bounds it (the 1-row refresh time, the share of the source the recompute rereads; see
     :func:`bounds`), and the load average around the measurement (the machine may be shared)."""
-    lines = [f"{'rows':>13} {'incremental s':>13} {'full s':>7} {'ratio':>6}  10x "
-             f"{'1-row s':>8} {'reread':>7}  load"]
+    lines = [
+        f"{'rows':>13} {'incremental s':>13} {'full s':>7} {'ratio':>6}  10x "
+        f"{'1-row s':>8} {'reread':>7}  load"
+    ]
     for r in results:
         ratio = r["ratio_full_over_incremental"]
         inc = r["incremental"]
         # The recompute's reread bounds the ratio only when it covers most touched groups.
         mostly = inc["groups_recomputed"] > inc["groups_touched"] / 2
         reread = f"{r['reread_share']:.1%}" if mostly else "-"
-        lines.append(f"{r['rows']:>13,} {r['incremental_s']:>13.1f} {r['full_s']:>7.1f} "
-                     f"{ratio:>5.1f}x  {'yes' if ratio >= 10 else 'no ':3} "
-                     f"{r['floor_s']:>8.1f} {reread:>7}  "
-                     f"{r['load_average_at_start']:.1f}→{r['load_average_at_end']:.1f}")
+        lines.append(
+            f"{r['rows']:>13,} {r['incremental_s']:>13.1f} {r['full_s']:>7.1f} "
+            f"{ratio:>5.1f}x  {'yes' if ratio >= 10 else 'no ':3} "
+            f"{r['floor_s']:>8.1f} {reread:>7}  "
+            f"{r['load_average_at_start']:.1f}→{r['load_average_at_end']:.1f}"
+        )
     return "\n".join(lines)
 
 
@@ -339,24 +478,35 @@ def measured_refresh(spark, settings: Settings, view: registry.View) -> dict:
     if report.mode != "incremental":
         raise RuntimeError(f"expected an incremental refresh, got {report.line()}")
     made = commits(spark, settings, view) - before
-    return {"incremental_s": round(seconds, 3), "phases": report.phases, "jobs": report.jobs,
-            "total_jobs": sum(report.jobs.values()),
-            "commits": made,
-            "change_rows": report.change_rows, "groups_touched": report.groups_touched,
-            "groups_recomputed": report.groups_recomputed,
-            "line": f"{report.line()}; {sum(report.jobs.values())} Spark jobs, {made} Delta "
-                    "commits"}
+    return {
+        "incremental_s": round(seconds, 3),
+        "phases": report.phases,
+        "jobs": report.jobs,
+        "total_jobs": sum(report.jobs.values()),
+        "commits": made,
+        "change_rows": report.change_rows,
+        "groups_touched": report.groups_touched,
+        "groups_recomputed": report.groups_recomputed,
+        "line": f"{report.line()}; {sum(report.jobs.values())} Spark jobs, {made} Delta commits",
+    }
 
 
-def append_rows(spark, src: str, args: argparse.Namespace, first_id: int, n: int, *,
-                recent: bool, seed: int) -> None:
+def append_rows(
+    spark, src: str, args: argparse.Namespace, first_id: int, n: int, *, recent: bool, seed: int
+) -> None:
     """Append ``n`` generated rows (ids from ``first_id``): in the last two days (``recent``, the
     shape of an hour's new events) or over every day (growing the source)."""
     first_day = first_changed_day(args.days, "recent") if recent else 0
-    synthetic_rows(spark, first_id, n, seed=seed, campaigns=args.campaigns,
-                   days=args.days - first_day, day_offset=first_day,
-                   partitions=max(1, min(8, n // 1_000_000 or 1))
-                   ).write.format("delta").mode("append").save(src)
+    synthetic_rows(
+        spark,
+        first_id,
+        n,
+        seed=seed,
+        campaigns=args.campaigns,
+        days=args.days - first_day,
+        day_offset=first_day,
+        partitions=max(1, min(8, n // 1_000_000 or 1)),
+    ).write.format("delta").mode("append").save(src)
 
 
 def suite(spark, settings: Settings, args: argparse.Namespace, out_dir: Path) -> dict:
@@ -372,8 +522,9 @@ def suite(spark, settings: Settings, args: argparse.Namespace, out_dir: Path) ->
       of the README's table), beside the append-only one.
 
     Writes ``out_dir/views.json`` (the report's contract) and returns it."""
-    rows_list = QUICK_ROWS if args.quick else tuple(args.rows if args.rows != [10_000_000]
-                                                    else SUITE_ROWS)
+    rows_list = (
+        QUICK_ROWS if args.quick else tuple(args.rows if args.rows != [10_000_000] else SUITE_ROWS)
+    )
     fixed = QUICK_FIXED_CHANGE if args.quick else SUITE_FIXED_CHANGE
     view = bench_view(args.aggregates)
     src = table_path(settings, SOURCE.name)
@@ -401,50 +552,81 @@ def suite(spark, settings: Settings, args: argparse.Namespace, out_dir: Path) ->
             say(f"verify: {diffs} differing groups")
         full, full_s = timed(views.full_refresh, spark, settings, view)
         say(f"full refresh: {full_s:.1f} s; ratio {full_s / inc['incremental_s']:.1f}x")
-        return case(name, rows, **inc, full_s=round(full_s, 3),
-                    ratio=round(full_s / inc["incremental_s"], 2), verify_differences=diffs,
-                    load_average=[load, os.getloadavg()[0]])
+        return case(
+            name,
+            rows,
+            **inc,
+            full_s=round(full_s, 3),
+            ratio=round(full_s / inc["incremental_s"], 2),
+            verify_differences=diffs,
+            load_average=[load, os.getloadavg()[0]],
+        )
 
     ensure_table(spark, settings, SOURCE)
     size, next_id = 0, 0
     for i, rows in enumerate(rows_list):
-        _, build_s = timed(append_rows, spark, src, args, next_id, rows - size, recent=False,
-                           seed=args.seed + i)
+        _, build_s = timed(
+            append_rows, spark, src, args, next_id, rows - size, recent=False, seed=args.seed + i
+        )
         next_id, size = next_id + rows - size, rows
         say(f"source grown to {rows:,} rows in {build_s:.1f} s")
         views.full_refresh(spark, settings, view)
         if i == 0:
             # Warm-up (not reported): the JVM's first change-feed read and MERGE.
-            append_rows(spark, src, args, 10 ** 10, max(1, fixed // 10), recent=True, seed=99)
+            append_rows(spark, src, args, 10**10, max(1, fixed // 10), recent=True, seed=99)
             views.refresh(spark, settings, view)
             runs, repeats = [], QUICK_ONE_ROW_REPEATS if args.quick else ONE_ROW_REPEATS
             for r in range(repeats):
-                append_rows(spark, src, args, 10 ** 10 + 10 ** 8 + r, 1, recent=False, seed=98)
+                append_rows(spark, src, args, 10**10 + 10**8 + r, 1, recent=False, seed=98)
                 runs.append(measured_refresh(spark, settings, view))
                 say(f"1-row refresh {r + 1}/{repeats}: {runs[-1]['line']}")
             mid = sorted(runs, key=lambda x: x["incremental_s"])[len(runs) // 2]
-            case("one_row", rows, **mid, full_s=None, ratio=None, verify_differences=None,
-                 all_s=[x["incremental_s"] for x in runs], load_average=[os.getloadavg()[0]] * 2)
+            case(
+                "one_row",
+                rows,
+                **mid,
+                full_s=None,
+                ratio=None,
+                verify_differences=None,
+                all_s=[x["incremental_s"] for x in runs],
+                load_average=[os.getloadavg()[0]] * 2,
+            )
         append_rows(spark, src, args, next_id, fixed, recent=True, seed=args.seed + 50 + i)
         next_id += fixed
         compare("append", rows, verify=rows <= 30_000_000)
         if i == 0:
-            changes = apply_changes(spark, src, rows=rows, fraction=fixed / rows,
-                                    spread="recent", seed=args.seed, campaigns=args.campaigns,
-                                    days=args.days, first_new_id=next_id)
+            changes = apply_changes(
+                spark,
+                src,
+                rows=rows,
+                fraction=fixed / rows,
+                spread="recent",
+                seed=args.seed,
+                campaigns=args.campaigns,
+                days=args.days,
+                first_new_id=next_id,
+            )
             next_id += changes["inserted"]
             compare("delete_update", rows, verify=True)["changes"] = changes
         # The mixed change above deleted rows: the size stays the generated count, +- 0.1%.
-    report = {"cases": cases, "goals": goals(cases), "quick": args.quick,
-              "aggregates": [f"{a.kind}({a.column or ''})" for a in view.aggregates],
-              "campaigns": args.campaigns, "days": args.days, "cores": os.cpu_count(),
-              "master": spark.sparkContext.master,
-              "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "seconds": round(time.monotonic() - started, 1)}
+    report = {
+        "cases": cases,
+        "goals": goals(cases),
+        "quick": args.quick,
+        "aggregates": [f"{a.kind}({a.column or ''})" for a in view.aggregates],
+        "campaigns": args.campaigns,
+        "days": args.days,
+        "cores": os.cpu_count(),
+        "master": spark.sparkContext.master,
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "seconds": round(time.monotonic() - started, 1),
+    }
     (out_dir / "views.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     for g in report["goals"]:
-        say(f"goal {g['goal']}: {g['measured']} (target {g['target']}): "
-            f"{'met' if g['met'] else 'NOT met'}; {g['bound']}")
+        say(
+            f"goal {g['goal']}: {g['measured']} (target {g['target']}): "
+            f"{'met' if g['met'] else 'NOT met'}; {g['bound']}"
+        )
     say(f"report: {out_dir / 'views.json'}")
     return report
 
@@ -454,32 +636,45 @@ def goals(cases: Sequence[dict]) -> list[dict]:
     one = next(c for c in cases if c["case"] == "one_row")
     appends = [c for c in cases if c["case"] == "append"]
     slowest = max(one["phases"], key=one["phases"].get)
-    out = [{"goal": "1-row incremental refresh", "target": f"<= {GOAL_ONE_ROW_S} s",
+    out = [
+        {
+            "goal": "1-row incremental refresh",
+            "target": f"<= {GOAL_ONE_ROW_S} s",
             "measured": f"{one['incremental_s']:.2f} s (median of {len(one['all_s'])}), "
-                        f"{one['total_jobs']} Spark jobs, {one['commits']} Delta commits",
+            f"{one['total_jobs']} Spark jobs, {one['commits']} Delta commits",
             "met": one["incremental_s"] <= GOAL_ONE_ROW_S,
             "bound": f"largest phase: {slowest} {one['phases'][slowest]:.2f} s "
-                     f"({one['jobs'][slowest]} jobs)"}]
+            f"({one['jobs'][slowest]} jobs)",
+        }
+    ]
     first, last = appends[0], appends[-1]
-    out.append({"goal": f"append-only {first['change_rows']:,} rows to {first['rows']:,}",
-                "target": f"full / incremental >= {GOAL_APPEND_RATIO:.0f}x",
-                "measured": f"{first['ratio']:.1f}x ({first['incremental_s']:.1f} s vs "
-                            f"{first['full_s']:.1f} s)",
-                "met": first["ratio"] >= GOAL_APPEND_RATIO,
-                "bound": f"the incremental refresh's fixed cost ({one['incremental_s']:.2f} s "
-                         f"for 1 row) against a full refresh of {first['full_s']:.1f} s"})
+    out.append(
+        {
+            "goal": f"append-only {first['change_rows']:,} rows to {first['rows']:,}",
+            "target": f"full / incremental >= {GOAL_APPEND_RATIO:.0f}x",
+            "measured": f"{first['ratio']:.1f}x ({first['incremental_s']:.1f} s vs "
+            f"{first['full_s']:.1f} s)",
+            "met": first["ratio"] >= GOAL_APPEND_RATIO,
+            "bound": f"the incremental refresh's fixed cost ({one['incremental_s']:.2f} s "
+            f"for 1 row) against a full refresh of {first['full_s']:.1f} s",
+        }
+    )
     if len(appends) > 1:
         growth = last["incremental_s"] / first["incremental_s"]
         full_growth = last["full_s"] / first["full_s"]
-        out.append({"goal": f"fixed change of {first['change_rows']:,} appended rows, "
-                            f"{first['rows']:,} -> {last['rows']:,} source rows",
-                    "target": f"incremental grows < {GOAL_FIXED_GROWTH}x",
-                    "measured": f"incremental {growth:.2f}x ({first['incremental_s']:.1f} -> "
-                                f"{last['incremental_s']:.1f} s), full {full_growth:.1f}x "
-                                f"({first['full_s']:.1f} -> {last['full_s']:.1f} s)",
-                    "met": growth < GOAL_FIXED_GROWTH,
-                    "bound": "the change is read from the change feed and merged into the "
-                             "view's touched groups; neither reads the source's other rows"})
+        out.append(
+            {
+                "goal": f"fixed change of {first['change_rows']:,} appended rows, "
+                f"{first['rows']:,} -> {last['rows']:,} source rows",
+                "target": f"incremental grows < {GOAL_FIXED_GROWTH}x",
+                "measured": f"incremental {growth:.2f}x ({first['incremental_s']:.1f} -> "
+                f"{last['incremental_s']:.1f} s), full {full_growth:.1f}x "
+                f"({first['full_s']:.1f} -> {last['full_s']:.1f} s)",
+                "met": growth < GOAL_FIXED_GROWTH,
+                "bound": "the change is read from the change feed and merged into the "
+                "view's touched groups; neither reads the source's other rows",
+            }
+        )
     return out
 
 

@@ -60,6 +60,8 @@ if TYPE_CHECKING:
 
 APP = registry.app("attribution")
 _KIND_OF_TOPIC = {"ad_requests": REQUEST, "ad_impressions": IMPRESSION, "ad_callbacks": CALLBACK}
+
+
 def transform_parse(raw: DataFrame) -> DataFrame:
     """Raw Kafka records of the three input topics → processor input rows
     (:data:`QUERY_INPUT_SCHEMA`): valid events by kind, rejected records as kind REJECT with
@@ -68,21 +70,28 @@ def transform_parse(raw: DataFrame) -> DataFrame:
 
     from spark_apps.common.parsing import parse_json_by_topic
 
-    parsed = parse_json_by_topic(raw, [registry.topic(name) for name in APP.inputs],
-                                 received_col="timestamp")
+    parsed = parse_json_by_topic(
+        raw, [registry.topic(name) for name in APP.inputs], received_col="timestamp"
+    )
     kind = F.lit(REJECT)
     for name in reversed(APP.inputs):
         kind = F.when(F.col("topic") == name, F.lit(_KIND_OF_TOPIC[name])).otherwise(kind)
     kind = F.when(F.col(REASON).isNotNull(), F.lit(REJECT)).otherwise(kind)
     parsed = parsed.select(
-        "*", F.col("topic").alias("source_topic"), F.col("partition").alias("source_partition"),
+        "*",
+        F.col("topic").alias("source_topic"),
+        F.col("partition").alias("source_partition"),
         F.col("offset").alias("source_offset"),
         # A reject's own key: it shares no state with anything (see _QueryProcessor).
-        F.when(F.col(REASON).isNotNull(), F.concat_ws("|", "topic", "partition", "offset"))
-        .alias(REJECT_KEY))
+        F.when(F.col(REASON).isNotNull(), F.concat_ws("|", "topic", "partition", "offset")).alias(
+            REJECT_KEY
+        ),
+    )
     # A rejected record has no trustworthy event time; it travels on its Kafka timestamp.
-    parsed = parsed.withColumn("event_time", F.when(F.col(REASON).isNull(), F.col("event_time"))
-                               .otherwise(F.col("timestamp")))
+    parsed = parsed.withColumn(
+        "event_time",
+        F.when(F.col(REASON).isNull(), F.col("event_time")).otherwise(F.col("timestamp")),
+    )
     return as_input(parsed, kind, "timestamp", QUERY_INPUT_SCHEMA, keep=(REJECT_KEY,))
 
 
@@ -91,18 +100,21 @@ class _QueryProcessor(AttributionProcessor):
     record is alone under its own key (its Kafka coordinates) and is emitted at once without
     touching state; every other key has a null ``reject_key`` and is the rules' request key."""
 
-    def handleInputRows(self, key, rows, timerValues):  # noqa: N802 - Spark's API
+    def handleInputRows(self, key, rows, timerValues):
         if key[1] is not None:
             for row in rows:
-                values = {name: None for name in QUERY_OUTPUT_SCHEMA.names}
-                values.update(record_type=REJECTED, request_id=row.request_id,
-                              source_kafka_ts_ms=row.kafka_ts_ms,
-                              **{n: row[n] for n, _ in DLQ_FIELDS})
+                values = dict.fromkeys(QUERY_OUTPUT_SCHEMA.names)
+                values.update(
+                    record_type=REJECTED,
+                    request_id=row.request_id,
+                    source_kafka_ts_ms=row.kafka_ts_ms,
+                    **{n: row[n] for n, _ in DLQ_FIELDS},
+                )
                 yield Row(**values)
             return
         yield from map(_pad, super().handleInputRows(key, rows, timerValues))
 
-    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):  # noqa: N802
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
         yield from map(_pad, super().handleExpiredTimer(key, timerValues, expiredTimerInfo))
 
 
@@ -110,8 +122,9 @@ def _pad(row: Row) -> Row:
     return Row(**row.asDict(), **{n: None for n, _ in DLQ_FIELDS})
 
 
-def build_query_frame(raw: DataFrame, config: AttributionConfig, engine: str = "jvm",
-                      output_mode: str = "append") -> DataFrame:
+def build_query_frame(
+    raw: DataFrame, config: AttributionConfig, engine: str = "jvm", output_mode: str = "append"
+) -> DataFrame:
     """Everything the query writes, attributed records and DLQ records, as Kafka records
     (topic, key, value), from raw Kafka records of the input topics.
 
@@ -128,27 +141,35 @@ def build_query_frame(raw: DataFrame, config: AttributionConfig, engine: str = "
     from spark_apps.ops.attribution_jvm import transform_jvm
 
     if engine not in ENGINES:
-        raise ValueError(f"engine {engine!r} is not valid: allowed values are "
-                         f"{', '.join(ENGINES)}")
+        raise ValueError(f"engine {engine!r} is not valid: allowed values are {', '.join(ENGINES)}")
     events = transform_parse(raw)
     if events.isStreaming:
         events = events.withWatermark(ARRIVAL, f"{config.lateness_ms} milliseconds")
     if engine == "jvm":
-        out = transform_jvm(events, config, input_schema=QUERY_INPUT_SCHEMA,
-                            output_schema=QUERY_OUTPUT_SCHEMA, with_reject_key=True,
-                            output_mode=output_mode)
+        out = transform_jvm(
+            events,
+            config,
+            input_schema=QUERY_INPUT_SCHEMA,
+            output_schema=QUERY_OUTPUT_SCHEMA,
+            with_reject_key=True,
+            output_mode=output_mode,
+        )
     else:
-        out = (events.groupBy("request_id", REJECT_KEY)
-               .transformWithState(_QueryProcessor(config), QUERY_OUTPUT_SCHEMA,
-                                   output_mode.capitalize(), "EventTime"))
+        out = events.groupBy("request_id", REJECT_KEY).transformWithState(
+            _QueryProcessor(config), QUERY_OUTPUT_SCHEMA, output_mode.capitalize(), "EventTime"
+        )
     out = observe_latency(out, "source_kafka_ts_ms")
     rejected = F.col("record_type") == REJECTED
     attributed, dlq = registry.topic(APP.outputs[0]), registry.topic(APP.dlq)
-    out = out.select(*registry_columns(out), RAW, REASON,
-                     F.col("source_topic").alias("topic"),
-                     F.col("source_partition").alias("partition"),
-                     F.col("source_offset").alias("offset"),
-                     F.timestamp_millis("source_kafka_ts_ms").alias("timestamp"))
+    out = out.select(
+        *registry_columns(out),
+        RAW,
+        REASON,
+        F.col("source_topic").alias("topic"),
+        F.col("source_partition").alias("partition"),
+        F.col("source_offset").alias("offset"),
+        F.timestamp_millis("source_kafka_ts_ms").alias("timestamp"),
+    )
     return out.select(
         F.when(rejected, F.lit(dlq.name)).otherwise(F.lit(attributed.name)).alias("topic"),
         F.when(rejected, F.col("topic")).otherwise(F.col("request_id")).alias("key"),
@@ -157,9 +178,12 @@ def build_query_frame(raw: DataFrame, config: AttributionConfig, engine: str = "
 
 
 def config_from_args(args: argparse.Namespace) -> AttributionConfig:
-    return AttributionConfig(window_ms=int(args.window_s * 1000), skew_ms=int(args.skew_s * 1000),
-                             lateness_ms=int(args.lateness_s * 1000),
-                             ttl_ms=int(args.ttl_s * 1000))
+    return AttributionConfig(
+        window_ms=int(args.window_s * 1000),
+        skew_ms=int(args.skew_s * 1000),
+        lateness_ms=int(args.lateness_s * 1000),
+        ttl_ms=int(args.ttl_s * 1000),
+    )
 
 
 def _check(args: argparse.Namespace) -> str | None:
@@ -168,9 +192,11 @@ def _check(args: argparse.Namespace) -> str | None:
     except ValueError as error:
         return str(error)
     if args.engine == "python" and args.trigger == "realtime":
-        return ("--engine python runs in micro-batches only (Spark rejects Python "
-                "transformWithState in Real-Time Mode): use --engine jvm or "
-                "--trigger processing_time")
+        return (
+            "--engine python runs in micro-batches only (Spark rejects Python "
+            "transformWithState in Real-Time Mode): use --engine jvm or "
+            "--trigger processing_time"
+        )
     return None
 
 
@@ -181,10 +207,13 @@ def _output_mode(trigger: TriggerConfig) -> str:
 
 
 SPEC = StreamingApp(
-    app=APP, description=__doc__,
+    app=APP,
+    description=__doc__,
     build=lambda raw, args, trigger: build_query_frame(
-        raw, config_from_args(args), args.engine, _output_mode(trigger)),
-    output_mode=_output_mode, check=_check,
+        raw, config_from_args(args), args.engine, _output_mode(trigger)
+    ),
+    output_mode=_output_mode,
+    check=_check,
 )
 
 

@@ -50,14 +50,20 @@ def _entry_point(spark: SparkSession):
     if not isinstance(entry, JavaClass):  # py4j resolves an unknown class to a JavaPackage
         raise MissingJvmProcessor(
             "io.adlake.ops.Attribution is not on this session's classpath; run `make setup` "
-            f"(it builds {OPS_APP_JAR} under the jar root) and use the ops runtime's session")
+            f"(it builds {OPS_APP_JAR} under the jar root) and use the ops runtime's session"
+        )
     return entry
 
 
-def transform_jvm(events: DataFrame, config: AttributionConfig, *,
-                  input_schema: StructType = INPUT_SCHEMA,
-                  output_schema: StructType = OUTPUT_SCHEMA, with_reject_key: bool = False,
-                  output_mode: str = "append") -> DataFrame:
+def transform_jvm(
+    events: DataFrame,
+    config: AttributionConfig,
+    *,
+    input_schema: StructType = INPUT_SCHEMA,
+    output_schema: StructType = OUTPUT_SCHEMA,
+    with_reject_key: bool = False,
+    output_mode: str = "append",
+) -> DataFrame:
     """``events`` (columns of ``input_schema``, plus ``reject_key`` when ``with_reject_key``)
     grouped by ``(request_id, reject_key)`` through the JVM processor; rows of
     ``output_schema``. Event-time timers fire on ``events``' watermark."""
@@ -65,9 +71,15 @@ def transform_jvm(events: DataFrame, config: AttributionConfig, *,
 
     spark = events.sparkSession
     jdf = _entry_point(spark).transform(
-        events._jdf, contract_json(input_schema, output_schema), config.window_ms,
-        config.skew_ms, config.ttl_ms, config.close_at_end_of_input, with_reject_key,
-        output_mode)
+        events._jdf,
+        contract_json(input_schema, output_schema),
+        config.window_ms,
+        config.skew_ms,
+        config.ttl_ms,
+        config.close_at_end_of_input,
+        with_reject_key,
+        output_mode,
+    )
     return DataFrame(jdf, spark)
 
 
@@ -81,10 +93,12 @@ class JvmTwsTester:
     suite pins both engines. Rows dropped behind the watermark are those whose Kafka
     timestamp is <= it, as in the Python tests. Rows cross py4j as one JSON string per call."""
 
-    def __init__(self, spark: SparkSession, config: AttributionConfig,
-                 contract: str | None = None) -> None:
-        self._tester = _entry_point(spark).tester(contract or contract_json(), config.window_ms,
-                                                  config.skew_ms, config.ttl_ms)
+    def __init__(
+        self, spark: SparkSession, config: AttributionConfig, contract: str | None = None
+    ) -> None:
+        self._tester = _entry_point(spark).tester(
+            contract or contract_json(), config.window_ms, config.skew_ms, config.ttl_ms
+        )
 
     @staticmethod
     def _rows(text: str) -> list[Row]:
@@ -93,11 +107,11 @@ class JvmTwsTester:
     def test(self, key: str, rows: list[Row]) -> list[Row]:
         return self._rows(self._tester.test(key, json.dumps([list(r) for r in rows])))
 
-    def setWatermark(self, ms: int) -> list[Row]:  # noqa: N802 - TwsTester's API
+    def setWatermark(self, ms: int) -> list[Row]:
         return self._rows(self._tester.setWatermark(ms))
 
-    def peekValueState(self, name: str, key: str) -> tuple | None:  # noqa: N802
+    def peekValueState(self, name: str, key: str) -> tuple | None:
         return _tuple(json.loads(self._tester.peekValueState(name, key)))
 
-    def peekMapState(self, name: str, key: str) -> dict:  # noqa: N802
+    def peekMapState(self, name: str, key: str) -> dict:
         return {_tuple(k): _tuple(v) for k, v in json.loads(self._tester.peekMapState(name, key))}

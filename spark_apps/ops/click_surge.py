@@ -71,24 +71,32 @@ def _detect(raw: DataFrame, threshold: int, observe: bool = False) -> DataFrame:
     rows = parsed.select(
         "*",
         F.when(valid, F.col("event_time")).otherwise(F.col("timestamp")).alias("_time"),
-        F.when(valid, F.col("page_id")).otherwise(F.concat_ws(
-            "|", F.col("topic"), F.col("partition"), F.col("offset"))).alias("_group"),
+        F.when(valid, F.col("page_id"))
+        .otherwise(F.concat_ws("|", F.col("topic"), F.col("partition"), F.col("offset")))
+        .alias("_group"),
     )
     if rows.isStreaming:
         # Windows close 5 s (event time) after their end; state and late clicks follow from it.
         rows = rows.withWatermark("_time", WATERMARK)
-    groups = (rows.groupBy(F.window("_time", WINDOW).alias("window"), "_group",
-                           F.col(REASON).isNull().alias("_valid"))
-              .agg(F.count(F.lit(1)).alias("click_count"),
-                   F.max("event_time").alias("max_event_time"),
-                   F.max("timestamp").alias("source_kafka_ts"),
-                   F.first(RAW).alias(RAW), F.first(REASON).alias(REASON),
-                   F.first("topic").alias("topic"), F.first("partition").alias("partition"),
-                   F.first("offset").alias("offset"), F.first("timestamp").alias("timestamp")))
-    out = (groups.where(~F.col("_valid") | (F.col("click_count") > threshold))
-           .withColumn("page_id", F.col("_group"))
-           .withColumn("window_start", F.col("window.start"))
-           .withColumn("window_end", F.col("window.end")))
+    groups = rows.groupBy(
+        F.window("_time", WINDOW).alias("window"), "_group", F.col(REASON).isNull().alias("_valid")
+    ).agg(
+        F.count(F.lit(1)).alias("click_count"),
+        F.max("event_time").alias("max_event_time"),
+        F.max("timestamp").alias("source_kafka_ts"),
+        F.first(RAW).alias(RAW),
+        F.first(REASON).alias(REASON),
+        F.first("topic").alias("topic"),
+        F.first("partition").alias("partition"),
+        F.first("offset").alias("offset"),
+        F.first("timestamp").alias("timestamp"),
+    )
+    out = (
+        groups.where(~F.col("_valid") | (F.col("click_count") > threshold))
+        .withColumn("page_id", F.col("_group"))
+        .withColumn("window_start", F.col("window.start"))
+        .withColumn("window_end", F.col("window.end"))
+    )
     return out if not observe else observe_latency(out, F.unix_millis("source_kafka_ts"))
 
 
@@ -108,8 +116,9 @@ def _kafka_records(out: DataFrame) -> DataFrame:
 def surge_key():
     from pyspark.sql import functions as F
 
-    return F.concat_ws("|", F.col("page_id"),
-                       F.date_format("window_start", "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"))
+    return F.concat_ws(
+        "|", F.col("page_id"), F.date_format("window_start", "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")
+    )
 
 
 def build_query_frame(raw: DataFrame, threshold: int) -> DataFrame:
@@ -120,7 +129,8 @@ def build_query_frame(raw: DataFrame, threshold: int) -> DataFrame:
 
 
 SPEC = StreamingApp(
-    app=APP, description=__doc__,
+    app=APP,
+    description=__doc__,
     build=lambda raw, args, trigger: build_query_frame(raw, args.threshold),
     # Update mode: a surging window is re-emitted as its count grows (Real-Time Mode accepts
     # only update; micro-batches use it too, so both modes write the same records).

@@ -42,15 +42,18 @@ def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     for future in futures.values():
         try:
             future.result(30)
-        except Exception as exc:  # noqa: BLE001 - an existing topic is fine
+        except Exception as exc:
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise
     # wait for leaders: a consumer assigned before them would start at a wrong end offset
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         meta = admin.list_topics(topic, timeout=10).topics.get(topic)
-        if meta and len(meta.partitions) == partitions and \
-                all(p.leader >= 0 for p in meta.partitions.values()):
+        if (
+            meta
+            and len(meta.partitions) == partitions
+            and all(p.leader >= 0 for p in meta.partitions.values())
+        ):
             return
         time.sleep(0.2)
     raise RuntimeError(f"topic {topic} has no leaders after 30 s")
@@ -63,8 +66,14 @@ class _Receiver(TopicReader):
         return time.time() * 1000, float(msg.timestamp()[1])
 
 
-def measure(bootstrap: str, rate: float, duration_s: float, warmup_s: float = 5.0,
-            topic: str = TOPIC, progress_every_s: float = 30.0) -> dict:
+def measure(
+    bootstrap: str,
+    rate: float,
+    duration_s: float,
+    warmup_s: float = 5.0,
+    topic: str = TOPIC,
+    progress_every_s: float = 30.0,
+) -> dict:
     """Produce ``rate`` records/s for ``warmup_s + duration_s`` seconds and consume them; return
     ``{"rate", "duration_s", "sent", "samples": [(created_ms, latency_ms)], "measured_from_ms"}``
     with samples of records created after the warm-up (the first connections and fetches are
@@ -87,14 +96,18 @@ def measure(bootstrap: str, rate: float, duration_s: float, warmup_s: float = 5.
             break
         due = int(elapsed_s * rate) + 1
         while sent < due:
-            producer.produce(topic, value=payload, partition=sent % PARTITIONS,
-                             timestamp=int(time.time() * 1000))
+            producer.produce(
+                topic, value=payload, partition=sent % PARTITIONS, timestamp=int(time.time() * 1000)
+            )
             sent += 1
         producer.poll(0)
         if now - shown >= progress_every_s * 1000:
             shown = now
-            print(f"[kafka_hop] {sent} sent, {len(receiver.samples)} received in "
-                  f"{elapsed_s:.0f}/{total:.0f} s", flush=True)
+            print(
+                f"[kafka_hop] {sent} sent, {len(receiver.samples)} received in "
+                f"{elapsed_s:.0f}/{total:.0f} s",
+                flush=True,
+            )
         time.sleep(max(0.0, (sent / rate) - (time.time() * 1000 - started) / 1000))
     producer.flush(30)
     deadline = time.monotonic() + 10
@@ -103,16 +116,23 @@ def measure(bootstrap: str, rate: float, duration_s: float, warmup_s: float = 5.
     receiver.stopping.set()
     receiver.join(10)
     measure_from = started + warmup_s * 1000
-    samples = [(created, got - created) for got, created in receiver.samples
-               if created >= measure_from]
-    return {"rate": rate, "duration_s": duration_s, "sent": sent,
-            "received": len(receiver.samples), "measured_from_ms": measure_from,
-            "samples": samples}
+    samples = [
+        (created, got - created) for got, created in receiver.samples if created >= measure_from
+    ]
+    return {
+        "rate": rate,
+        "duration_s": duration_s,
+        "sent": sent,
+        "received": len(receiver.samples),
+        "measured_from_ms": measure_from,
+        "samples": samples,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="spark_apps.ops.kafka_hop", description=__doc__,
-                                     formatter_class=HelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="spark_apps.ops.kafka_hop", description=__doc__, formatter_class=HelpFormatter
+    )
     parser.add_argument("--rate", type=float, default=1000.0, help="records per second")
     parser.add_argument("--duration", type=float, default=30.0, help="measured seconds")
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds before measuring")

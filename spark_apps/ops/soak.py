@@ -55,9 +55,13 @@ from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.kafka_local import scratch_broker
 from adlake.status import read_status
-from spark_apps.common.attribution.contract import (ATTRIBUTED_CALLBACK, ATTRIBUTED_IMPRESSION,
-                                                    ORPHAN_CALLBACK, ORPHAN_IMPRESSION,
-                                                    REQUEST_CLOSED)
+from spark_apps.common.attribution.contract import (
+    ATTRIBUTED_CALLBACK,
+    ATTRIBUTED_IMPRESSION,
+    ORPHAN_CALLBACK,
+    ORPHAN_IMPRESSION,
+    REQUEST_CLOSED,
+)
 from spark_apps.ops.benchmark import start_app, stop_app, wait_started
 
 ATTRIBUTION = registry.app("attribution")
@@ -79,6 +83,7 @@ _HEAP = re.compile(r"heap\s+total (?:reserved \d+K, committed )?(\d+)K, used (\d
 
 
 # -- what is sampled -------------------------------------------------------------------------------
+
 
 def dir_usage(path: Path) -> tuple[int, int]:
     """``(bytes, files)`` under ``path`` (0, 0 if it does not exist); files that vanish while
@@ -103,7 +108,7 @@ def descendants(pid: int) -> list[int]:
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue
-            parent[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+            parent[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
     out, frontier = [], [pid]
     while frontier:
         current = frontier.pop()
@@ -139,19 +144,25 @@ def parse_heap_info(text: str) -> dict[str, float] | None:
     match = _HEAP.search(text)
     if not match:
         return None
-    return {"heap_used_mb": round(int(match.group(2)) / 1024, 1),
-            "heap_committed_mb": round(int(match.group(1)) / 1024, 1)}
+    return {
+        "heap_used_mb": round(int(match.group(2)) / 1024, 1),
+        "heap_committed_mb": round(int(match.group(1)) / 1024, 1),
+    }
 
 
 def heap(jvm_pid: int | None) -> dict[str, float | None]:
     """The driver JVM's heap (``jcmd``) and resident memory (``/proc``), None where unreadable."""
-    out: dict[str, float | None] = {"heap_used_mb": None, "heap_committed_mb": None,
-                                    "rss_mb": None}
+    out: dict[str, float | None] = {"heap_used_mb": None, "heap_committed_mb": None, "rss_mb": None}
     if jvm_pid is None:
         return out
     try:
-        result = subprocess.run(["jcmd", str(jvm_pid), "GC.heap_info"], capture_output=True,
-                                text=True, timeout=30)
+        result = subprocess.run(
+            ["jcmd", str(jvm_pid), "GC.heap_info"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
         out.update(parse_heap_info(result.stdout) or {})
     except (OSError, subprocess.TimeoutExpired):
         pass
@@ -170,17 +181,23 @@ def sample_app(settings: Settings, app: str, pid: int, checkpoint: Path) -> dict
     e2e = status.get("e2e_latency") or {}
     size, files = dir_usage(checkpoint)
     return {
-        "state": status.get("state"), "batch_id": status.get("batch_id"),
-        "state_rows": status.get("state_rows"), "state_memory_mb": status.get("state_memory_mb"),
-        "checkpoint_mb": round(size / 1e6, 2), "checkpoint_files": files,
+        "state": status.get("state"),
+        "batch_id": status.get("batch_id"),
+        "state_rows": status.get("state_rows"),
+        "state_memory_mb": status.get("state_memory_mb"),
+        "checkpoint_mb": round(size / 1e6, 2),
+        "checkpoint_files": files,
         **heap(driver_jvm(pid)),
-        "e2e_p50_ms": e2e.get("p50_ms"), "e2e_p99_ms": e2e.get("p99_ms"),
+        "e2e_p50_ms": e2e.get("p50_ms"),
+        "e2e_p99_ms": e2e.get("p99_ms"),
         "e2e_samples": e2e.get("samples"),
-        "input_rows_per_s": status.get("input_rows_per_s"), "late_rows": status.get("late_rows"),
+        "input_rows_per_s": status.get("input_rows_per_s"),
+        "late_rows": status.get("late_rows"),
     }
 
 
 # -- the verdict -----------------------------------------------------------------------------------
+
 
 def trend(points: list[tuple[float, float | None]], warmup_s: float) -> dict:
     """Whether a metric stays bounded: over the samples after ``warmup_s``, the mean of the last
@@ -198,15 +215,21 @@ def trend(points: list[tuple[float, float | None]], warmup_s: float) -> dict:
     third = len(values) // 3
     if third < 1:
         return {"samples": len(values), "growth": None, "flat": None}
-    middle = sum(values[third:2 * third]) / third
+    middle = sum(values[third : 2 * third]) / third
     last = sum(values[-third:]) / third
     growth = (last - middle) / middle if middle else (0.0 if not last else None)
-    return {"samples": len(values), "middle_mean": round(middle, 2), "last_mean": round(last, 2),
-            "max": max(values), "growth": None if growth is None else round(growth, 3),
-            "flat": None if growth is None else growth <= FLAT_TOLERANCE}
+    return {
+        "samples": len(values),
+        "middle_mean": round(middle, 2),
+        "last_mean": round(last, 2),
+        "max": max(values),
+        "growth": None if growth is None else round(growth, 3),
+        "flat": None if growth is None else growth <= FLAT_TOLERANCE,
+    }
 
 
 # -- no loss ---------------------------------------------------------------------------------------
+
 
 def closing_request(request_id: str, newest_ms: int) -> tuple[bytes, int]:
     """A valid ``ad_requests`` value and the Kafka timestamp to send it with, such that once
@@ -214,10 +237,17 @@ def closing_request(request_id: str, newest_ms: int) -> tuple[bytes, int]:
     time + window, with the registry's default knobs) of every key whose records carry Kafka
     timestamps up to ``newest_ms``: the next batch closes them all, and this request too."""
     knobs = {k.name: k.default for k in ATTRIBUTION.knobs}
-    value = {"request_id": request_id, "event_time": generator.iso_ms(newest_ms),
-             "device_id": "dev-sentinel", "household_id": "hh-sentinel",
-             "content_id": "content-0000", "slot_id": "pre-roll", "geo": "US-CA",
-             "floor_price": 1.0, "bid_count": 1}
+    value = {
+        "request_id": request_id,
+        "event_time": generator.iso_ms(newest_ms),
+        "device_id": "dev-sentinel",
+        "household_id": "hh-sentinel",
+        "content_id": "content-0000",
+        "slot_id": "pre-roll",
+        "geo": "US-CA",
+        "floor_price": 1.0,
+        "bid_count": 1,
+    }
     delay_ms = int((knobs["window_s"] + knobs["lateness_s"]) * 1000) + 5_000
     return json.dumps(value).encode(), newest_ms + delay_ms
 
@@ -236,8 +266,10 @@ def expected_counts(report: dict) -> dict[str, int]:
     (3, 1)
     """
     out: dict[str, int] = {}
-    rejected = {t: sum(report["anomalies_by_topic"][t].get(k, 0) for k in rules.REASON_KINDS)
-                for t in report["sent"]}
+    rejected = {
+        t: sum(report["anomalies_by_topic"][t].get(k, 0) for k in rules.REASON_KINDS)
+        for t in report["sent"]
+    }
     for topic, sent in report["sent"].items():
         out[topic] = sent - rejected[topic] - report["anomalies_by_topic"][topic]["duplicate"]
         out[f"{topic}_records"] = sent - rejected[topic]  # valid records, duplicates included
@@ -246,17 +278,22 @@ def expected_counts(report: dict) -> dict[str, int]:
     return out
 
 
-def account(report: dict, outputs: dict[str, list[dict]], late_clicks: int,
-            closing_id: str | None) -> dict:
+def account(
+    report: dict, outputs: dict[str, list[dict]], late_clicks: int, closing_id: str | None
+) -> dict:
     """In against out (module docstring, "No loss"): per check, ``expected``, ``got`` and
     ``lost`` (expected - got; negative: more than expected)."""
     expected = expected_counts(report)
     events = outputs[ATTRIBUTION.outputs[0]]
     by_type: dict[str, set] = {}
     for v in events:
-        item = {REQUEST_CLOSED: v["request_id"], ATTRIBUTED_IMPRESSION: v["impression_id"],
-                ORPHAN_IMPRESSION: v["impression_id"], ATTRIBUTED_CALLBACK: v["callback_id"],
-                ORPHAN_CALLBACK: v["callback_id"]}[v["record_type"]]
+        item = {
+            REQUEST_CLOSED: v["request_id"],
+            ATTRIBUTED_IMPRESSION: v["impression_id"],
+            ORPHAN_IMPRESSION: v["impression_id"],
+            ATTRIBUTED_CALLBACK: v["callback_id"],
+            ORPHAN_CALLBACK: v["callback_id"],
+        }[v["record_type"]]
         by_type.setdefault(v["record_type"], set()).add(item)
     closed = by_type.get(REQUEST_CLOSED, set()) - {closing_id}
     windows: dict[tuple, int] = {}
@@ -267,12 +304,16 @@ def account(report: dict, outputs: dict[str, list[dict]], late_clicks: int,
         "requests closed": (expected["ad_requests"], len(closed)),
         "impressions attributed or orphaned": (
             expected["ad_impressions"],
-            len(by_type.get(ATTRIBUTED_IMPRESSION, set()) | by_type.get(ORPHAN_IMPRESSION, set()))),
+            len(by_type.get(ATTRIBUTED_IMPRESSION, set()) | by_type.get(ORPHAN_IMPRESSION, set())),
+        ),
         "callbacks attributed or orphaned": (
             expected["ad_callbacks"],
-            len(by_type.get(ATTRIBUTED_CALLBACK, set()) | by_type.get(ORPHAN_CALLBACK, set()))),
-        "clicks counted in windows (+ late)": (expected["page_clicks_records"],
-                                               sum(windows.values()) + late_clicks),
+            len(by_type.get(ATTRIBUTED_CALLBACK, set()) | by_type.get(ORPHAN_CALLBACK, set())),
+        ),
+        "clicks counted in windows (+ late)": (
+            expected["page_clicks_records"],
+            sum(windows.values()) + late_clicks,
+        ),
     }
     for app in SOAK_APPS:
         topic = registry.topic(app.dlq)
@@ -285,11 +326,18 @@ def read_values(bootstrap: str, topic: str, timeout_s: float = 600) -> list[dict
     """Every record of ``topic`` up to its end offsets now, as JSON objects."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"soak-{uuid.uuid4()}",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"soak-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+        }
+    )
     try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
-                for p in range(registry.topic(topic).partitions)}
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+            for p in range(registry.topic(topic).partitions)
+        }
         left = {p: end for p, end in ends.items() if end > 0}
         consumer.assign([TopicPartition(topic, p, 0) for p in left])
         out: list[dict] = []
@@ -313,8 +361,7 @@ def committed_watermark_ms(checkpoint: Path) -> int | None:
     """The watermark the checkpoint's last committed batch ran with (``batchWatermarkMs`` of
     its ``offsets/N``; None before the first commit): its timers up to it have fired."""
     commits = checkpoint / "commits"
-    ids = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() \
-        else []
+    ids = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() else []
     if not ids:
         return None
     try:
@@ -328,17 +375,24 @@ def committed_all(settings: Settings, app: registry.App, checkpoint: Path) -> bo
     """The app's last committed batch ends at every input partition's end offset."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": settings.kafka_bootstrap,
-                         "group.id": f"soak-{uuid.uuid4()}"})
+    consumer = Consumer(
+        {"bootstrap.servers": settings.kafka_bootstrap, "group.id": f"soak-{uuid.uuid4()}"}
+    )
     try:
-        ends = {t: {str(p): consumer.get_watermark_offsets(TopicPartition(t, p), timeout=30)[1]
-                    for p in range(registry.topic(t).partitions)} for t in app.inputs}
+        ends = {
+            t: {
+                str(p): consumer.get_watermark_offsets(TopicPartition(t, p), timeout=30)[1]
+                for p in range(registry.topic(t).partitions)
+            }
+            for t in app.inputs
+        }
     finally:
         consumer.close()
     return committed_offsets(checkpoint) == ends
 
 
 # -- the plot ----------------------------------------------------------------------------------
+
 
 def plot(samples: list[dict], warmup_s: float, path: Path, title: str) -> Path:
     """One panel per metric (:data:`METRICS`), a line per app, minutes on the x axis; the
@@ -351,8 +405,11 @@ def plot(samples: list[dict], warmup_s: float, path: Path, title: str) -> Path:
     fig, axes = plt.subplots(3, 2, figsize=(12, 10), sharex=True)
     for ax, (name, label) in zip(axes.flat, METRICS):
         for app in SOAK_APPS:
-            points = [(s["t_s"] / 60, s[app.name][name]) for s in samples
-                      if s[app.name].get(name) is not None]
+            points = [
+                (s["t_s"] / 60, s[app.name][name])
+                for s in samples
+                if s[app.name].get(name) is not None
+            ]
             if points:
                 ax.plot(*zip(*points), marker="o", markersize=3, label=app.name)
         ax.axvspan(0, warmup_s / 60, color="0.9", label="warm-up")
@@ -373,26 +430,41 @@ def plot(samples: list[dict], warmup_s: float, path: Path, title: str) -> Path:
 
 # -- the run -------------------------------------------------------------------------------------
 
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="spark_apps.ops.soak", description=__doc__,
-                                     formatter_class=HelpFormatter)
-    parser.add_argument("--duration-min", type=float, default=30.0,
-                        help="minutes of traffic")
+    parser = argparse.ArgumentParser(
+        prog="spark_apps.ops.soak", description=__doc__, formatter_class=HelpFormatter
+    )
+    parser.add_argument("--duration-min", type=float, default=30.0, help="minutes of traffic")
     parser.add_argument("--rate", type=float, default=1000.0, help="events/s to each app")
     parser.add_argument("--sample-s", type=float, default=60.0, help="seconds between samples")
-    parser.add_argument("--warmup-min", type=float, default=12.0,
-                        help="minutes left out of the verdict: attribution's state fills for "
-                             "window + lateness + one more window of tombstones (about 11 "
-                             "minutes with the default knobs)")
-    parser.add_argument("--rtm-interval", default="30 seconds",
-                        help="click-surge's Real-Time Mode checkpoint interval")
+    parser.add_argument(
+        "--warmup-min",
+        type=float,
+        default=12.0,
+        help="minutes left out of the verdict: attribution's state fills for "
+        "window + lateness + one more window of tombstones (about 11 "
+        "minutes with the default knobs)",
+    )
+    parser.add_argument(
+        "--rtm-interval",
+        default="30 seconds",
+        help="click-surge's Real-Time Mode checkpoint interval",
+    )
     parser.add_argument("--seed", type=int, default=7, help="the generator's seed")
-    parser.add_argument("--drain-timeout-s", type=float, default=600.0,
-                        help="how long the apps may take to read the last input after the "
-                             "traffic ends")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="JSON report (unset: <reports>/soak/soak-<time>.json); the plot "
-                             "is written beside it with the suffix .png")
+    parser.add_argument(
+        "--drain-timeout-s",
+        type=float,
+        default=600.0,
+        help="how long the apps may take to read the last input after the traffic ends",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON report (unset: <reports>/soak/soak-<time>.json); the plot "
+        "is written beside it with the suffix .png",
+    )
     return parser.parse_args(argv)
 
 
@@ -416,91 +488,167 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
     with scratch_broker(base, workdir) as settings:
         checkpoints = {a.name: workdir / "checkpoints" / a.name for a in SOAK_APPS}
-        app_args = {ATTRIBUTION.name: [],
-                    CLICK_SURGE.name: ["--threshold", "0", "--trigger-interval",
-                                       args.rtm_interval]}
+        app_args = {
+            ATTRIBUTION.name: [],
+            CLICK_SURGE.name: ["--threshold", "0", "--trigger-interval", args.rtm_interval],
+        }
         try:
             for app in SOAK_APPS:
                 log = workdir / f"{app.name}.log"
                 # earliest: the broker is new, its topics empty, and "latest" would be resolved
                 # only at the query's first batch, after the traffic may have begun
-                procs[app.name] = start_app(app.name, settings, [
-                    "--trigger", app.default_trigger, "--checkpoint",
-                    str(checkpoints[app.name]), "--starting-offsets", "earliest",
-                    *app_args[app.name]], log)
+                procs[app.name] = start_app(
+                    app.name,
+                    settings,
+                    [
+                        "--trigger",
+                        app.default_trigger,
+                        "--checkpoint",
+                        str(checkpoints[app.name]),
+                        "--starting-offsets",
+                        "earliest",
+                        *app_args[app.name],
+                    ],
+                    log,
+                )
             for app in SOAK_APPS:
-                wait_started(settings, app.name, procs[app.name], workdir / f"{app.name}.log",
-                             timeout_s=300)
+                wait_started(
+                    settings, app.name, procs[app.name], workdir / f"{app.name}.log", timeout_s=300
+                )
             report_path = workdir / "generator.json"
             # The generator in a process of its own: its pacing must not share this one's GIL.
             traffic = subprocess.Popen(
-                [sys.executable, "-m", "adlake.generator", "--rate", str(2 * args.rate),
-                 "--click-share", "0.5", "--late", "0", "--duration",
-                 str(args.duration_min * 60), "--seed", str(args.seed), "--bootstrap",
-                 settings.kafka_bootstrap, "--report", str(report_path)],
-                stdout=subprocess.DEVNULL, stderr=open(workdir / "generator.log", "wb"),
-                env={**os.environ, **settings_env(settings)})
+                [
+                    sys.executable,
+                    "-m",
+                    "adlake.generator",
+                    "--rate",
+                    str(2 * args.rate),
+                    "--click-share",
+                    "0.5",
+                    "--late",
+                    "0",
+                    "--duration",
+                    str(args.duration_min * 60),
+                    "--seed",
+                    str(args.seed),
+                    "--bootstrap",
+                    settings.kafka_bootstrap,
+                    "--report",
+                    str(report_path),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=open(workdir / "generator.log", "wb"),  # noqa: SIM115 - the child owns it
+                env={**os.environ, **settings_env(settings)},
+            )
             started = time.monotonic()
-            print(f"[soak] {args.rate:.0f} events/s to each app for {args.duration_min:g} min; "
-                  f"sampling every {args.sample_s:g} s; work dir {workdir}", flush=True)
+            print(
+                f"[soak] {args.rate:.0f} events/s to each app for {args.duration_min:g} min; "
+                f"sampling every {args.sample_s:g} s; work dir {workdir}",
+                flush=True,
+            )
             while True:
                 due = started + (len(samples) + 1) * args.sample_s
                 while time.monotonic() < due and traffic.poll() is None:
                     time.sleep(min(1.0, max(0.0, due - time.monotonic())))
                 if traffic.poll() is not None:
                     break
-                sample = {"t_s": round(time.monotonic() - started, 1),
-                          **{a.name: sample_app(settings, a.name, procs[a.name].pid,
-                                                checkpoints[a.name]) for a in SOAK_APPS}}
+                sample = {
+                    "t_s": round(time.monotonic() - started, 1),
+                    **{
+                        a.name: sample_app(settings, a.name, procs[a.name].pid, checkpoints[a.name])
+                        for a in SOAK_APPS
+                    },
+                }
                 samples.append(sample)
-                print(f"[soak] {sample['t_s'] / 60:.1f} min: " + "; ".join(
-                    f"{a.name} state {sample[a.name]['state_rows']} rows, heap "
-                    f"{sample[a.name]['heap_used_mb']} MB, checkpoint "
-                    f"{sample[a.name]['checkpoint_mb']} MB/{sample[a.name]['checkpoint_files']}"
-                    f" files, e2e p99 {sample[a.name]['e2e_p99_ms']} ms" for a in SOAK_APPS),
-                    flush=True)
+                print(
+                    f"[soak] {sample['t_s'] / 60:.1f} min: "
+                    + "; ".join(
+                        f"{a.name} state {sample[a.name]['state_rows']} rows, heap "
+                        f"{sample[a.name]['heap_used_mb']} MB, checkpoint "
+                        f"{sample[a.name]['checkpoint_mb']} MB/{sample[a.name]['checkpoint_files']}"
+                        f" files, e2e p99 {sample[a.name]['e2e_p99_ms']} ms"
+                        for a in SOAK_APPS
+                    ),
+                    flush=True,
+                )
             if traffic.returncode != 0:
-                raise RuntimeError(f"the generator exited with {traffic.returncode}; see "
-                                   f"{workdir / 'generator.log'}")
+                raise RuntimeError(
+                    f"the generator exited with {traffic.returncode}; see "
+                    f"{workdir / 'generator.log'}"
+                )
             report = json.loads(report_path.read_text())
-            caught_up = {a.name: _wait(lambda a=a: committed_all(settings, a,
-                                                                 checkpoints[a.name]),
-                                       args.drain_timeout_s) for a in SOAK_APPS}
+            caught_up = {
+                a.name: _wait(
+                    lambda a=a: committed_all(settings, a, checkpoints[a.name]),
+                    args.drain_timeout_s,
+                )
+                for a in SOAK_APPS
+            }
             closing_id = f"soak-close-{uuid.uuid4()}"
             value, ts = closing_request(closing_id, int(time.time() * 1000))
             _produce(settings.kafka_bootstrap, closing_id, value, ts)
             # Read, it moves the watermark; the batch run with that watermark closes every key.
             lateness_ms = ATTRIBUTION.knob("lateness_s").default * 1000
-            closed = _wait(lambda: (committed_watermark_ms(checkpoints[ATTRIBUTION.name]) or 0)
-                           >= ts - lateness_ms, args.drain_timeout_s)
+            closed = _wait(
+                lambda: (
+                    (committed_watermark_ms(checkpoints[ATTRIBUTION.name]) or 0) >= ts - lateness_ms
+                ),
+                args.drain_timeout_s,
+            )
             if not closed:
-                notes.append("the closing request did not close the keys in time: the counts "
-                             "of requests and orphans are incomplete")
+                notes.append(
+                    "the closing request did not close the keys in time: the counts "
+                    "of requests and orphans are incomplete"
+                )
             late = int((read_status(settings, CLICK_SURGE.name) or {}).get("late_rows") or 0)
         finally:
             for proc in procs.values():
                 if proc.poll() is None:
                     stop_app(proc)
-        outputs = {name: read_values(settings.kafka_bootstrap, name)
-                   for a in SOAK_APPS for name in (*a.outputs, a.dlq)}
+        outputs = {
+            name: read_values(settings.kafka_bootstrap, name)
+            for a in SOAK_APPS
+            for name in (*a.outputs, a.dlq)
+        }
     counts = account(report, outputs, late, closing_id)
     summary = {
-        "rate_per_app": args.rate, "duration_min": args.duration_min, "sample_s": args.sample_s,
-        "warmup_min": args.warmup_min, "cores": os.cpu_count(), "seed": args.seed,
-        "sent": report["sent"], "elapsed_s": report["elapsed_s"],
-        "caught_up": caught_up, "closed": closed,
-        "trends": {a.name: {m: trend([(s["t_s"], s[a.name].get(m)) for s in samples], warmup_s)
-                            for m, _ in METRICS} for a in SOAK_APPS},
-        "counts": counts, "no_loss": all(c["lost"] == 0 for c in counts.values()),
-        "notes": notes, "samples": samples, "work_dir": str(workdir),
+        "rate_per_app": args.rate,
+        "duration_min": args.duration_min,
+        "sample_s": args.sample_s,
+        "warmup_min": args.warmup_min,
+        "cores": os.cpu_count(),
+        "seed": args.seed,
+        "sent": report["sent"],
+        "elapsed_s": report["elapsed_s"],
+        "caught_up": caught_up,
+        "closed": closed,
+        "trends": {
+            a.name: {
+                m: trend([(s["t_s"], s[a.name].get(m)) for s in samples], warmup_s)
+                for m, _ in METRICS
+            }
+            for a in SOAK_APPS
+        },
+        "counts": counts,
+        "no_loss": all(c["lost"] == 0 for c in counts.values()),
+        "notes": notes,
+        "samples": samples,
+        "work_dir": str(workdir),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summary, indent=2) + "\n")
-    title = (f"soak: {args.rate:.0f} events/s to each app, {args.duration_min:g} min, "
-             f"{os.cpu_count()} cores (no loss: {summary['no_loss']})")
+    title = (
+        f"soak: {args.rate:.0f} events/s to each app, {args.duration_min:g} min, "
+        f"{os.cpu_count()} cores (no loss: {summary['no_loss']})"
+    )
     png = plot(samples, warmup_s, out.with_suffix(".png"), title)
-    print(json.dumps({k: summary[k] for k in ("sent", "caught_up", "closed", "counts",
-                                              "no_loss", "trends")}, indent=1))
+    print(
+        json.dumps(
+            {k: summary[k] for k in ("sent", "caught_up", "closed", "counts", "no_loss", "trends")},
+            indent=1,
+        )
+    )
     print(f"[soak] report {out}, plot {png}; app logs in {workdir}")
     return 0 if summary["no_loss"] else 1
 
@@ -510,8 +658,13 @@ def _produce(bootstrap: str, key: str, value: bytes, timestamp_ms: int) -> None:
 
     topic = generator.AD_REQUESTS
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    producer.produce(topic.name, value=value, key=key.encode(),
-                     partition=generator.partition_for(topic, key), timestamp=timestamp_ms)
+    producer.produce(
+        topic.name,
+        value=value,
+        key=key.encode(),
+        partition=generator.partition_for(topic, key),
+        timestamp=timestamp_ms,
+    )
     if producer.flush(30):
         raise RuntimeError(f"the closing request to {topic.name} was not delivered")
 

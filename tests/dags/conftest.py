@@ -15,15 +15,17 @@ REPO = Path(__file__).resolve().parents[2]
 DAGS_DIR = REPO / "dags"
 
 _HOME = Path(tempfile.mkdtemp(prefix="adlake-airflow-"))
-os.environ.update({
-    "AIRFLOW_HOME": str(_HOME),
-    "AIRFLOW__CORE__LOAD_EXAMPLES": "false",
-    "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_DIR),
-    "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{_HOME / 'airflow.db'}",
-    "AIRFLOW__CORE__UNIT_TEST_MODE": "false",
-    # As `make up` leaves them: an asset event queues only DAGs that are not paused.
-    "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "false",
-})
+os.environ.update(
+    {
+        "AIRFLOW_HOME": str(_HOME),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "false",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_DIR),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{_HOME / 'airflow.db'}",
+        "AIRFLOW__CORE__UNIT_TEST_MODE": "false",
+        # As `make up` leaves them: an asset event queues only DAGs that are not paused.
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "false",
+    }
+)
 
 
 @pytest.fixture(scope="session")
@@ -37,8 +39,14 @@ def dagbag():
 def airflow_db():
     """``airflow db migrate`` once per test session, into this session's own Airflow home."""
     airflow = os.path.join(os.path.dirname(sys.executable), "airflow")
-    done = subprocess.run([airflow, "db", "migrate"], capture_output=True, text=True,
-                          timeout=600, env=os.environ.copy())
+    done = subprocess.run(
+        [airflow, "db", "migrate"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=os.environ.copy(),
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
 
 
@@ -48,12 +56,14 @@ def task_env(settings, **extra: str) -> dict[str, str]:
     from adlake.airflow.factory import connection_env
 
     return {
-        "ADLAKE_PROFILE": settings.profile, "ADLAKE_RUNTIME_DIR": str(settings.runtime_dir),
+        "ADLAKE_PROFILE": settings.profile,
+        "ADLAKE_RUNTIME_DIR": str(settings.runtime_dir),
         "ADLAKE_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
         "ADLAKE_KAFKA_CONTROLLER_PORT": str(settings.kafka_controller_port),
         "ADLAKE_SHUFFLE_PARTITIONS": str(settings.shuffle_partitions),
         "ADLAKE_SPARK_MASTER_LAKE": settings.spark_master_lake,
         "ADLAKE_DRIVER_MEMORY": "1g",
         "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
-        **connection_env(settings), **extra,
+        **connection_env(settings),
+        **extra,
     }

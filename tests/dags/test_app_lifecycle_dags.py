@@ -101,11 +101,18 @@ def supervisor_runs_since(started: float) -> list[tuple[str, str]]:
     from airflow.utils.session import create_session
     from sqlalchemy import select
 
-    since = dt.datetime.fromtimestamp(started, dt.timezone.utc)
+    since = dt.datetime.fromtimestamp(started, dt.UTC)
     with create_session() as session:
-        return [(r.run_id, r.state) for r in session.scalars(
-            select(DagRun).where(DagRun.dag_id == factory.SUPERVISOR_DAG_ID,
-                                 DagRun.run_type == "scheduled", DagRun.queued_at >= since))]
+        return [
+            (r.run_id, r.state)
+            for r in session.scalars(
+                select(DagRun).where(
+                    DagRun.dag_id == factory.SUPERVISOR_DAG_ID,
+                    DagRun.run_type == "scheduled",
+                    DagRun.queued_at >= since,
+                )
+            )
+        ]
 
 
 def supervisor_diagnosis() -> str:
@@ -116,18 +123,34 @@ def supervisor_diagnosis() -> str:
     from sqlalchemy import select
 
     with create_session() as session:
-        runs = session.execute(select(DagRun.run_id, DagRun.run_type, DagRun.state,
-                                      DagRun.queued_at, DagRun.start_date, DagRun.end_date)
-                               .where(DagRun.dag_id == factory.SUPERVISOR_DAG_ID)).all()
-        tis = session.execute(select(TaskInstance.run_id, TaskInstance.state,
-                                     TaskInstance.try_number, TaskInstance.queued_dttm,
-                                     TaskInstance.start_date, TaskInstance.end_date)
-                              .where(TaskInstance.dag_id == factory.SUPERVISOR_DAG_ID)).all()
-    logs = sorted((Path(os.environ["AIRFLOW_HOME"]) / "logs").glob(
-        f"dag_id={factory.SUPERVISOR_DAG_ID}/**/*.log"), key=lambda p: p.stat().st_mtime)
+        runs = session.execute(
+            select(
+                DagRun.run_id,
+                DagRun.run_type,
+                DagRun.state,
+                DagRun.queued_at,
+                DagRun.start_date,
+                DagRun.end_date,
+            ).where(DagRun.dag_id == factory.SUPERVISOR_DAG_ID)
+        ).all()
+        tis = session.execute(
+            select(
+                TaskInstance.run_id,
+                TaskInstance.state,
+                TaskInstance.try_number,
+                TaskInstance.queued_dttm,
+                TaskInstance.start_date,
+                TaskInstance.end_date,
+            ).where(TaskInstance.dag_id == factory.SUPERVISOR_DAG_ID)
+        ).all()
+    logs = sorted(
+        (Path(os.environ["AIRFLOW_HOME"]) / "logs").glob(
+            f"dag_id={factory.SUPERVISOR_DAG_ID}/**/*.log"
+        ),
+        key=lambda p: p.stat().st_mtime,
+    )
     last = f"\nlast task log {logs[-1]}:\n{logs[-1].read_text()[-3000:]}" if logs else ""
-    return ("runs:\n" + "\n".join(map(str, runs)) + "\ntasks:\n" + "\n".join(map(str, tis))
-            + last)
+    return "runs:\n" + "\n".join(map(str, runs)) + "\ntasks:\n" + "\n".join(map(str, tis)) + last
 
 
 def set_paused(dag_ids: set[str], paused: bool) -> None:
@@ -136,8 +159,9 @@ def set_paused(dag_ids: set[str], paused: bool) -> None:
     from sqlalchemy import update
 
     with create_session() as session:
-        session.execute(update(DagModel).where(DagModel.dag_id.in_(dag_ids))
-                        .values(is_paused=paused))
+        session.execute(
+            update(DagModel).where(DagModel.dag_id.in_(dag_ids)).values(is_paused=paused)
+        )
 
 
 def other_dags() -> set[str]:
@@ -148,8 +172,13 @@ def other_dags() -> set[str]:
     from sqlalchemy import select
 
     with create_session() as session:
-        return set(session.scalars(select(DagModel.dag_id).where(
-            DagModel.dag_id != factory.SUPERVISOR_DAG_ID, DagModel.is_paused.is_(False))))
+        return set(
+            session.scalars(
+                select(DagModel.dag_id).where(
+                    DagModel.dag_id != factory.SUPERVISOR_DAG_ID, DagModel.is_paused.is_(False)
+                )
+            )
+        )
 
 
 def test_apps_run_by_their_dags_survive_kill_9_and_a_scheduler_restart(platform, tmp_path):
@@ -181,8 +210,12 @@ def test_apps_run_by_their_dags_survive_kill_9_and_a_scheduler_restart(platform,
     assert launchers(settings, SURGE.name) == [first["pid"]]
     assert apps.read_desired(settings, SURGE.name).trigger == "realtime"
     for app in (SURGE.name, ATTRIBUTION.name):
-        wait_for(lambda: state(app) == "running", TIMEOUT_S, f"{app} running",
-                 lambda: f"{apps.app_status(settings, app)}\n{log(app)}")
+        wait_for(
+            lambda: state(app) == "running",
+            TIMEOUT_S,
+            f"{app} running",
+            lambda: f"{apps.app_status(settings, app)}\n{log(app)}",
+        )
     phase("apps started by their DAGs")
 
     # 2. A real scheduler runs the supervisor (every other DAG of this session's DB paused).
@@ -194,8 +227,12 @@ def test_apps_run_by_their_dags_survive_kill_9_and_a_scheduler_restart(platform,
     daemons = Daemons(tmp_path)
     try:
         start_execution_api(daemons, port, sched_env)
-        wait_for(lambda: execution_api_up(port), TIMEOUT_S, "execution API",
-                 lambda: daemons.tail("api-server"))
+        wait_for(
+            lambda: execution_api_up(port),
+            TIMEOUT_S,
+            "execution API",
+            lambda: daemons.tail("api-server"),
+        )
         daemons.start("scheduler", ["scheduler"], sched_env)
         scheduler_from = time.time()
 
@@ -203,37 +240,64 @@ def test_apps_run_by_their_dags_survive_kill_9_and_a_scheduler_restart(platform,
             return any(s == DagRunState.SUCCESS for _, s in supervisor_runs_since(t))
 
         def sched_log() -> str:
-            return (f"{supervisor_diagnosis()}\nnow {dt.datetime.now(dt.timezone.utc)}\n"
-                    f"--- scheduler log ---\n{daemons.tail('scheduler', 12000)}\n"
-                    f"--- api-server log ---\n{daemons.tail('api-server', 3000)}")
+            return (
+                f"{supervisor_diagnosis()}\nnow {dt.datetime.now(dt.UTC)}\n"
+                f"--- scheduler log ---\n{daemons.tail('scheduler', 12000)}\n"
+                f"--- api-server log ---\n{daemons.tail('api-server', 3000)}"
+            )
 
-        wait_for(lambda: supervised_since(scheduler_from), TIMEOUT_S,
-                 "a scheduled supervisor run", sched_log)
+        wait_for(
+            lambda: supervised_since(scheduler_from),
+            TIMEOUT_S,
+            "a scheduled supervisor run",
+            sched_log,
+        )
         phase("scheduler up, first supervisor run")
 
         with ThreadPoolExecutor(1) as pool:
-            traffic_done = pool.submit(generator.run, traffic(61, 25), settings.kafka_bootstrap,
-                                       tmp_path / "report.json", progress=False)
+            traffic_done = pool.submit(
+                generator.run,
+                traffic(61, 25),
+                settings.kafka_bootstrap,
+                tmp_path / "report.json",
+                progress=False,
+            )
             checkpoint = settings.checkpoint_path(SURGE.name)
-            wait_for(lambda: traffic_done.done() or committed_offsets(checkpoint), TIMEOUT_S,
-                     "click_surge commits some traffic", log)
+            wait_for(
+                lambda: traffic_done.done() or committed_offsets(checkpoint),
+                TIMEOUT_S,
+                "click_surge commits some traffic",
+                log,
+            )
             assert not traffic_done.done(), "the traffic ended before the app committed any"
             os.kill(first["pid"], signal.SIGKILL)
             killed_at = time.time()
-            second = wait_for(lambda: (apps.holder(settings, SURGE.name) or None), TIMEOUT_S,
-                              "the supervisor restarts click_surge", sched_log)
+            second = wait_for(
+                lambda: apps.holder(settings, SURGE.name) or None,
+                TIMEOUT_S,
+                "the supervisor restarts click_surge",
+                sched_log,
+            )
             # Until the new launcher holds it, the lock names the killed process, or (pid 0) a
             # process that has not written its record yet.
             while second.pid in (first["pid"], 0):
-                second = wait_for(lambda: apps.holder(settings, SURGE.name), TIMEOUT_S,
-                                  "the supervisor restarts click_surge", sched_log)
+                second = wait_for(
+                    lambda: apps.holder(settings, SURGE.name),
+                    TIMEOUT_S,
+                    "the supervisor restarts click_surge",
+                    sched_log,
+                )
             traffic_done.result()
         restarted_s = time.time() - killed_at
         assert launchers(settings, SURGE.name) == [second.pid]
         # The supervisor records the restart once the new run has settled (its first report or
         # a few seconds), after the new process took the lock.
-        record = wait_for(lambda: (r := apps.read_restarts(settings, SURGE.name)).count and r,
-                          TIMEOUT_S, "the restart recorded", sched_log)
+        record = wait_for(
+            lambda: (r := apps.read_restarts(settings, SURGE.name)).count and r,
+            TIMEOUT_S,
+            "the restart recorded",
+            sched_log,
+        )
         assert (record.count, record.reason) == (1, "should run and does not"), record
         assert second.argv[3:] == first["argv"][3:]  # same app, knobs and checkpoint
         phase("kill -9 repaired by the scheduled supervisor")
@@ -242,8 +306,12 @@ def test_apps_run_by_their_dags_survive_kill_9_and_a_scheduler_restart(platform,
         daemons.kill("scheduler", signal.SIGKILL)
         daemons.start("scheduler", ["scheduler"], sched_env)
         restarted_from = time.time()
-        wait_for(lambda: supervised_since(restarted_from), TIMEOUT_S,
-                 "a supervisor run after the scheduler's restart", sched_log)
+        wait_for(
+            lambda: supervised_since(restarted_from),
+            TIMEOUT_S,
+            "a supervisor run after the scheduler's restart",
+            sched_log,
+        )
         assert launchers(settings, SURGE.name) == [second.pid]
         assert launchers(settings, ATTRIBUTION.name) == [other.pid]
         assert apps.read_restarts(settings, SURGE.name).count == 1
@@ -257,9 +325,14 @@ def test_apps_run_by_their_dags_survive_kill_9_and_a_scheduler_restart(platform,
     expected = expected_output(read_topic(settings.kafka_bootstrap, SURGE.inputs[0]), THRESHOLD)
     assert len(expected.surges) >= 3 and expected.below, expected
     end = input_end(settings.kafka_bootstrap)
-    wait_for(lambda: committed_offsets(checkpoint) == end
-             or complete(settings.kafka_bootstrap, expected), TIMEOUT_S,
-             "click_surge catches up", log)
+    wait_for(
+        lambda: (
+            committed_offsets(checkpoint) == end or complete(settings.kafka_bootstrap, expected)
+        ),
+        TIMEOUT_S,
+        "click_surge catches up",
+        log,
+    )
     out = check(settings.kafka_bootstrap, expected)
     for app in (SURGE.name, ATTRIBUTION.name):
         run, result = run_dag(f"app_{app}", env, action="stop")
@@ -269,7 +342,10 @@ def test_apps_run_by_their_dags_survive_kill_9_and_a_scheduler_restart(platform,
         assert apps.holder(settings, app) is None and launchers(settings, app) == []
     assert committed_offsets(checkpoint) == end
     phase("caught up, stopped")
-    print(f"\n[apps via Airflow] {time.monotonic() - started:.0f}s: "
-          + ", ".join(f"{k} {v:.0f}s" for k, v in phases.items())
-          + f"; restarted {restarted_s:.0f}s after kill -9; {summary(expected, out)}; "
-          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"\n[apps via Airflow] {time.monotonic() - started:.0f}s: "
+        + ", ".join(f"{k} {v:.0f}s" for k, v in phases.items())
+        + f"; restarted {restarted_s:.0f}s after kill -9; {summary(expected, out)}; "
+        f"load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )

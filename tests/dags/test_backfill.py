@@ -33,6 +33,7 @@ from adlake.airflow import factory
 from adlake.kafka_local import free_port, scratch_broker
 from tests.conftest import private_settings
 from tests.dags.conftest import DAGS_DIR, task_env
+from tests.spark_apps.lake.test_transforms import at, d, silver
 from tests.support.airflow_daemons import (
     AIRFLOW,
     Daemons,
@@ -41,17 +42,19 @@ from tests.support.airflow_daemons import (
     start_execution_api,
     wait_for,
 )
-from tests.spark_apps.lake.test_transforms import at, d, silver
 
 # 12 to 19 minutes on 2 cores (15 spark-submits and a real scheduler): the e2e tier, run by
 # `make test-e2e`, not by `make test` (README, "Tests").
 pytestmark = pytest.mark.e2e
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 HOUR = dt.timedelta(hours=1)
 # The interval starts of the hours silver spans: two on the 21st, one on the 22nd.
-HOURS = [dt.datetime(2026, 11, 21, 22, tzinfo=UTC), dt.datetime(2026, 11, 21, 23, tzinfo=UTC),
-         dt.datetime(2026, 11, 22, 0, tzinfo=UTC)]
+HOURS = [
+    dt.datetime(2026, 11, 21, 22, tzinfo=UTC),
+    dt.datetime(2026, 11, 21, 23, tzinfo=UTC),
+    dt.datetime(2026, 11, 22, 0, tzinfo=UTC),
+]
 FIRST = HOURS[1:]  # the first backfill: both sides of midnight
 SECOND = [HOURS[2], HOURS[2] + HOUR]  # the second: one hour of the first, one past silver
 GOLD = [t.name for t in registry.TABLES.values() if t.layer == "gold"]
@@ -59,62 +62,107 @@ BACKFILL_TIMEOUT_S = 1200  # a loaded 2-core machine; idle, a backfill run takes
 
 
 def _requests():
-    return [{"request_id": r, "event_time": t} for r, t in [
-        ("r1", at("22:10:00")), ("r2", at("23:30:00")), ("r3", at("23:59:50")),
-        ("r4", at("23:59:58")), ("r5", at("00:30:00", 22)), ("r6", at("00:45:00", 22))]]
+    return [
+        {"request_id": r, "event_time": t}
+        for r, t in [
+            ("r1", at("22:10:00")),
+            ("r2", at("23:30:00")),
+            ("r3", at("23:59:50")),
+            ("r4", at("23:59:58")),
+            ("r5", at("00:30:00", 22)),
+            ("r6", at("00:45:00", 22)),
+        ]
+    ]
 
 
 def _impressions():
-    return [{"impression_id": i, "request_id": r, "campaign_id": c, "creative_id": f"{c}-a",
-             "event_time": t, "device_id": "dev", "win_price": 1.0} for i, r, c, t in [
-        ("i1", "r1", "c1", at("22:10:01")), ("i2", "r2", "c2", at("23:30:01")),
-        ("i3", "r3", "c1", at("23:59:55")),
-        ("i4", "r4", "c2", at("00:00:02", 22)),  # its request is on the 21st
-        ("i5", "r5", "c1", at("00:30:01", 22))]]
+    return [
+        {
+            "impression_id": i,
+            "request_id": r,
+            "campaign_id": c,
+            "creative_id": f"{c}-a",
+            "event_time": t,
+            "device_id": "dev",
+            "win_price": 1.0,
+        }
+        for i, r, c, t in [
+            ("i1", "r1", "c1", at("22:10:01")),
+            ("i2", "r2", "c2", at("23:30:01")),
+            ("i3", "r3", "c1", at("23:59:55")),
+            ("i4", "r4", "c2", at("00:00:02", 22)),  # its request is on the 21st
+            ("i5", "r5", "c1", at("00:30:01", 22)),
+        ]
+    ]
 
 
 def _callbacks():
-    return [{"callback_id": cb, "impression_id": i, "request_id": r, "event_type": e,
-             "event_time": t} for cb, i, r, e, t in [
-        ("cb1", "i1", "r1", "click", at("22:11:00")),
-        ("cb2", "i1", "r1", "conversion", at("22:12:00")),
-        ("cb3", "i2", "r2", "first_quartile", at("23:30:20")),
-        ("cb4", "i3", "r3", "click", at("00:02:00", 22)),  # the 22nd's click of the 21st's i3
-        ("cb5", "i4", "r4", "complete", at("00:00:30", 22)),
-        ("cb6", "i5", "r5", "click", at("00:40:00", 22))]]  # past the window: no campaign's
+    return [
+        {"callback_id": cb, "impression_id": i, "request_id": r, "event_type": e, "event_time": t}
+        for cb, i, r, e, t in [
+            ("cb1", "i1", "r1", "click", at("22:11:00")),
+            ("cb2", "i1", "r1", "conversion", at("22:12:00")),
+            ("cb3", "i2", "r2", "first_quartile", at("23:30:20")),
+            ("cb4", "i3", "r3", "click", at("00:02:00", 22)),  # the 22nd's click of the 21st's i3
+            ("cb5", "i4", "r4", "complete", at("00:00:30", 22)),
+            ("cb6", "i5", "r5", "click", at("00:40:00", 22)),
+        ]
+    ]  # past the window: no campaign's
 
 
 def _clicks():
-    return [{"click_id": k, "page_id": p, "event_time": t, "user_id": u} for k, p, t, u in [
-        ("k1", "home", at("22:05:00"), "u1"), ("k2", "home", at("22:05:30"), "u2"),
-        ("k3", "news", at("23:59:59"), "u1"), ("k4", "news", at("00:00:01", 22), "u1"),
-        ("k5", "home", at("00:30:00", 22), "u3")]]
+    return [
+        {"click_id": k, "page_id": p, "event_time": t, "user_id": u}
+        for k, p, t, u in [
+            ("k1", "home", at("22:05:00"), "u1"),
+            ("k2", "home", at("22:05:30"), "u2"),
+            ("k3", "news", at("23:59:59"), "u1"),
+            ("k4", "news", at("00:00:01", 22), "u1"),
+            ("k5", "home", at("00:30:00", 22), "u3"),
+        ]
+    ]
 
 
 def _surges():
     # A window reported twice as its count grew: gold keeps the highest count.
-    return [{"page_id": "home", "window_start": start, "window_end": start + dt.timedelta(
-        seconds=5), "click_count": n, "max_event_time": start, "source_kafka_ts": start}
-        for start, n in [(at("23:59:55"), 6), (at("23:59:55"), 7), (at("00:30:00", 22), 9)]]
+    return [
+        {
+            "page_id": "home",
+            "window_start": start,
+            "window_end": start + dt.timedelta(seconds=5),
+            "click_count": n,
+            "max_event_time": start,
+            "source_kafka_ts": start,
+        }
+        for start, n in [(at("23:59:55"), 6), (at("23:59:55"), 7), (at("00:30:00", 22), 9)]
+    ]
 
 
 def write_silver(spark, settings) -> None:
     from spark_apps.lake.tables import ensure_table, table_path
 
-    for topic, rows in [("ad_requests", _requests()), ("ad_impressions", _impressions()),
-                        ("ad_callbacks", _callbacks()), ("page_clicks", _clicks()),
-                        ("page_surges", _surges())]:
+    for topic, rows in [
+        ("ad_requests", _requests()),
+        ("ad_impressions", _impressions()),
+        ("ad_callbacks", _callbacks()),
+        ("page_clicks", _clicks()),
+        ("page_surges", _surges()),
+    ]:
         table = registry.table(f"silver_{topic}")
         ensure_table(spark, settings, table)
         rows = [{**row, "offset": n} for n, row in enumerate(rows)]
-        (silver(spark, topic, rows).write.format("delta").mode("append")
-         .save(table_path(settings, table)))
+        (
+            silver(spark, topic, rows)
+            .write.format("delta")
+            .mode("append")
+            .save(table_path(settings, table))
+        )
 
 
 # -- Airflow's processes ---------------------------------------------------------------------
 
-def backfill_create(env: dict[str, str], first: dt.datetime, last: dt.datetime,
-                    *extra: str) -> int:
+
+def backfill_create(env: dict[str, str], first: dt.datetime, last: dt.datetime, *extra: str) -> int:
     """``airflow backfill create`` from the hour ``first`` to the hour ``last`` (both included:
     they are the logical dates, the interval starts, of the runs), as the README says to run it;
     returns the backfill's id. ``--reprocess-behavior completed``: by default Airflow skips an
@@ -125,14 +173,36 @@ def backfill_create(env: dict[str, str], first: dt.datetime, last: dt.datetime,
     from sqlalchemy import select
 
     done = subprocess.run(
-        [AIRFLOW, "backfill", "create", "--dag-id", factory.LAKE_DAG_ID,
-         "--from-date", first.isoformat(), "--to-date", last.isoformat(),
-         "--max-active-runs", "1", "--reprocess-behavior", "completed", *extra],
-        env=env, capture_output=True, text=True, timeout=300)
+        [
+            AIRFLOW,
+            "backfill",
+            "create",
+            "--dag-id",
+            factory.LAKE_DAG_ID,
+            "--from-date",
+            first.isoformat(),
+            "--to-date",
+            last.isoformat(),
+            "--max-active-runs",
+            "1",
+            "--reprocess-behavior",
+            "completed",
+            *extra,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     with create_session() as session:
-        return session.scalar(select(Backfill.id).where(Backfill.dag_id == factory.LAKE_DAG_ID)
-                              .order_by(Backfill.id.desc()).limit(1))
+        return session.scalar(
+            select(Backfill.id)
+            .where(Backfill.dag_id == factory.LAKE_DAG_ID)
+            .order_by(Backfill.id.desc())
+            .limit(1)
+        )
 
 
 def wait_backfill(backfill_id: int, daemons: Daemons) -> dict[dt.datetime, object]:
@@ -146,10 +216,16 @@ def wait_backfill(backfill_id: int, daemons: Daemons) -> dict[dt.datetime, objec
 
     def runs():
         with create_session() as session:
-            return {r.data_interval_start: (r.run_id, r.state, r.run_type, r.data_interval_end,
-                                            {ti.task_id: ti.state for ti in r.task_instances})
-                    for r in session.scalars(select(DagRun).where(
-                        DagRun.backfill_id == backfill_id))}
+            return {
+                r.data_interval_start: (
+                    r.run_id,
+                    r.state,
+                    r.run_type,
+                    r.data_interval_end,
+                    {ti.task_id: ti.state for ti in r.task_instances},
+                )
+                for r in session.scalars(select(DagRun).where(DagRun.backfill_id == backfill_id))
+            }
 
     def completed():
         with create_session() as session:
@@ -161,8 +237,12 @@ def wait_backfill(backfill_id: int, daemons: Daemons) -> dict[dt.datetime, objec
     wait_for(completed, BACKFILL_TIMEOUT_S, f"backfill {backfill_id} complete", details)
     out = runs()
     for start, (run_id, state, run_type, end, tis) in out.items():
-        assert state == DagRunState.SUCCESS and run_type == "backfill", (run_id, state, tis,
-                                                                          details())
+        assert state == DagRunState.SUCCESS and run_type == "backfill", (
+            run_id,
+            state,
+            tis,
+            details(),
+        )
         assert end - start == HOUR
         assert set(tis.values()) == {TaskInstanceState.SUCCESS}, (run_id, tis)
     return out
@@ -170,19 +250,26 @@ def wait_backfill(backfill_id: int, daemons: Daemons) -> dict[dt.datetime, objec
 
 # -- the gold tables -------------------------------------------------------------------------
 
+
 def snapshot(spark, settings) -> dict[str, list]:
     """Every gold table's rows, sorted (a multiset: a row written twice shows twice)."""
     from spark_apps.lake.tables import read_table
 
-    return {name: sorted((tuple(r) for r in read_table(spark, settings, name).collect()),
-                         key=repr) for name in GOLD}
+    return {
+        name: sorted((tuple(r) for r in read_table(spark, settings, name).collect()), key=repr)
+        for name in GOLD
+    }
 
 
 def versions(spark, settings) -> dict[str, int]:
     from spark_apps.lake.tables import table_path
 
-    return {name: spark.sql(f"DESCRIBE HISTORY delta.`{table_path(settings, name)}` LIMIT 1")
-            .collect()[0]["version"] for name in GOLD}
+    return {
+        name: spark.sql(f"DESCRIBE HISTORY delta.`{table_path(settings, name)}` LIMIT 1").collect()[
+            0
+        ]["version"]
+        for name in GOLD
+    }
 
 
 def check_against_silver(spark, settings) -> None:
@@ -191,26 +278,40 @@ def check_against_silver(spark, settings) -> None:
     from spark_apps.lake.tables import read_table
 
     def totals(table: str, keys: list[str], value: str, where: str = "true") -> dict:
-        rows = (read_table(spark, settings, table).where(where).groupBy(*keys).sum(value)
-                .collect())
+        rows = read_table(spark, settings, table).where(where).groupBy(*keys).sum(value).collect()
         return {tuple(r[:-1]): r[-1] for r in rows}
 
     assert totals("page_traffic", ["event_date"], "clicks") == {(d(21),): 3, (d(22),): 2}
     assert totals("surge_history", ["event_date"], "click_count") == {(d(21),): 7, (d(22),): 9}
     assert totals("campaign_delivery", ["campaign_id", "event_date"], "impressions") == {
-        ("c1", d(21)): 2, ("c2", d(21)): 1, ("c2", d(22)): 1, ("c1", d(22)): 1}
+        ("c1", d(21)): 2,
+        ("c2", d(21)): 1,
+        ("c2", d(22)): 1,
+        ("c1", d(22)): 1,
+    }
     assert totals("campaign_delivery", ["campaign_id", "event_date"], "clicks") == {
-        ("c1", d(21)): 1, ("c2", d(21)): 0, ("c2", d(22)): 0, ("c1", d(22)): 1}
+        ("c1", d(21)): 1,
+        ("c2", d(21)): 0,
+        ("c2", d(22)): 0,
+        ("c1", d(22)): 1,
+    }
     day = totals("attribution_funnel", ["event_date"], "requests", "campaign_id = '*'")
     assert day == {(d(21),): 4, (d(22),): 2}
     assert totals("attribution_funnel", ["event_date"], "clicks", "campaign_id = '*'") == {
-        (d(21),): 1, (d(22),): 2}
+        (d(21),): 1,
+        (d(22),): 2,
+    }
     # Every request is a request_closed record of the batch attribution (none in real time).
-    assert totals("attribution_reconciliation", ["event_date"], "missing_in_realtime",
-                  "record_type = 'request_closed'") == {(d(21),): 4, (d(22),): 2}
+    assert totals(
+        "attribution_reconciliation",
+        ["event_date"],
+        "missing_in_realtime",
+        "record_type = 'request_closed'",
+    ) == {(d(21),): 4, (d(22),): 2}
 
 
 # -- the test --------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def lake(tmp_path, spark, airflow_db):
@@ -225,7 +326,8 @@ def lake(tmp_path, spark, airflow_db):
 
 
 def test_backfills_give_the_hourly_runs_gold_tables_and_change_nothing_when_repeated(
-        lake, spark, tmp_path):
+    lake, spark, tmp_path
+):
     from airflow.models import DagBag
     from airflow.utils.state import DagRunState
 
@@ -252,14 +354,17 @@ def test_backfills_give_the_hourly_runs_gold_tables_and_change_nothing_when_repe
         # backfills below run them).
         lake_dag = DagBag(str(DAGS_DIR)).dags[factory.LAKE_DAG_ID]
         for hour in HOURS:
-            run = lake_dag.test(logical_date=hour + HOUR + dt.timedelta(minutes=30),
-                                mark_success_pattern="^(bronze|silver|quality_.*)$")
+            run = lake_dag.test(
+                logical_date=hour + HOUR + dt.timedelta(minutes=30),
+                mark_success_pattern="^(bronze|silver|quality_.*)$",
+            )
             assert run.state == DagRunState.SUCCESS, hour
             assert (run.data_interval_start, run.data_interval_end) == (hour, hour + HOUR)
         phase("hourly runs")
         # The scheduler starts once no dag.test() run is left for it to take over.
-        wait_for(lambda: execution_api_up(port), 300, "execution API",
-                 lambda: daemons.tail("api-server"))
+        wait_for(
+            lambda: execution_api_up(port), 300, "execution API", lambda: daemons.tail("api-server")
+        )
         daemons.start("scheduler", ["scheduler"], env)
         hourly = snapshot(spark, settings)
         check_against_silver(spark, settings)
@@ -285,6 +390,9 @@ def test_backfills_give_the_hourly_runs_gold_tables_and_change_nothing_when_repe
         phase("backfill 2")
     finally:
         daemons.stop()
-        print(f"\n[backfill test] {time.monotonic() - started:.0f}s: "
-              + ", ".join(f"{k} {v:.0f}s" for k, v in phases.items())
-              + f"; load average {os.getloadavg()[0]:.1f}", flush=True)
+        print(
+            f"\n[backfill test] {time.monotonic() - started:.0f}s: "
+            + ", ".join(f"{k} {v:.0f}s" for k, v in phases.items())
+            + f"; load average {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -27,17 +27,22 @@ def test_exactly_one_dag_per_registry_entry_plus_the_supervisor(dagbag):
     for job in factory.view_jobs():
         # the refresh, then the quality gate of what it wrote
         assert [t.task_id for t in dagbag.dags[job.name].tasks] == [
-            job.name, *(g.name for g in registry.JOBS.values() if g.gate and g.reads == job.writes)]
+            job.name,
+            *(g.name for g in registry.JOBS.values() if g.gate and g.reads == job.writes),
+        ]
     for app in registry.APPS.values():
         assert f"app_{app.name}" in dagbag.dag_ids
 
 
 def test_parsing_the_dags_imports_no_pyspark():
-    code = ("import sys; from airflow.models import DagBag; "
-            f"b = DagBag({str(DAGS_DIR)!r}); assert not b.import_errors, b.import_errors; "
-            "assert 'pyspark' not in sys.modules, 'pyspark imported at parse time'")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300)
+    code = (
+        "import sys; from airflow.models import DagBag; "
+        f"b = DagBag({str(DAGS_DIR)!r}); assert not b.import_errors, b.import_errors; "
+        "assert 'pyspark' not in sys.modules, 'pyspark imported at parse time'"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
     assert done.returncode == 0, done.stderr[-2000:]
 
 
@@ -129,12 +134,12 @@ def test_supervisor_runs_every_minute_one_at_a_time(dagbag):
 def test_rendered_arguments_carry_the_data_interval(dagbag, task_id):
     dag = dagbag.dags[factory.LAKE_DAG_ID]
     task = dag.get_task(task_id)
-    start = datetime(2026, 11, 21, 13, tzinfo=timezone.utc)
+    start = datetime(2026, 11, 21, 13, tzinfo=UTC)
     context = {"data_interval_start": start, "data_interval_end": start + timedelta(hours=1)}
     task.render_template_fields(context, jinja_env=dag.get_template_env())
     args = task.application_args
     job = registry.job(task_id)
-    assert args[:1 + len(job.args)] == [job.module, *job.args]
+    assert args[: 1 + len(job.args)] == [job.module, *job.args]
     assert args[args.index("--start") + 1] == "2026-11-21T13:00:00+00:00"
     assert args[args.index("--end") + 1] == "2026-11-21T14:00:00+00:00"
     assert task._conn_id == factory.spark_conn_id("lake")
@@ -147,8 +152,9 @@ def test_a_view_dag_form_chooses_the_refresh_mode(dagbag):
     mode = dag.params.get_param("mode")
     assert (mode.value, mode.schema["enum"]) == ("incremental", list(registry.VIEW_MODE.choices))
     task = dag.get_task(job.name)
-    task.render_template_fields({"params": {"mode": "full-refresh"}},
-                                jinja_env=dag.get_template_env())
+    task.render_template_fields(
+        {"params": {"mode": "full-refresh"}}, jinja_env=dag.get_template_env()
+    )
     assert task.application_args[-2:] == ["--mode", "full-refresh"]
     from spark_apps.lake.views.cli import parse_args
 
@@ -158,9 +164,13 @@ def test_a_view_dag_form_chooses_the_refresh_mode(dagbag):
 def test_a_quality_gate_records_its_results_under_its_run(dagbag):
     dag = dagbag.dags[factory.LAKE_DAG_ID]
     task = dag.get_task("quality_campaign_delivery")
-    start = datetime(2026, 11, 21, 13, tzinfo=timezone.utc)
-    context = {"data_interval_start": start, "data_interval_end": start + timedelta(hours=1),
-               "dag": dag, "run_id": "scheduled__2026-11-21T13:00:00+00:00"}
+    start = datetime(2026, 11, 21, 13, tzinfo=UTC)
+    context = {
+        "data_interval_start": start,
+        "data_interval_end": start + timedelta(hours=1),
+        "dag": dag,
+        "run_id": "scheduled__2026-11-21T13:00:00+00:00",
+    }
     task.render_template_fields(context, jinja_env=dag.get_template_env())
     args = task.application_args
     assert args[:3] == ["spark_apps.lake.quality", "--table", "campaign_delivery"]
@@ -169,12 +179,14 @@ def test_a_quality_gate_records_its_results_under_its_run(dagbag):
     assert args[args.index("--start") + 1] == "2026-11-21T13:00:00+00:00"
 
 
-@pytest.mark.parametrize("status, fails_at_once", [
-    (EXIT_EXPECTATIONS_FAILED, True),  # the same data would fail again: no retry
-    (1, False),  # anything else (the JVM, the cluster, the disk) keeps the task's retries
-])
-def test_a_failed_expectation_is_not_retried_but_another_failure_is(dagbag, status,
-                                                                     fails_at_once):
+@pytest.mark.parametrize(
+    "status, fails_at_once",
+    [
+        (EXIT_EXPECTATIONS_FAILED, True),  # the same data would fail again: no retry
+        (1, False),  # anything else (the JVM, the cluster, the disk) keeps the task's retries
+    ],
+)
+def test_a_failed_expectation_is_not_retried_but_another_failure_is(dagbag, status, fails_at_once):
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
     from airflow.sdk.exceptions import AirflowException, AirflowFailException
 

@@ -8,6 +8,7 @@ generator's report, not from the code under test."""
 from __future__ import annotations
 
 import datetime as dt
+
 import pytest
 
 from adlake import generator, registry
@@ -38,8 +39,17 @@ def platform_env(tmp_path_factory, airflow_db):
     broker.start()
     broker.create_topics()
     config = generator.GeneratorConfig(
-        rate=3000, count=800, seed=5, out_of_order=0.05, duplicates=0.05, late=0.02,
-        malformed=0.05, orphans=0.05, surge_pages=1, surge_rate=200)
+        rate=3000,
+        count=800,
+        seed=5,
+        out_of_order=0.05,
+        duplicates=0.05,
+        late=0.02,
+        malformed=0.05,
+        orphans=0.05,
+        surge_pages=1,
+        surge_rate=200,
+    )
     report = generator.run(config, settings.kafka_bootstrap, progress=False)
     env = task_env(settings)
     with pytest.MonkeyPatch.context() as patch:
@@ -53,6 +63,7 @@ def platform_env(tmp_path_factory, airflow_db):
 
 def hours_of(report) -> list[dt.datetime]:
     """The start of every hour the generated events fall in (usually one)."""
+
     def hour(text: str) -> dt.datetime:
         t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
         return t.replace(minute=0, second=0, microsecond=0)
@@ -76,18 +87,20 @@ def test_lake_chain_dag_writes_the_expected_tables_and_queues_the_views(platform
     lake = bag.dags[factory.LAKE_DAG_ID]
     for hour in hours_of(report):
         # A manual run's data interval is the whole hour before its logical date.
-        run = lake.test(logical_date=hour + dt.timedelta(hours=1),
-                        mark_success_pattern=OTHER_GATES)
+        run = lake.test(logical_date=hour + dt.timedelta(hours=1), mark_success_pattern=OTHER_GATES)
         assert run.state == DagRunState.SUCCESS, f"lake_hourly {hour}: {run.state}"
         assert (run.data_interval_start, run.data_interval_end) == (
-            hour, hour + dt.timedelta(hours=1))
+            hour,
+            hour + dt.timedelta(hours=1),
+        )
 
     # Bronze holds every record sent; silver + quarantine + duplicates account for each.
     for topic in INPUTS:
         by_kind = report["anomalies_by_topic"][topic]
         malformed = sum(by_kind[k] for k in MALFORMED)
         assert silver.accounting(spark, settings, topic) == {
-            "bronze": report["sent"][topic], "quarantine": malformed,
+            "bronze": report["sent"][topic],
+            "quarantine": malformed,
             "duplicates": by_kind["duplicate"],
             "silver": report["sent"][topic] - malformed - by_kind["duplicate"],
         }, topic
@@ -101,11 +114,19 @@ def test_lake_chain_dag_writes_the_expected_tables_and_queues_the_views(platform
     # Every table the chain wrote got an asset event (the gold table through its gate, which
     # passed and recorded its results), and each view's DAG is queued on its source.
     with create_session() as session:
-        updated = set(session.scalars(select(AssetModel.name).join(
-            AssetEvent, AssetEvent.asset_id == AssetModel.id)))
+        updated = set(
+            session.scalars(
+                select(AssetModel.name).join(AssetEvent, AssetEvent.asset_id == AssetModel.id)
+            )
+        )
         queued = set(session.scalars(select(AssetDagRunQueue.target_dag_id)))
-    assert {"bronze_ad_callbacks", "silver_ad_callbacks", "quarantine", GATED,
-            "dq_results"} <= updated
+    assert {
+        "bronze_ad_callbacks",
+        "silver_ad_callbacks",
+        "quarantine",
+        GATED,
+        "dq_results",
+    } <= updated
     assert {j.name for j in factory.view_jobs()} <= queued
     results = read_table(spark, settings, "dq_results").collect()
     assert {r.table for r in results} == {GATED}  # the other gates were marked, not run
@@ -130,26 +151,35 @@ def test_a_gold_table_failing_its_gate_fails_the_run_and_is_not_published(platfo
 
     def events() -> int:
         with create_session() as session:
-            return session.scalar(select(func.count()).select_from(AssetEvent).join(
-                AssetModel, AssetEvent.asset_id == AssetModel.id).where(
-                AssetModel.name == GATED))
+            return session.scalar(
+                select(func.count())
+                .select_from(AssetEvent)
+                .join(AssetModel, AssetEvent.asset_id == AssetModel.id)
+                .where(AssetModel.name == GATED)
+            )
 
     before = events()
     table = read_table(spark, settings, GATED)
     table.limit(1).write.format("delta").mode("append").save(str(table_path(settings, GATED)))
     lake = DagBag(str(DAGS_DIR)).dags[factory.LAKE_DAG_ID]
     # Only the gate runs: gold would rebuild the day and replace the duplicate.
-    run = lake.test(logical_date=hour + dt.timedelta(hours=1, minutes=5),
-                    mark_success_pattern=rf"^(bronze|silver|gold)$|{OTHER_GATES}")
+    run = lake.test(
+        logical_date=hour + dt.timedelta(hours=1, minutes=5),
+        mark_success_pattern=rf"^(bronze|silver|gold)$|{OTHER_GATES}",
+    )
     assert run.state == DagRunState.FAILED
     gate = next(ti for ti in run.get_task_instances() if ti.task_id == f"quality_{GATED}")
     # Failed at its first try although the gate has retries: the same data would fail again.
     assert (gate.state, gate.try_number) == (TaskInstanceState.FAILED, 1)
     assert events() == before
-    failed = read_table(spark, settings, "dq_results").where(
-        f"table = '{GATED}' AND run_id = '{run.run_id}' AND NOT success").collect()
+    failed = (
+        read_table(spark, settings, "dq_results")
+        .where(f"table = '{GATED}' AND run_id = '{run.run_id}' AND NOT success")
+        .collect()
+    )
     assert [(r.expectation.split("(")[0], r.severity) for r in failed] == [
-        ("expect_compound_columns_to_be_unique", "error")], failed
+        ("expect_compound_columns_to_be_unique", "error")
+    ], failed
 
 
 def test_a_view_dag_refreshes_its_view_to_its_source(platform_env, spark):
@@ -166,10 +196,17 @@ def test_a_view_dag_refreshes_its_view_to_its_source(platform_env, spark):
     run = DagBag(str(DAGS_DIR)).dags[f"view_{view.name}"].test(mark_success_pattern="quality_.*")
     assert run.state == DagRunState.SUCCESS
     assert {ti.task_id: ti.state for ti in run.get_task_instances()} == {
-        f"view_{view.name}": "success", f"quality_{view.name}": "success"}
+        f"view_{view.name}": "success",
+        f"quality_{view.name}": "success",
+    }
     assert views.verify(spark, settings, view) == []
-    total = spark.read.format("delta").load(str(settings.table_path(view.name))) \
-        .groupBy().sum("impressions").collect()[0][0]
+    total = (
+        spark.read.format("delta")
+        .load(str(settings.table_path(view.name)))
+        .groupBy()
+        .sum("impressions")
+        .collect()[0][0]
+    )
     from spark_apps.lake import silver
 
     assert total == silver.accounting(spark, settings, "ad_impressions")["silver"]

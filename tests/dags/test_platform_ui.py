@@ -54,10 +54,13 @@ def platform_pids(settings) -> dict[str, int | None]:
 def running(tmp_path_factory):
     """The platform up (no apps) on free ports; down at the end, checked to leave nothing."""
     settings = private_settings(tmp_path_factory.mktemp("platform") / "rt")
-    env = {**task_env(settings), "AIRFLOW__API__PORT": str(free_port()),
-           "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "false",
-           # Real-Time Mode batches of 5 s: a restart or stop drains within seconds.
-           "ADLAKE_APP_RTM_INTERVAL_S": "5"}
+    env = {
+        **task_env(settings),
+        "AIRFLOW__API__PORT": str(free_port()),
+        "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "false",
+        # Real-Time Mode batches of 5 s: a restart or stop drains within seconds.
+        "ADLAKE_APP_RTM_INTERVAL_S": "5",
+    }
     with pytest.MonkeyPatch.context() as patch:
         for key, value in env.items():
             patch.setenv(key, value)
@@ -85,8 +88,13 @@ def test_up_says_where_to_sign_in_and_a_second_up_starts_nothing(running):
 
 
 def test_plugin_routes_refuse_a_request_without_a_session(running):
-    for path in ("/adlake/apps/", "/adlake/apps/api/status", "/adlake/quality/",
-                 "/api/v2/dags", "/api/v2/dags/app_click_surge/dagRuns"):
+    for path in (
+        "/adlake/apps/",
+        "/adlake/apps/api/status",
+        "/adlake/quality/",
+        "/api/v2/dags",
+        "/api/v2/dags/app_click_surge/dagRuns",
+    ):
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(f"{platform.airflow_url()}{path}", timeout=30)
         assert refused.value.code in (401, 403), path
@@ -139,6 +147,7 @@ def test_on_call_starts_restarts_and_stops_an_app_from_the_page(running):
         press("start", "running", "2-started")
         first = apps.holder(settings, app)
         assert first is not None and str(first.pid) in card.inner_text()
+
         # Running and making progress: the card's last progress is younger than two Real-Time
         # Mode batches (5 s here), as the page refreshes.
         def progress_is_fresh() -> bool:
@@ -153,10 +162,16 @@ def test_on_call_starts_restarts_and_stops_an_app_from_the_page(running):
         assert str(second.pid) in card.inner_text()
         press("stop", "stopped", "4-stopped")
         assert apps.holder(settings, app) is None
-    runs = [r for r in dag_runs(settings, f"app_{app}")
-            if "Streaming apps page" in (r.get("note") or "")]
+    runs = [
+        r
+        for r in dag_runs(settings, f"app_{app}")
+        if "Streaming apps page" in (r.get("note") or "")
+    ]
     assert [(r["conf"]["action"], r["state"]) for r in runs] == [
-        ("start", "success"), ("restart", "success"), ("stop", "success")]
+        ("start", "success"),
+        ("restart", "success"),
+        ("stop", "success"),
+    ]
     print(f"\nscreenshots: {shots}")
 
 
@@ -175,12 +190,23 @@ def test_a_lake_dag_triggered_from_its_form_with_a_changed_param_succeeds(runnin
     dag_id = f"view_{view.name}"
     source = registry.table(view.source)
     t = dt.datetime(2026, 11, 21, 10, 5)
-    clicks = [{"click_id": f"k{i}", "page_id": f"p{i % 3}", "user_id": f"u{i % 4}",
-               "event_time": t + dt.timedelta(minutes=7 * i), "event_date": t.date()}
-              for i in range(12)]
+    clicks = [
+        {
+            "click_id": f"k{i}",
+            "page_id": f"p{i % 3}",
+            "user_id": f"u{i % 4}",
+            "event_time": t + dt.timedelta(minutes=7 * i),
+            "event_date": t.date(),
+        }
+        for i in range(12)
+    ]
     schema = source.schema.spark()
-    (spark.createDataFrame([tuple(c.get(n) for n in schema.names) for c in clicks], schema)
-     .write.format("delta").mode("append").save(ensure_table(spark, settings, source)))
+    (
+        spark.createDataFrame([tuple(c.get(n) for n in schema.names) for c in clicks], schema)
+        .write.format("delta")
+        .mode("append")
+        .save(ensure_table(spark, settings, source))
+    )
     shots = screenshots_dir(settings)
     base = platform.airflow_url()
     with browser() as chromium:
@@ -204,20 +230,27 @@ def test_a_lake_dag_triggered_from_its_form_with_a_changed_param_succeeds(runnin
             page.reload(wait_until="networkidle")  # whether or not the page refreshes itself
             return None
 
-        state = wait_for(settled, 600, f"{dag_id} run {run_id} ends",
-                     lambda: json.dumps(dag_runs(settings, dag_id), indent=1))
+        state = wait_for(
+            settled,
+            600,
+            f"{dag_id} run {run_id} ends",
+            lambda: json.dumps(dag_runs(settings, dag_id), indent=1),
+        )
         page.screenshot(path=str(shots / "6-lake-run.png"), full_page=True)
     assert state == "success"
     (run,) = [r for r in dag_runs(settings, dag_id) if r["dag_run_id"] == run_id]
     assert (run["state"], run["conf"]["mode"], run["run_type"]) == (
-        "success", "full-refresh", "manual")
-    args = api(settings, f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/"
-               f"{dag_id}")["rendered_fields"]["application_args"]
+        "success",
+        "full-refresh",
+        "manual",
+    )
+    args = api(
+        settings, f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/{dag_id}"
+    )["rendered_fields"]["application_args"]
     assert args[args.index("--mode") + 1] == "full-refresh"
     shown = spark.read.format("delta").load(str(settings.table_path(view.name)))
     assert shown.agg(F.sum("clicks")).first()[0] == len(clicks)
-    assert shown.count() == len({(c["page_id"], c["event_time"].replace(minute=0))
-                                 for c in clicks})
+    assert shown.count() == len({(c["page_id"], c["event_time"].replace(minute=0)) for c in clicks})
 
 
 def screenshots_dir(settings):
@@ -231,13 +264,18 @@ def api(settings, path: str) -> dict:
     """GET ``/api/v2{path}`` of Airflow's REST API with a token for the admin user."""
     base = platform.airflow_url()
     login = urllib.request.Request(
-        f"{base}/auth/token", method="POST", headers={"Content-Type": "application/json"},
-        data=json.dumps({"username": platform.ADMIN,
-                         "password": platform.admin_password(settings)}).encode())
+        f"{base}/auth/token",
+        method="POST",
+        headers={"Content-Type": "application/json"},
+        data=json.dumps(
+            {"username": platform.ADMIN, "password": platform.admin_password(settings)}
+        ).encode(),
+    )
     with urllib.request.urlopen(login, timeout=30) as response:
         token = json.loads(response.read())["access_token"]
-    request = urllib.request.Request(f"{base}/api/v2{path}",
-                                     headers={"Authorization": f"Bearer {token}"})
+    request = urllib.request.Request(
+        f"{base}/api/v2{path}", headers={"Authorization": f"Bearer {token}"}
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())
 

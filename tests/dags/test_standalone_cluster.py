@@ -51,10 +51,24 @@ def standalone(tmp_path_factory):
     procs = []
     logs = {name: work / f"{name}.log" for name in ("master", "worker")}
     with open(logs["master"], "wb") as out:
-        procs.append(subprocess.Popen(
-            [_spark_class(), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-             "--port", str(port), "--webui-port", str(ui)],
-            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        procs.append(
+            subprocess.Popen(
+                [
+                    _spark_class(),
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--webui-port",
+                    str(ui),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        )
     url = f"spark://127.0.0.1:{port}"
 
     def master_state() -> dict:
@@ -68,15 +82,37 @@ def standalone(tmp_path_factory):
             return False
 
     try:
-        _wait_for(lambda: "Starting Spark master" in logs["master"].read_text()
-                  and "I have been elected leader" in logs["master"].read_text(),
-                  120, "master", logs["master"])
+        _wait_for(
+            lambda: (
+                "Starting Spark master" in logs["master"].read_text()
+                and "I have been elected leader" in logs["master"].read_text()
+            ),
+            120,
+            "master",
+            logs["master"],
+        )
         with open(logs["worker"], "wb") as out:
-            procs.append(subprocess.Popen(
-                [_spark_class(), "org.apache.spark.deploy.worker.Worker", url, "--host",
-                 "127.0.0.1", "--cores", "2", "--memory", "2g", "--webui-port",
-                 str(worker_ui)], stdout=out, stderr=subprocess.STDOUT, env=env,
-                start_new_session=True))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        _spark_class(),
+                        "org.apache.spark.deploy.worker.Worker",
+                        url,
+                        "--host",
+                        "127.0.0.1",
+                        "--cores",
+                        "2",
+                        "--memory",
+                        "2g",
+                        "--webui-port",
+                        str(worker_ui),
+                    ],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                )
+            )
         _wait_for(workers_alive, 120, "worker", logs["worker"])
         yield url, master_state
     finally:
@@ -102,14 +138,29 @@ def test_a_lake_dag_task_runs_on_a_standalone_cluster(standalone, tmp_path, spar
     clicks = registry.table("silver_page_clicks")
     ensure_table(spark, settings, clicks)
     t0 = dt.datetime(2026, 11, 21, 10, 0, 5)
-    rows = [Row(click_id=f"c{i}", page_id="home" if i < 3 else "news",
-                event_time=t0 + dt.timedelta(seconds=i), user_id=f"u{i % 2}", topic="page_clicks",
-                partition=0, offset=i, kafka_timestamp=t0, event_date=DAY) for i in range(5)]
-    (spark.createDataFrame(rows, clicks.schema.spark()).write.format("delta").mode("append")
-     .save(table_path(settings, clicks)))
+    rows = [
+        Row(
+            click_id=f"c{i}",
+            page_id="home" if i < 3 else "news",
+            event_time=t0 + dt.timedelta(seconds=i),
+            user_id=f"u{i % 2}",
+            topic="page_clicks",
+            partition=0,
+            offset=i,
+            kafka_timestamp=t0,
+            event_date=DAY,
+        )
+        for i in range(5)
+    ]
+    (
+        spark.createDataFrame(rows, clicks.schema.spark())
+        .write.format("delta")
+        .mode("append")
+        .save(table_path(settings, clicks))
+    )
 
     lake = DagBag(str(DAGS_DIR)).dags[factory.LAKE_DAG_ID]
-    hour = dt.datetime(2026, 11, 21, 10, tzinfo=dt.timezone.utc)
+    hour = dt.datetime(2026, 11, 21, 10, tzinfo=dt.UTC)
     with pytest.MonkeyPatch.context() as patch:
         for key, value in task_env(settings, SPARK_LOCAL_IP="127.0.0.1").items():
             patch.setenv(key, value)
@@ -120,8 +171,10 @@ def test_a_lake_dag_task_runs_on_a_standalone_cluster(standalone, tmp_path, spar
     assert run.state == DagRunState.SUCCESS, states
     assert states["gold"] == TaskInstanceState.SUCCESS
 
-    traffic = {(r.page_id, r.clicks, r.distinct_users)
-               for r in read_table(spark, settings, "page_traffic").collect()}
+    traffic = {
+        (r.page_id, r.clicks, r.distinct_users)
+        for r in read_table(spark, settings, "page_traffic").collect()
+    }
     assert traffic == {("home", 3, 2), ("news", 2, 2)}
     # The task really ran on the cluster: the master lists it (the only application submitted
     # to it) as completed.

@@ -25,8 +25,9 @@ def lake(tmp_path_factory, spark) -> Iterator[harness.Lake]:
     broker.start()
     try:
         broker.create_topics()
-        report = generator.run(harness.traffic(SEED, COUNT), settings.kafka_bootstrap,
-                               progress=False)
+        report = generator.run(
+            harness.traffic(SEED, COUNT), settings.kafka_bootstrap, progress=False
+        )
         reference = harness.Lake(settings, report)
         reference.build(spark)
         yield reference

@@ -21,6 +21,7 @@ form (``tests/faults/run.py``, ``make faults``):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -52,18 +53,28 @@ POLL_S = 0.005
 def traffic(seed: int, count: int) -> generator.GeneratorConfig:
     """Generated input with every anomaly the jobs handle (duplicates, malformed, late…)."""
     return generator.GeneratorConfig(
-        rate=4000, count=count, seed=seed, out_of_order=0.05, duplicates=0.05, late=0.02,
-        malformed=0.05, orphans=0.05, surge_pages=0)
+        rate=4000,
+        count=count,
+        seed=seed,
+        out_of_order=0.05,
+        duplicates=0.05,
+        late=0.02,
+        malformed=0.05,
+        orphans=0.05,
+        surge_pages=0,
+    )
 
 
 # -- the reference run ---------------------------------------------------------------------------
+
 
 def table_dir(settings: Settings, name: str) -> Path:
     return settings.table_path(name)
 
 
-def copy_state(source: Settings, target: Settings, tables: tuple[str, ...],
-               checkpoints: tuple[str, ...] = ()) -> None:
+def copy_state(
+    source: Settings, target: Settings, tables: tuple[str, ...], checkpoints: tuple[str, ...] = ()
+) -> None:
     """Byte copies of ``tables`` (their whole Delta history) and ``checkpoints``."""
     for name in tables:
         if source.table_path(name).exists():
@@ -112,7 +123,9 @@ class Lake:
     def _snapshot(self, stage: str, tables: tuple[str, ...]) -> Settings:
         target = self.settings.with_overrides(
             runtime_dir=self.settings.runtime_dir.with_name(
-                f"{self.settings.runtime_dir.name}-{stage}"))
+                f"{self.settings.runtime_dir.name}-{stage}"
+            )
+        )
         copy_state(self.settings, target, tables)
         return target
 
@@ -144,16 +157,34 @@ def silver_state() -> tuple[str, ...]:
 
 # -- jobs as processes -------------------------------------------------------------------------
 
+
 # Each job's command line (after ``python -m``), as the lake DAG runs it, narrowed to the slice.
 def job_argv(job: str, report: dict) -> list[str]:
     start, end = interval(report)
     return {
-        "bronze": ["spark_apps.lake.bronze", "--topics", ",".join(TOPICS),
-                   "--max-offsets-per-trigger", str(BRONZE_BATCH)],
-        "silver": ["spark_apps.lake.silver", "--topics", ",".join(TOPICS),
-                   "--max-files-per-trigger", str(SILVER_FILES)],
-        "gold": ["spark_apps.lake.gold", "--tables", ",".join(GOLD_TABLES),
-                 "--start", start.isoformat(), "--end", end.isoformat()],
+        "bronze": [
+            "spark_apps.lake.bronze",
+            "--topics",
+            ",".join(TOPICS),
+            "--max-offsets-per-trigger",
+            str(BRONZE_BATCH),
+        ],
+        "silver": [
+            "spark_apps.lake.silver",
+            "--topics",
+            ",".join(TOPICS),
+            "--max-files-per-trigger",
+            str(SILVER_FILES),
+        ],
+        "gold": [
+            "spark_apps.lake.gold",
+            "--tables",
+            ",".join(GOLD_TABLES),
+            "--start",
+            start.isoformat(),
+            "--end",
+            end.isoformat(),
+        ],
         "views": ["spark_apps.lake.views", "--view", VIEW.name],
     }[job]
 
@@ -166,8 +197,7 @@ def job_env(settings: Settings) -> dict[str, str]:
     # A job killed after seconds gains nothing from the JIT's optimizing compiler: C1 only
     # starts a small Spark job a few seconds sooner (README, "Tests"). Semantics are unchanged.
     env["JDK_JAVA_OPTIONS"] = "-XX:TieredStopAtLevel=1"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT),
-                                                      env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     return env
 
 
@@ -177,9 +207,14 @@ def start_job(settings: Settings, argv: list[str], log_name: str) -> subprocess.
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
     log = open(settings.logs_dir / f"{log_name}.log", "ab")  # noqa: SIM115 - the child owns it
     try:
-        return subprocess.Popen([sys.executable, "-m", *argv], env=job_env(settings),
-                                cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", *argv],
+            env=job_env(settings),
+            cwd=REPO_ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     finally:
         log.close()
 
@@ -199,14 +234,13 @@ def finish(proc: subprocess.Popen, timeout: float = 600) -> int:
 
 
 def kill_group(proc: subprocess.Popen) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait()
 
 
 # -- moments: what the files say ----------------------------------------------------------------
+
 
 def _numbered(directory: Path) -> set[int]:
     try:
@@ -218,8 +252,11 @@ def _numbered(directory: Path) -> set[int]:
 def log_versions(table: Path) -> set[int]:
     """The committed versions of the Delta table at ``table`` (its ``_delta_log`` JSON files)."""
     try:
-        return {int(n[:20]) for n in os.listdir(table / "_delta_log")
-                if n.endswith(".json") and n[:20].isdigit()}
+        return {
+            int(n[:20])
+            for n in os.listdir(table / "_delta_log")
+            if n.endswith(".json") and n[:20].isdigit()
+        }
     except FileNotFoundError:
         return set()
 
@@ -229,8 +266,9 @@ def data_files(table: Path) -> set[str]:
     found = set()
     for root, dirs, files in os.walk(table):
         dirs[:] = [d for d in dirs if d != "_delta_log"]
-        found.update(os.path.relpath(os.path.join(root, f), table) for f in files
-                     if f.endswith(".parquet"))
+        found.update(
+            os.path.relpath(os.path.join(root, f), table) for f in files if f.endswith(".parquet")
+        )
     return found
 
 
@@ -251,25 +289,36 @@ class Moment:
 
 def batch_open(checkpoint: Path, min_batch: int = 1) -> Moment:
     """Inside batch N >= ``min_batch``: ``offsets/N`` written, ``commits/N`` not yet."""
+
     def holds() -> bool:
         n = open_batch(checkpoint)
         return n is not None and n >= min_batch
-    return Moment(f"offsets/N written, commits/N not (N >= {min_batch})", holds,
-                  lambda: f"open batch {open_batch(checkpoint)}")
+
+    return Moment(
+        f"offsets/N written, commits/N not (N >= {min_batch})",
+        holds,
+        lambda: f"open batch {open_batch(checkpoint)}",
+    )
 
 
-def sink_committed_batch_open(checkpoint: Path, table: Path, versions_before: int,
-                              min_batch: int = 1) -> Moment:
+def sink_committed_batch_open(
+    checkpoint: Path, table: Path, versions_before: int, min_batch: int = 1
+) -> Moment:
     """Bronze: the Delta sink committed batch N (version ``versions_before`` + N exists: one
     commit per batch after the ones already there) and ``commits/N`` is not written: the state
     a rerun must recognise as done, or write the batch twice."""
+
     def holds() -> bool:
         n = open_batch(checkpoint)
-        return (n is not None and n >= min_batch
-                and (versions_before + n) in log_versions(table))
-    return Moment("after the Delta commit of batch N, before commits/N", holds,
-                  lambda: f"open batch {open_batch(checkpoint)}, "
-                          f"table at v{max(log_versions(table), default=-1)}")
+        return n is not None and n >= min_batch and (versions_before + n) in log_versions(table)
+
+    return Moment(
+        "after the Delta commit of batch N, before commits/N",
+        holds,
+        lambda: (
+            f"open batch {open_batch(checkpoint)}, table at v{max(log_versions(table), default=-1)}"
+        ),
+    )
 
 
 def commit_during_batch(checkpoint: Path, table: Path, min_batch: int = 1) -> Moment:
@@ -284,42 +333,64 @@ def commit_during_batch(checkpoint: Path, table: Path, min_batch: int = 1) -> Mo
         latest = max(log_versions(table), default=-1)
         first = seen.setdefault(n, latest)
         return latest > first
-    return Moment("inside batch N, after the quarantine MERGE's commit, before commits/N",
-                  holds, lambda: f"open batch {open_batch(checkpoint)}")
+
+    return Moment(
+        "inside batch N, after the quarantine MERGE's commit, before commits/N",
+        holds,
+        lambda: f"open batch {open_batch(checkpoint)}",
+    )
 
 
 def new_version(table: Path, after: int) -> Moment:
     """The Delta table at ``table`` has a commit past version ``after``."""
-    return Moment(f"after a new _delta_log commit of {table.name} (past v{after})",
-                  lambda: max(log_versions(table), default=-1) > after,
-                  lambda: f"{table.name} at v{max(log_versions(table), default=-1)}")
+    return Moment(
+        f"after a new _delta_log commit of {table.name} (past v{after})",
+        lambda: max(log_versions(table), default=-1) > after,
+        lambda: f"{table.name} at v{max(log_versions(table), default=-1)}",
+    )
 
 
-def committed_not_recorded(view_table: Path, view_after: int, progress: Path,
-                           progress_after: int) -> Moment:
+def committed_not_recorded(
+    view_table: Path, view_after: int, progress: Path, progress_after: int
+) -> Moment:
     """A view's MERGE committed, the progress table's row not yet written."""
+
     def holds() -> bool:
-        return (max(log_versions(view_table), default=-1) > view_after
-                and max(log_versions(progress), default=-1) <= progress_after)
-    return Moment("after the view MERGE's commit, before the progress row", holds,
-                  lambda: f"view at v{max(log_versions(view_table), default=-1)}, progress at "
-                          f"v{max(log_versions(progress), default=-1)}")
+        return (
+            max(log_versions(view_table), default=-1) > view_after
+            and max(log_versions(progress), default=-1) <= progress_after
+        )
+
+    return Moment(
+        "after the view MERGE's commit, before the progress row",
+        holds,
+        lambda: (
+            f"view at v{max(log_versions(view_table), default=-1)}, progress at "
+            f"v{max(log_versions(progress), default=-1)}"
+        ),
+    )
 
 
 def merge_writing(table: Path) -> Moment:
     """A MERGE has written data files into ``table`` and not committed them."""
     before, version = data_files(table), max(log_versions(table), default=-1)
-    return Moment("during a MERGE (data files written, no commit yet)",
-                  lambda: bool(data_files(table) - before)
-                  and max(log_versions(table), default=-1) == version)
+    return Moment(
+        "during a MERGE (data files written, no commit yet)",
+        lambda: (
+            bool(data_files(table) - before) and max(log_versions(table), default=-1) == version
+        ),
+    )
 
 
 def after_seconds(seconds: float, settings: Settings, job: str) -> Moment:
     """A moment by the clock (the long form's random kills); what the job's files say at it is
     recorded (:func:`job_state`)."""
     deadline = time.monotonic() + seconds
-    return Moment(f"{seconds:.2f} s after the start", lambda: time.monotonic() >= deadline,
-                  lambda: job_state(settings, job))
+    return Moment(
+        f"{seconds:.2f} s after the start",
+        lambda: time.monotonic() >= deadline,
+        lambda: job_state(settings, job),
+    )
 
 
 def job_state(settings: Settings, job: str) -> str:
@@ -327,8 +398,12 @@ def job_state(settings: Settings, job: str) -> str:
     the tables it writes."""
     from spark_apps.lake.views import PROGRESS_TABLE
 
-    names = {"bronze": bronze_tables(), "silver": silver_tables(), "gold": GOLD_TABLES,
-             "views": (VIEW.name, PROGRESS_TABLE)}[job]
+    names = {
+        "bronze": bronze_tables(),
+        "silver": silver_tables(),
+        "gold": GOLD_TABLES,
+        "views": (VIEW.name, PROGRESS_TABLE),
+    }[job]
     parts = [f"{n} v{max(log_versions(settings.table_path(n)), default=-1)}" for n in names]
     if job in ("bronze", "silver"):
         for topic in TOPICS:
@@ -357,13 +432,17 @@ def kill_when(job: str, proc: subprocess.Popen, moment: Moment, timeout: float =
     deadline = started + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            return Kill(job, moment.name, False, moment.describe(),
-                        time.monotonic() - started, proc.returncode)
+            return Kill(
+                job,
+                moment.name,
+                False,
+                moment.describe(),
+                time.monotonic() - started,
+                proc.returncode,
+            )
         if moment.holds():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             observed = moment.describe()
             proc.wait()
             return Kill(job, moment.name, True, observed, time.monotonic() - started)
@@ -401,8 +480,14 @@ class Comparison:
         return self.lost == self.extra == self.duplicated == 0
 
 
-def compare(spark: Any, reference: Settings, faulted: Settings, name: str,
-            key: tuple[str, ...], drop: tuple[str, ...] = ()) -> Comparison:
+def compare(
+    spark: Any,
+    reference: Settings,
+    faulted: Settings,
+    name: str,
+    key: tuple[str, ...],
+    drop: tuple[str, ...] = (),
+) -> Comparison:
     """Compare table ``name`` of ``faulted`` with ``reference`` row for row (all columns but
     ``drop``): a multiset difference both ways, plus how many ids of ``key`` occur twice."""
     from collections import Counter
@@ -411,9 +496,14 @@ def compare(spark: Any, reference: Settings, faulted: Settings, name: str,
     have_rows = rows(spark, faulted, name, drop)
     have = Counter(have_rows)
     ids = Counter(tuple(r[k] for k in key) for r in have_rows)
-    return Comparison(name, sum(want.values()), len(have_rows),
-                      sum((want - have).values()), sum((have - want).values()),
-                      sum(n - 1 for n in ids.values() if n > 1))
+    return Comparison(
+        name,
+        sum(want.values()),
+        len(have_rows),
+        sum((want - have).values()),
+        sum((have - want).values()),
+        sum(n - 1 for n in ids.values() if n > 1),
+    )
 
 
 def table_key(name: str) -> tuple[str, ...]:
@@ -427,11 +517,14 @@ def table_key(name: str) -> tuple[str, ...]:
     return table.keys
 
 
-def compare_job(spark: Any, reference: Settings, faulted: Settings, job: str
-                ) -> list[Comparison]:
+def compare_job(spark: Any, reference: Settings, faulted: Settings, job: str) -> list[Comparison]:
     """Every table ``job`` writes, compared with the reference."""
-    names = {"bronze": bronze_tables(), "silver": silver_tables(), "gold": GOLD_TABLES,
-             "views": (VIEW.name,)}[job]
+    names = {
+        "bronze": bronze_tables(),
+        "silver": silver_tables(),
+        "gold": GOLD_TABLES,
+        "views": (VIEW.name,),
+    }[job]
     drop = BRONZE_WALL_CLOCK if job == "bronze" else ()
     return [compare(spark, reference, faulted, n, table_key(n), drop) for n in names]
 
@@ -461,18 +554,21 @@ def dangerous_moment(settings: Settings, job: str) -> Moment:
 
     if job == "bronze":
         table = settings.table_path("bronze_page_clicks")
-        return sink_committed_batch_open(settings.checkpoint_path("bronze_page_clicks"),
-                                         table, versions_before=1)
+        return sink_committed_batch_open(
+            settings.checkpoint_path("bronze_page_clicks"), table, versions_before=1
+        )
     if job == "silver":
-        return commit_during_batch(settings.checkpoint_path("silver_ad_impressions"),
-                                   settings.table_path("quarantine"))
+        return commit_during_batch(
+            settings.checkpoint_path("silver_ad_impressions"), settings.table_path("quarantine")
+        )
     if job == "gold":
         # A table not created yet gets v0 from the job's create, then its rows as v1.
         first = settings.table_path(GOLD_TABLES[0])
         return new_version(first, max(log_versions(first), default=0))
     view, progress = settings.table_path(VIEW.name), settings.table_path(PROGRESS_TABLE)
-    return committed_not_recorded(view, max(log_versions(view)), progress,
-                                  max(log_versions(progress)))
+    return committed_not_recorded(
+        view, max(log_versions(view)), progress, max(log_versions(progress))
+    )
 
 
 # The snapshot each job's fault starts from.

@@ -25,8 +25,11 @@ def newest(directory: Path) -> list[dict]:
     latest: dict[tuple, tuple[str, dict]] = {}
     for path in sorted(directory.glob("*.json")):
         data = json.loads(path.read_text())
-        kind = ("lake",) if data.get("side") == "lake" else (
-            "ops", data.get("scenario"), data.get("form"))
+        kind = (
+            ("lake",)
+            if data.get("side") == "lake"
+            else ("ops", data.get("scenario"), data.get("form"))
+        )
         latest[kind] = (path.name, {**data, "file": path.name})
     return [entry for _, entry in sorted(latest.values())]
 
@@ -37,30 +40,44 @@ def _recovery(times: list[dict]) -> str:
 
 
 def ops_section(runs: list[dict]) -> list[str]:
-    lines = ["## Streaming apps", "",
-             "| run | form | faults | process runs | records in | records out "
-             "(uninterrupted) | lost | duplicated (ids) | time to recover | passed |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "## Streaming apps",
+        "",
+        "| run | form | faults | process runs | records in | records out "
+        "(uninterrupted) | lost | duplicated (ids) | time to recover | passed |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for data in runs:
         kinds: dict[str, int] = {}
         for fault in data["faults"]:
-            label = fault["kind"] if fault["target"] == "broker" else (
-                f"{fault['kind']} {fault['target']}")
+            label = (
+                fault["kind"]
+                if fault["target"] == "broker"
+                else (f"{fault['kind']} {fault['target']}")
+            )
             if fault.get("down_s") is not None:
                 label += f" ({fault['down_s']:.0f} s down)"
             kinds[label] = kinds.get(label, 0) + 1
         faults = "; ".join(f"{n} x {k}" if n > 1 else k for k, n in kinds.items())
-        out = ", ".join(f"{t} {n:,} ({data['records_out_uninterrupted'][t]:,})"
-                        for t, n in data["records_out"].items())
+        out = ", ".join(
+            f"{t} {n:,} ({data['records_out_uninterrupted'][t]:,})"
+            for t, n in data["records_out"].items()
+        )
         dup = ", ".join(f"{t} {n}" for t, n in data["duplicated"].items() if n is not None)
         lines.append(
             f"| `{data['file']}` | {data['form']} | {faults} | "
-            + ", ".join(f"{a} {n}" for a, n in data["runs"].items()) + " | "
+            + ", ".join(f"{a} {n}" for a, n in data["runs"].items())
+            + " | "
             + ", ".join(f"{a} {n:,}" for a, n in data["records_in"].items())
             + f" | {out} | {sum(data['lost'].values())} | {dup} | "
-            f"{_recovery(data['time_to_recover_s'])} | {'yes' if data['passed'] else '**no**'} |")
-    return lines + ["", "`page_surges` is compared by the highest count per window (update mode "
-                    "re-emits a window as it grows, so its duplicates are not counted).", ""]
+            f"{_recovery(data['time_to_recover_s'])} | {'yes' if data['passed'] else '**no**'} |"
+        )
+    return lines + [
+        "",
+        "`page_surges` is compared by the highest count per window (update mode "
+        "re-emits a window as it grows, so its duplicates are not counted).",
+        "",
+    ]
 
 
 def markdown(results: list[dict]) -> str:
@@ -68,8 +85,9 @@ def markdown(results: list[dict]) -> str:
     lake = [r for r in results if r.get("side") == "lake"]
     ops = [r for r in results if r.get("side") == "ops"]
     for data in lake:  # the lake driver's own report, one heading level down
-        lines += ["#" + line if line.startswith("#") else line
-                  for line in run.markdown(data).splitlines()]
+        lines += [
+            "#" + line if line.startswith("#") else line for line in run.markdown(data).splitlines()
+        ]
         lines += ["", f"(`{data['file']}`)", ""]
     if ops:
         lines += ops_section(ops)
@@ -81,8 +99,11 @@ def markdown(results: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     from adlake.config import load_settings
 
-    parser = argparse.ArgumentParser(prog="tests.faults.report", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="tests.faults.report",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     default = load_settings().reports_dir / "faults"
     parser.add_argument("--dir", type=Path, default=default, help="where the runs' JSON is")
     parser.add_argument("--out", type=Path, default=None, help="default: DIR/REPORT.md")

@@ -25,47 +25,73 @@ from tests.faults import harness
 RANDOM_KILL_S = (8.0, 60.0)
 
 
-def run_job(spark, lake: harness.Lake, job: str, kills: int, rng: random.Random,
-            work: Path) -> dict:
+def run_job(
+    spark, lake: harness.Lake, job: str, kills: int, rng: random.Random, work: Path
+) -> dict:
     settings = lake.fork(harness.STAGE[job], work / job)
     injected: list[harness.Kill] = []
     for i in range(kills):
-        moment = (harness.dangerous_moment(settings, job) if i == 0
-                  else harness.after_seconds(rng.uniform(*RANDOM_KILL_S), settings, job))
+        moment = (
+            harness.dangerous_moment(settings, job)
+            if i == 0
+            else harness.after_seconds(rng.uniform(*RANDOM_KILL_S), settings, job)
+        )
         proc = harness.start_job(settings, harness.job_argv(job, lake.report), f"{job}-{i}")
         injected.append(harness.kill_when(job, proc, moment))
     recover_s = harness.finish_in_process(spark, settings, job, lake.report)
     diffs = harness.compare_job(spark, lake.settings, settings, job)
-    return {"job": job, "runs": kills + 1, "faults": [asdict(k) for k in injected],
-            "kills_hit": sum(k.hit for k in injected), "time_to_recover_s": round(recover_s, 1),
-            "tables": [asdict(d) | {"equal": d.equal} for d in diffs],
-            "records_in": sum(d.expected for d in diffs), "records_out": sum(d.got for d in diffs),
-            "lost": sum(d.lost for d in diffs), "extra": sum(d.extra for d in diffs),
-            "duplicated": sum(d.duplicated for d in diffs)}
+    return {
+        "job": job,
+        "runs": kills + 1,
+        "faults": [asdict(k) for k in injected],
+        "kills_hit": sum(k.hit for k in injected),
+        "time_to_recover_s": round(recover_s, 1),
+        "tables": [asdict(d) | {"equal": d.equal} for d in diffs],
+        "records_in": sum(d.expected for d in diffs),
+        "records_out": sum(d.got for d in diffs),
+        "lost": sum(d.lost for d in diffs),
+        "extra": sum(d.extra for d in diffs),
+        "duplicated": sum(d.duplicated for d in diffs),
+    }
 
 
 def markdown(result: dict) -> str:
-    lines = [f"# Lake fault injection (seed {result['seed']}, {result['records_sent']} records "
-             f"sent)", "", "| job | runs | kills hit | records in | out | lost | extra | "
-             "duplicated (ids) | time to recover |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Lake fault injection (seed {result['seed']}, {result['records_sent']} records sent)",
+        "",
+        "| job | runs | kills hit | records in | out | lost | extra | "
+        "duplicated (ids) | time to recover |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for j in result["jobs"]:
-        lines.append(f"| {j['job']} | {j['runs']} | {j['kills_hit']} | {j['records_in']} | "
-                     f"{j['records_out']} | {j['lost']} | {j['extra']} | {j['duplicated']} | "
-                     f"{j['time_to_recover_s']} s |")
-    lines += ["", "## Faults injected", "", "| job | moment | hit | what the files said | "
-              "after |", "|---|---|---|---|---|"]
+        lines.append(
+            f"| {j['job']} | {j['runs']} | {j['kills_hit']} | {j['records_in']} | "
+            f"{j['records_out']} | {j['lost']} | {j['extra']} | {j['duplicated']} | "
+            f"{j['time_to_recover_s']} s |"
+        )
+    lines += [
+        "",
+        "## Faults injected",
+        "",
+        "| job | moment | hit | what the files said | after |",
+        "|---|---|---|---|---|",
+    ]
     for j in result["jobs"]:
         for k in j["faults"]:
             hit = "yes" if k["hit"] else f"no (exited {k['exit_code']})"
-            lines.append(f"| {k['job']} | {k['moment']} | {hit} | {k['observed']} | "
-                         f"{k['after_s']:.1f} s |")
+            lines.append(
+                f"| {k['job']} | {k['moment']} | {hit} | {k['observed']} | {k['after_s']:.1f} s |"
+            )
     lines += ["", f"All tables equal to the uninterrupted run: **{result['ok']}**", ""]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tests.faults.run", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="tests.faults.run",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--seed", type=int, default=7, help="RNG seed (traffic and moments)")
     parser.add_argument("--kills", type=int, default=4, help="kills per job")
     parser.add_argument("--count", type=int, default=3000, help="generated base events")
@@ -85,8 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     broker.start()
     try:
         broker.create_topics()
-        report = generator.run(harness.traffic(args.seed, args.count), settings.kafka_bootstrap,
-                               progress=False)
+        report = generator.run(
+            harness.traffic(args.seed, args.count), settings.kafka_bootstrap, progress=False
+        )
         spark = get_session("lake", "faults", settings)
         lake = harness.Lake(settings, report)
         started = time.monotonic()
@@ -99,8 +126,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[faults] {job}: {json.dumps(summary)}", flush=True)
     finally:
         broker.stop()
-    result = {"side": "lake", "seed": args.seed, "records_sent": sum(report["sent"].values()),
-              "jobs": jobs, "ok": all(t["equal"] for j in jobs for t in j["tables"])}
+    result = {
+        "side": "lake",
+        "seed": args.seed,
+        "records_sent": sum(report["sent"].values()),
+        "jobs": jobs,
+        "ok": all(t["equal"] for j in jobs for t in j["tables"]),
+    }
     # Beside the ops fault tests' results, where tests.faults.report reads both.
     out_dir = load_settings().reports_dir / "faults"
     out_dir.mkdir(parents=True, exist_ok=True)

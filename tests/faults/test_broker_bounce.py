@@ -33,13 +33,18 @@ def test_a_broker_bounce_during_bronze_loses_nothing_and_doubles_nothing(spark, 
     deadline = time.monotonic() + 300
     while not moment.holds() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(harness.POLL_S)
-    assert proc.poll() is None, ("bronze ended before its second batch: "
-                                 + harness.log_text(settings, "bronze-bounce")[-2000:])
+    assert proc.poll() is None, (
+        "bronze ended before its second batch: "
+        + harness.log_text(settings, "bronze-bounce")[-2000:]
+    )
     assert broker.stop()
     down_at = time.monotonic()
     try:
-        while (NOTICED not in harness.log_text(settings, "bronze-bounce")
-               and proc.poll() is None and time.monotonic() - down_at < MAX_DOWN_S):
+        while (
+            NOTICED not in harness.log_text(settings, "bronze-bounce")
+            and proc.poll() is None
+            and time.monotonic() - down_at < MAX_DOWN_S
+        ):
             time.sleep(0.2)
     finally:
         assert broker.start()

@@ -39,24 +39,28 @@ def race(settings, argv, log_name, table, second):
     return log, result
 
 
-def test_two_refreshes_of_one_view_at_once_count_each_change_once(spark, lake, tmp_path,
-                                                                   capsys):
+def test_two_refreshes_of_one_view_at_once_count_each_change_once(spark, lake, tmp_path, capsys):
     settings = lake.fork("silver", tmp_path / "runtime")
     view_table = settings.table_path(harness.VIEW.name)
     before = max(harness.log_versions(view_table))
 
-    log, report = race(settings, harness.job_argv("views", lake.report), "view-a",
-                          view_table, lambda: views.refresh_view(spark, settings,
-                                                                 harness.VIEW))
+    log, report = race(
+        settings,
+        harness.job_argv("views", lake.report),
+        "view-a",
+        view_table,
+        lambda: views.refresh_view(spark, settings, harness.VIEW),
+    )
 
-    diff = harness.compare(spark, lake.settings, settings, harness.VIEW.name,
-                           harness.VIEW.keys)
+    diff = harness.compare(spark, lake.settings, settings, harness.VIEW.name, harness.VIEW.keys)
     assert diff.equal and diff.got == diff.expected, diff
     # One MERGE of the change in the view's log, whoever made it.
     merges = [v for v in harness.log_versions(view_table) if v > before]
     assert len(merges) == 1, merges
-    print(f"[race] view: this process {report.mode} ({report.notes}); other: "
-          f"{[line for line in log.splitlines() if harness.VIEW.name in line][-1:]}")
+    print(
+        f"[race] view: this process {report.mode} ({report.notes}); other: "
+        f"{[line for line in log.splitlines() if harness.VIEW.name in line][-1:]}"
+    )
 
 
 def hourly(report) -> tuple[str, str]:
@@ -76,8 +80,13 @@ def test_two_gold_runs_at_once_end_as_a_serial_run(spark, lake, tmp_path, capsys
         first = ["--start", hourly(lake.report)[0], "--end", hourly(lake.report)[1]]
     argv = ["spark_apps.lake.gold", "--tables", name, *first]
 
-    log, _ = race(settings, argv, "gold-a", settings.table_path(name),
-                     lambda: gold.rebuild(spark, settings, name, start, end))
+    log, _ = race(
+        settings,
+        argv,
+        "gold-a",
+        settings.table_path(name),
+        lambda: gold.rebuild(spark, settings, name, start, end),
+    )
 
     diff = harness.compare(spark, lake.settings, settings, name, harness.table_key(name))
     assert diff.equal and diff.got == diff.expected, diff

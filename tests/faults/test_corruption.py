@@ -46,21 +46,22 @@ def newest_commit(table: Path) -> Path:
 
 # name -> (what to damage, given the checkpoint and the table; the error expected)
 DAMAGE: dict[str, tuple[Callable[[Path, Path], Path], type]] = {
-    "offsets truncated": (lambda c, t: truncate(newest(c / "offsets")),
-                          errors.CheckpointCorrupted),
+    "offsets truncated": (lambda c, t: truncate(newest(c / "offsets")), errors.CheckpointCorrupted),
     "offsets deleted": (lambda c, t: delete(newest(c / "offsets")), errors.CheckpointCorrupted),
-    "commits truncated": (lambda c, t: truncate(newest(c / "commits")),
-                          errors.CheckpointCorrupted),
+    "commits truncated": (lambda c, t: truncate(newest(c / "commits")), errors.CheckpointCorrupted),
     "commits deleted": (lambda c, t: delete(newest(c / "commits")), errors.CheckpointCorrupted),
     "metadata truncated": (lambda c, t: truncate(c / "metadata"), errors.CheckpointCorrupted),
     "metadata deleted": (lambda c, t: delete(c / "metadata"), errors.CheckpointCorrupted),
-    "delta log commit truncated": (lambda c, t: truncate(newest_commit(t)),
-                                   errors.DeltaLogCorrupted),
-    "delta log commit deleted": (lambda c, t: delete(newest_commit(t)),
-                                 errors.DeltaLogCorrupted),
+    "delta log commit truncated": (
+        lambda c, t: truncate(newest_commit(t)),
+        errors.DeltaLogCorrupted,
+    ),
+    "delta log commit deleted": (lambda c, t: delete(newest_commit(t)), errors.DeltaLogCorrupted),
     # No checksum left to notice: only the sink's transaction, behind the checkpoint, tells.
     "delta log commit deleted with its checksum": (
-        lambda c, t: delete_with_checksum(newest_commit(t)), errors.DeltaLogCorrupted),
+        lambda c, t: delete_with_checksum(newest_commit(t)),
+        errors.DeltaLogCorrupted,
+    ),
 }
 
 
@@ -74,14 +75,16 @@ def ingested(spark, lake, tmp_path_factory):
 
 def damaged_copy(ingested, tmp_path):
     settings = ingested.with_overrides(runtime_dir=tmp_path / "runtime")
-    shutil.copytree(ingested.runtime_dir, settings.runtime_dir,
-                    ignore=shutil.ignore_patterns("logs"))
+    shutil.copytree(
+        ingested.runtime_dir, settings.runtime_dir, ignore=shutil.ignore_patterns("logs")
+    )
     return settings
 
 
 @pytest.mark.parametrize("case", DAMAGE)
 def test_damaged_bronze_state_fails_naming_the_file_and_the_runbook_step(
-        spark, lake, ingested, tmp_path, case):
+    spark, lake, ingested, tmp_path, case
+):
     settings = damaged_copy(ingested, tmp_path)
     damage, expected = DAMAGE[case]
     damaged = damage(settings.checkpoint_path(CHECKPOINT), settings.table_path(CHECKPOINT))
@@ -94,7 +97,8 @@ def test_damaged_bronze_state_fails_naming_the_file_and_the_runbook_step(
 
 
 def test_deleted_commit_with_its_checksum_replays_the_batch_idempotently(
-        spark, lake, ingested, tmp_path):
+    spark, lake, ingested, tmp_path
+):
     """What Spark does by itself: without ``commits/N`` (and its ``.N.crc``) batch N is run
     again from ``offsets/N``; the Delta sink finds the batch's transaction in the table and
     skips it, so nothing is written twice."""
@@ -115,8 +119,10 @@ def test_deleted_commit_with_its_checksum_replays_the_batch_idempotently(
 
 def test_damaged_silver_checkpoint_fails_naming_the_file(spark, lake, tmp_path):
     settings = lake.fork("silver", tmp_path / "runtime")
-    shutil.copytree(lake.settings.checkpoint_path("silver_page_clicks"),
-                    settings.checkpoint_path("silver_page_clicks"))
+    shutil.copytree(
+        lake.settings.checkpoint_path("silver_page_clicks"),
+        settings.checkpoint_path("silver_page_clicks"),
+    )
     damaged = truncate(newest(settings.checkpoint_path("silver_page_clicks") / "offsets"))
 
     with pytest.raises(errors.CheckpointCorrupted, match="On-call runbook") as failure:

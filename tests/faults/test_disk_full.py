@@ -21,8 +21,12 @@ TMPFS_SIZE = "64m"
 def small_disk(tmp_path):
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs",
-                           str(mount)], capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
     try:
@@ -45,7 +49,8 @@ def fill(mount, leave: int):
 
 
 def test_disk_full_fails_clearly_commits_nothing_partial_and_a_rerun_catches_up(
-        spark, lake, small_disk):
+    spark, lake, small_disk
+):
     settings = lake.fork("empty", small_disk / "runtime")
     settings.tables_dir.mkdir(parents=True)
     filler = fill(small_disk, leave=48 * 1024)

@@ -13,13 +13,16 @@ pytestmark = pytest.mark.faults
 
 @pytest.mark.parametrize("job", harness.JOBS)
 def test_kill_at_the_dangerous_moment_then_rerun_equals_the_uninterrupted_run(
-        spark, lake, tmp_path, job):
+    spark, lake, tmp_path, job
+):
     settings = lake.fork(harness.STAGE[job], tmp_path / "runtime")
     moment = harness.dangerous_moment(settings, job)
     proc = harness.start_job(settings, harness.job_argv(job, lake.report), f"{job}-killed")
     kill = harness.kill_when(job, proc, moment)
-    assert kill.hit, (f"{job} ended (exit {kill.exit_code}) before {moment.name}: "
-                      f"{kill.observed}\n{harness.log_text(settings, f'{job}-killed')[-3000:]}")
+    assert kill.hit, (
+        f"{job} ended (exit {kill.exit_code}) before {moment.name}: "
+        f"{kill.observed}\n{harness.log_text(settings, f'{job}-killed')[-3000:]}"
+    )
 
     harness.finish_in_process(spark, settings, job, lake.report)
 

@@ -6,18 +6,52 @@ import json
 
 from tests.faults import report
 
-OPS = {"side": "ops", "scenario": "kills", "form": "long", "seed": 1, "passed": True,
-       "faults": [{"kind": "kill -9", "target": "attribution"},
-                  {"kind": "broker bounce", "target": "broker", "down_s": 28.2}],
-       "runs": {"attribution": 2}, "records_in": {"attribution": 10},
-       "records_out": {"attributed_events": 9}, "records_out_uninterrupted":
-       {"attributed_events": 9}, "lost": {"attributed_events": 0},
-       "duplicated": {"attributed_events": 2}, "time_to_recover_s": [{"attribution": 19.3}]}
-LAKE = {"side": "lake", "seed": 7, "records_sent": 5, "ok": True, "jobs": [
-    {"job": "gold", "runs": 2, "kills_hit": 1, "records_in": 4, "records_out": 4, "lost": 0,
-     "extra": 0, "duplicated": 0, "time_to_recover_s": 10.3,
-     "faults": [{"job": "gold", "moment": "after a commit", "hit": True, "observed": "v1",
-                 "after_s": 2.0}]}]}
+OPS = {
+    "side": "ops",
+    "scenario": "kills",
+    "form": "long",
+    "seed": 1,
+    "passed": True,
+    "faults": [
+        {"kind": "kill -9", "target": "attribution"},
+        {"kind": "broker bounce", "target": "broker", "down_s": 28.2},
+    ],
+    "runs": {"attribution": 2},
+    "records_in": {"attribution": 10},
+    "records_out": {"attributed_events": 9},
+    "records_out_uninterrupted": {"attributed_events": 9},
+    "lost": {"attributed_events": 0},
+    "duplicated": {"attributed_events": 2},
+    "time_to_recover_s": [{"attribution": 19.3}],
+}
+LAKE = {
+    "side": "lake",
+    "seed": 7,
+    "records_sent": 5,
+    "ok": True,
+    "jobs": [
+        {
+            "job": "gold",
+            "runs": 2,
+            "kills_hit": 1,
+            "records_in": 4,
+            "records_out": 4,
+            "lost": 0,
+            "extra": 0,
+            "duplicated": 0,
+            "time_to_recover_s": 10.3,
+            "faults": [
+                {
+                    "job": "gold",
+                    "moment": "after a commit",
+                    "hit": True,
+                    "observed": "v1",
+                    "after_s": 2.0,
+                }
+            ],
+        }
+    ],
+}
 
 
 def test_the_newest_run_of_each_kind_is_reported(tmp_path):

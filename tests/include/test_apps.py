@@ -139,10 +139,14 @@ def session_of(pid: int) -> int:
 
 # -- desired state -------------------------------------------------------------------------------
 
+
 def test_desired_state_defaults_to_stopped_with_the_apps_default_trigger_and_knobs(settings):
     desired = apps.read_desired(settings, "click_surge")
-    assert (desired.state, desired.trigger, desired.knobs) == ("stopped", "realtime",
-                                                                {"threshold": 5000})
+    assert (desired.state, desired.trigger, desired.knobs) == (
+        "stopped",
+        "realtime",
+        {"threshold": 5000},
+    )
     assert apps.read_desired(settings, "attribution").trigger == "processing_time"
 
 
@@ -152,8 +156,7 @@ def test_desired_state_round_trips(settings):
     assert apps.read_desired(settings, APP) == desired
 
 
-def test_a_desired_state_write_that_fails_half_way_leaves_the_previous_one(settings,
-                                                                            monkeypatch):
+def test_a_desired_state_write_that_fails_half_way_leaves_the_previous_one(settings, monkeypatch):
     first = apps.Desired("running", "realtime", {"threshold": 7}, 1.0, "first")
     apps.write_desired(settings, APP, first)
 
@@ -179,10 +182,18 @@ def test_desired_state_refuses_what_the_app_cannot_take(settings):
 def test_knobs_are_typed_checked_and_completed_with_defaults():
     assert apps.check_knobs("click_surge", {"threshold": "50"}) == {"threshold": 50}
     assert apps.check_knobs("attribution", {"window_s": 60, "engine": None}) == {
-        "window_s": 60.0, "skew_s": 10.0, "lateness_s": 30.0, "ttl_s": 3600.0, "engine": "jvm"}
+        "window_s": 60.0,
+        "skew_s": 10.0,
+        "lateness_s": 30.0,
+        "ttl_s": 3600.0,
+        "engine": "jvm",
+    }
     for app, knobs, message in [
-        ("click_surge", {"treshold": 5}, "unknown knob 'treshold' for click_surge: allowed "
-                                         "knobs are threshold"),
+        (
+            "click_surge",
+            {"treshold": 5},
+            "unknown knob 'treshold' for click_surge: allowed knobs are threshold",
+        ),
         ("click_surge", {"threshold": 2.5}, "2.5 is not a valid integer"),
         ("click_surge", {"threshold": -1}, "below its minimum 0"),
         ("attribution", {"engine": "scala"}, "allowed values are jvm, python"),
@@ -195,8 +206,20 @@ def test_knobs_are_typed_checked_and_completed_with_defaults():
 
 def test_the_app_gets_its_trigger_and_every_knob_as_flags_never_a_checkpoint():
     argv = apps.app_argv("attribution", "realtime", apps.check_knobs("attribution", {}))
-    assert argv == ["--trigger", "realtime", "--window-s", "300.0", "--skew-s", "10.0",
-                    "--lateness-s", "30.0", "--ttl-s", "3600.0", "--engine", "jvm"]
+    assert argv == [
+        "--trigger",
+        "realtime",
+        "--window-s",
+        "300.0",
+        "--skew-s",
+        "10.0",
+        "--lateness-s",
+        "30.0",
+        "--ttl-s",
+        "3600.0",
+        "--engine",
+        "jvm",
+    ]
     assert not any("checkpoint" in a for a in argv)
 
 
@@ -211,6 +234,7 @@ def test_the_default_rtm_interval_is_the_runners(settings):
 
 
 # -- backoff ---------------------------------------------------------------------------------------
+
 
 def test_backoff_doubles_from_30_seconds_to_10_minutes(settings):
     restarts, now, waits = apps.Restarts(), 1_000_000.0, []
@@ -252,21 +276,32 @@ def test_backoff_resets_after_ten_healthy_minutes_only(settings):
 NOW = 1_800_000_000.0
 
 
-def derive(settings, *, desired="running", holder=None, status=None, restarts=None,
-           stopping=False):
-    return apps.derive_state(settings, apps.Desired(desired, "processing_time", {}, 0, ""),
-                             holder, status, restarts or apps.Restarts(), NOW, stopping)
+def derive(settings, *, desired="running", holder=None, status=None, restarts=None, stopping=False):
+    return apps.derive_state(
+        settings,
+        apps.Desired(desired, "processing_time", {}, 0, ""),
+        holder,
+        status,
+        restarts or apps.Restarts(),
+        NOW,
+        stopping,
+    )
 
 
 def holding(mode="processing_time", started=NOW - 1000):
     return apps.Holder(4242, mode, started, ["python", "-m", "app"])
 
 
-@pytest.mark.parametrize("mode, age, state", [
-    ("processing_time", 119, "running"), ("processing_time", 121, "stale"),
-    # Real-Time Mode reports once per 30 s interval: stale after 2 intervals + 60 s
-    ("realtime", 119, "running"), ("realtime", 121, "stale"),
-])
+@pytest.mark.parametrize(
+    "mode, age, state",
+    [
+        ("processing_time", 119, "running"),
+        ("processing_time", 121, "stale"),
+        # Real-Time Mode reports once per 30 s interval: stale after 2 intervals + 60 s
+        ("realtime", 119, "running"),
+        ("realtime", 121, "stale"),
+    ],
+)
 def test_staleness_follows_the_trigger(settings, mode, age, state):
     status = {"state": "running", "written_at": NOW - age}
     assert derive(settings, holder=holding(mode), status=status)[0] == state
@@ -278,28 +313,52 @@ def test_derived_states(settings):
     # a report from before this process started does not count: starting, then stale
     old = {"state": "running", "written_at": NOW - 2000}
     assert derive(settings, holder=holding(started=NOW - 60), status=old)[0] == "starting"
-    assert derive(settings, holder=holding(started=NOW - 60),
-                  status={"state": "starting", "written_at": NOW - 50})[0] == "starting"
+    assert (
+        derive(
+            settings,
+            holder=holding(started=NOW - 60),
+            status={"state": "starting", "written_at": NOW - 50},
+        )[0]
+        == "starting"
+    )
     assert derive(settings, holder=holding(started=NOW - 421), status=old) == (
-        "stale", "no batch reported 421s after its start")
-    assert derive(settings, holder=holding(), status={"state": "failed", "error": "boom",
-                                                      "written_at": NOW - 1})[0] == "failed"
+        "stale",
+        "no batch reported 421s after its start",
+    )
+    assert (
+        derive(
+            settings,
+            holder=holding(),
+            status={"state": "failed", "error": "boom", "written_at": NOW - 1},
+        )[0]
+        == "failed"
+    )
     assert derive(settings, holder=holding(), status=fresh, stopping=True)[0] == "stopping"
     # not running
     assert derive(settings)[0] == "failed"
     assert derive(settings, desired="stopped")[0] == "stopped"
     waiting = apps.Restarts(consecutive=2, next_allowed_at=NOW + 10)
     assert derive(settings, restarts=waiting) == (
-        "restarting", "not running; next restart allowed in 10s (backoff)")
+        "restarting",
+        "not running; next restart allowed in 10s (backoff)",
+    )
 
 
-@pytest.mark.parametrize("desired, state, action", [
-    ("running", "running", "none"), ("running", "starting", "none"),
-    ("running", "stopping", "none"), ("running", "stale", "restart"),
-    ("running", "failed", "restart"), ("running", "restarting", "wait"),
-    ("stopped", "stopped", "none"), ("stopped", "running", "stop"),
-    ("stopped", "stale", "stop"), ("stopped", "starting", "stop"),
-])
+@pytest.mark.parametrize(
+    "desired, state, action",
+    [
+        ("running", "running", "none"),
+        ("running", "starting", "none"),
+        ("running", "stopping", "none"),
+        ("running", "stale", "restart"),
+        ("running", "failed", "restart"),
+        ("running", "restarting", "wait"),
+        ("stopped", "stopped", "none"),
+        ("stopped", "running", "stop"),
+        ("stopped", "stale", "stop"),
+        ("stopped", "starting", "stop"),
+    ],
+)
 def test_what_the_supervisor_does(desired, state, action):
     assert apps.decide(apps.Desired(desired, "realtime", {}, 0, ""), state) == action
 
@@ -307,22 +366,29 @@ def test_what_the_supervisor_does(desired, state, action):
 def test_supervise_waits_for_the_backoff_and_leaves_stopped_apps_alone(settings):
     # click_surge should run, is not running, and its backoff runs until NOW + 45;
     # attribution should not run (no desired state: stopped) and does not
-    apps.write_desired(settings, "click_surge",
-                       apps.Desired("running", "realtime", {"threshold": 5}, 0, "test"))
-    restarts = apps.Restarts(count=2, consecutive=2, last_restart_at=NOW - 15,
-                             next_allowed_at=NOW + 45)
+    apps.write_desired(
+        settings, "click_surge", apps.Desired("running", "realtime", {"threshold": 5}, 0, "test")
+    )
+    restarts = apps.Restarts(
+        count=2, consecutive=2, last_restart_at=NOW - 15, next_allowed_at=NOW + 45
+    )
     apps.state._write_restarts(settings, "click_surge", restarts)
     assert apps.supervise(settings, now=NOW) == [
-        {"app": "click_surge", "action": "wait", "ok": True,
-         "why": "not running; next restart allowed in 45s (backoff)",
-         "next_allowed_at": NOW + 45}]
+        {
+            "app": "click_surge",
+            "action": "wait",
+            "ok": True,
+            "why": "not running; next restart allowed in 45s (backoff)",
+            "next_allowed_at": NOW + 45,
+        }
+    ]
     assert apps.read_restarts(settings, "click_surge") == restarts
     assert apps.app_status(settings, "attribution", now=NOW)["state"] == "stopped"
 
 
 # -- the lock --------------------------------------------------------------------------------------
 
-HOLD_LOCK = '''
+HOLD_LOCK = """
 import fcntl, json, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -330,7 +396,7 @@ os.write(fd, json.dumps({"pid": os.getpid(), "mode": "realtime", "started_at": t
                          "argv": ["holder"]}).encode())
 print("held", flush=True)
 sys.stdin.read()  # until the test closes our stdin
-'''
+"""
 
 
 @pytest.fixture
@@ -338,16 +404,19 @@ def lock_holder(settings):
     """A process holding click_surge's lock, as a running app would."""
     path = apps.lock_path(settings, APP)
     path.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline() == "held\n"
     yield proc
     proc.stdin.close()
     proc.wait(timeout=DEADLINE_S)
 
 
-def test_holder_names_the_process_holding_the_lock_and_none_once_it_is_gone(settings,
-                                                                            lock_holder):
+def test_holder_names_the_process_holding_the_lock_and_none_once_it_is_gone(settings, lock_holder):
     current = apps.holder(settings, APP)
     assert (current.pid, current.mode, current.argv) == (lock_holder.pid, "realtime", ["holder"])
     assert apps.holder(settings, "attribution") is None
@@ -369,8 +438,9 @@ def test_a_probe_holding_the_lock_for_an_instant_is_not_taken_for_an_app(setting
     path.parent.mkdir(parents=True, exist_ok=True)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait(timeout=DEADLINE_S)
-    path.write_text(json.dumps({"pid": dead.pid, "mode": "realtime", "started_at": 0.0,
-                                "argv": ["killed"]}))
+    path.write_text(
+        json.dumps({"pid": dead.pid, "mode": "realtime", "started_at": 0.0, "argv": ["killed"]})
+    )
     probe = os.open(path, os.O_RDWR)
     fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
     released = threading.Timer(0.3, os.close, (probe,))  # closing releases the flock
@@ -394,10 +464,27 @@ def test_the_launcher_refuses_to_run_an_app_whose_lock_is_held(fake, lock_holder
     # What start() does not see coming (two starts at once): the launcher itself refuses.
     started = time.monotonic()
     done = subprocess.run(
-        [str(fake.ops_python), "-m", apps.LAUNCHER, "--lock", str(apps.lock_path(fake, APP)),
-         "--exit-file", str(apps.exit_path(fake, APP)), "--mode", "realtime", "--",
-         "spark_apps.ops.click_surge", "--trigger", "realtime"],
-        capture_output=True, text=True, env=apps.process._app_env(fake), timeout=DEADLINE_S)
+        [
+            str(fake.ops_python),
+            "-m",
+            apps.LAUNCHER,
+            "--lock",
+            str(apps.lock_path(fake, APP)),
+            "--exit-file",
+            str(apps.exit_path(fake, APP)),
+            "--mode",
+            "realtime",
+            "--",
+            "spark_apps.ops.click_surge",
+            "--trigger",
+            "realtime",
+        ],
+        capture_output=True,
+        text=True,
+        env=apps.process._app_env(fake),
+        timeout=DEADLINE_S,
+        check=False,
+    )
     assert done.returncode == LOCK_HELD, done.stderr
     assert f'"pid": {lock_holder.pid}' in done.stderr
     assert time.monotonic() - started < 10
@@ -405,6 +492,7 @@ def test_the_launcher_refuses_to_run_an_app_whose_lock_is_held(fake, lock_holder
 
 
 # -- start, stop, supervise with the fake app ------------------------------------------------------
+
 
 def test_start_runs_the_app_detached_in_its_own_session_holding_its_lock(fake):
     result = apps.act(fake, APP, "start", knobs={"threshold": 50}, reason="test")
@@ -414,14 +502,29 @@ def test_start_runs_the_app_detached_in_its_own_session_holding_its_lock(fake):
     assert session_of(pid) == pid != os.getsid(0)
     assert started["mode"] == "realtime"
     # (the fake interpreter put the fake app in the app module's place)
-    assert started["argv"][1:] == ["-m", "fake_app", "--trigger", "realtime",
-                                   "--trigger-interval", "30 seconds", "--threshold", "50"]
+    assert started["argv"][1:] == [
+        "-m",
+        "fake_app",
+        "--trigger",
+        "realtime",
+        "--trigger-interval",
+        "30 seconds",
+        "--threshold",
+        "50",
+    ]
     assert "-m adlake.app_launcher" in apps.log_path(fake, APP).read_text()
     wait_for(lambda: (read_status(fake, APP) or {}).get("argv"), message="no status")
-    assert read_status(fake, APP)["argv"] == ["--trigger", "realtime", "--trigger-interval",
-                                              "30 seconds", "--threshold", "50"]
+    assert read_status(fake, APP)["argv"] == [
+        "--trigger",
+        "realtime",
+        "--trigger-interval",
+        "30 seconds",
+        "--threshold",
+        "50",
+    ]
     assert apps.read_desired(fake, APP) == apps.Desired(
-        "running", "realtime", {"threshold": 50}, apps.read_desired(fake, APP).updated_at, "test")
+        "running", "realtime", {"threshold": 50}, apps.read_desired(fake, APP).updated_at, "test"
+    )
     assert "start click_surge (test)" in apps.log_path(fake, APP).read_text()
     wait_for(lambda: apps.app_status(fake, APP)["state"] == "running")
     # a second start is refused and still exactly one process holds the lock
@@ -435,7 +538,11 @@ def test_stop_is_graceful_when_the_app_exits_on_sigterm(fake):
     wait_for(lambda: read_status(fake, APP))
     result = apps.act(fake, APP, "stop", reason="test")["result"]["stopped"]
     assert (result["how"], result["exit_code"], result["graceful"], result["pid"]) == (
-        "exited", 0, True, pid)
+        "exited",
+        0,
+        True,
+        pid,
+    )
     assert apps.holder(fake, APP) is None and not alive(pid)
     assert read_status(fake, APP)["state"] == "stopped"
     assert not stop_marker(fake, APP).exists()
@@ -451,7 +558,7 @@ def test_stop_kills_an_app_that_ignores_sigterm_after_the_drain_timeout(fake):
     started = time.monotonic()
     result = apps.stop(fake, APP, drain_timeout_s=1.0)
     assert (result.how, result.exit_code, result.graceful) == ("killed", None, False)
-    assert 1.0 <= result.waited_s and time.monotonic() - started < 15
+    assert result.waited_s >= 1.0 and time.monotonic() - started < 15
     assert apps.holder(fake, APP) is None and not alive(pid)
     assert stop_marker(fake, APP).exists() is False
 
@@ -490,7 +597,10 @@ def test_supervise_restarts_a_killed_app_with_backoff_and_records_why(fake):
     assert apps.holder(fake, APP) is None
     [restart] = apps.supervise(fake, now=now + 31)
     assert (restart["action"], restart["count"], restart["next_allowed_at"]) == (
-        "restart", 2, now + 31 + 60)
+        "restart",
+        2,
+        now + 31 + 60,
+    )
     record = apps.read_restarts(fake, APP)
     assert (record.count, record.consecutive, record.last_restart_at) == (2, 2, now + 31)
     assert [h["at"] for h in record.history] == [now + 1, now + 31]
@@ -510,8 +620,7 @@ def test_supervise_restarts_a_stale_app(fake):
 def test_supervise_stops_an_app_that_should_be_stopped(fake):
     pid = apps.start(fake, APP).pid  # start() leaves the desired state alone: stopped
     [stop] = apps.supervise(fake)
-    assert (stop["action"], stop["result"]["how"], stop["result"]["pid"]) == (
-        "stop", "exited", pid)
+    assert (stop["action"], stop["result"]["how"], stop["result"]["pid"]) == ("stop", "exited", pid)
     assert apps.holder(fake, APP) is None
 
 
@@ -547,9 +656,11 @@ def test_a_switch_spark_cannot_resume_starts_a_new_checkpoint_at_the_committed_o
     app = "attribution"
     checkpoint = fake.checkpoint_path(app)
     committed = {"ad_requests": {"0": 5}, "ad_impressions": {"0": 3}, "ad_callbacks": {"0": 0}}
-    make_checkpoint(checkpoint, committed, uncommitted={"ad_requests": {"0": 9},
-                                                        "ad_impressions": {"0": 4},
-                                                        "ad_callbacks": {"0": 1}})
+    make_checkpoint(
+        checkpoint,
+        committed,
+        uncommitted={"ad_requests": {"0": 9}, "ad_impressions": {"0": 4}, "ad_callbacks": {"0": 1}},
+    )
     apps.act(fake, app, "start", trigger="processing_time")
     assert "--starting-offsets" not in apps.holder(fake, app).argv  # same shape: kept
     apps.act(fake, app, "restart", trigger="realtime")
@@ -580,7 +691,8 @@ def make_checkpoint(path: Path, committed: dict, uncommitted: dict | None = None
         (path / "offsets").mkdir(parents=True, exist_ok=True)
         (path / "offsets" / str(batch)).write_text(
             f'v1\n{{"batchWatermarkMs":0,"batchTimestampMs":0,"conf":{{}}}}\n'
-            f"{json.dumps(offsets)}\n")
+            f"{json.dumps(offsets)}\n"
+        )
         if batch == 0:
             (path / "commits").mkdir(parents=True, exist_ok=True)
             (path / "commits" / "0").write_text('v1\n{"nextBatchWatermarkMs":0}\n')
@@ -594,13 +706,22 @@ def test_committed_offsets_are_those_of_the_last_committed_batch(tmp_path):
 
 # -- the status listener's heartbeat ---------------------------------------------------------------
 
+
 def test_an_idle_query_refreshes_its_status_with_a_heartbeat(settings):
     from spark_apps.common.streaming.listener import StatusReporter
 
     reporter = StatusReporter(settings, "heartbeat-test", "processing_time")
-    write_status(settings, "heartbeat-test", {"state": "starting", "mode": "processing_time",
-                                              "batch_id": 3}, now=100.0)
+    write_status(
+        settings,
+        "heartbeat-test",
+        {"state": "starting", "mode": "processing_time", "batch_id": 3},
+        now=100.0,
+    )
     reporter.heartbeat(now=250.0)
     status = read_status(settings, "heartbeat-test")
-    assert (status["state"], status["batch_id"], status["written_at"],
-            status["last_heartbeat_at"]) == ("running", 3, 250.0, 250.0)
+    assert (
+        status["state"],
+        status["batch_id"],
+        status["written_at"],
+        status["last_heartbeat_at"],
+    ) == ("running", 3, 250.0, 250.0)

@@ -18,10 +18,14 @@ def test_requirements_pin_each_runtime_to_its_spark():
 
 def test_pom_lists_the_jar_set():
     pom = ET.fromstring(bootstrap._pom("lake", versions.jvm_artifacts("lake")))
-    deps = {d.findtext("m:artifactId", namespaces=NS): d.findtext("m:version", namespaces=NS)
-            for d in pom.iterfind(".//m:dependency", NS)}
-    assert deps == {f"delta-spark_4.2_{versions.SCALA}": versions.DELTA,
-                    f"spark-sql-kafka-0-10_{versions.SCALA}": versions.KAFKA_CONNECTOR}
+    deps = {
+        d.findtext("m:artifactId", namespaces=NS): d.findtext("m:version", namespaces=NS)
+        for d in pom.iterfind(".//m:dependency", NS)
+    }
+    assert deps == {
+        f"delta-spark_4.2_{versions.SCALA}": versions.DELTA,
+        f"spark-sql-kafka-0-10_{versions.SCALA}": versions.KAFKA_CONNECTOR,
+    }
 
 
 def test_the_kafka_connector_brings_its_own_token_provider():

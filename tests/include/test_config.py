@@ -27,19 +27,22 @@ def test_override_one_setting():
     assert (s.shuffle_partitions, s.spark_ui) == (16, True)
 
 
-@pytest.mark.parametrize("name, value, allowed", [
-    ("ADLAKE_PROFILE", "prod", "allowed values are local, compose"),
-    ("ADLAKE_SHUFFLE_PARTITIONS", "many", "expected an integer from 1 to 10000"),
-    ("ADLAKE_SHUFFLE_PARTITIONS", "0", "expected an integer from 1 to 10000"),
-    ("ADLAKE_KAFKA_BOOTSTRAP", "localhost", "expected host:port"),
-    ("ADLAKE_SPARK_MASTER_OPS", "mesos://x", "expected local"),
-    ("ADLAKE_SPARK_UI", "maybe", "expected true or false"),
-    ("ADLAKE_DRIVER_MEMORY", "lots", "expected a size"),
-    ("ADLAKE_LOG_LEVEL", "LOUD", "allowed values are ALL"),
-    ("ADLAKE_MAX_RECORD_BYTES", "256k", "expected an integer from 1024 to 1048576"),
-    ("ADLAKE_MAX_RECORD_BYTES", "1023", "expected an integer from 1024 to 1048576"),
-    ("ADLAKE_MAX_RECORD_BYTES", "1048577", "expected an integer from 1024 to 1048576"),
-])
+@pytest.mark.parametrize(
+    "name, value, allowed",
+    [
+        ("ADLAKE_PROFILE", "prod", "allowed values are local, compose"),
+        ("ADLAKE_SHUFFLE_PARTITIONS", "many", "expected an integer from 1 to 10000"),
+        ("ADLAKE_SHUFFLE_PARTITIONS", "0", "expected an integer from 1 to 10000"),
+        ("ADLAKE_KAFKA_BOOTSTRAP", "localhost", "expected host:port"),
+        ("ADLAKE_SPARK_MASTER_OPS", "mesos://x", "expected local"),
+        ("ADLAKE_SPARK_UI", "maybe", "expected true or false"),
+        ("ADLAKE_DRIVER_MEMORY", "lots", "expected a size"),
+        ("ADLAKE_LOG_LEVEL", "LOUD", "allowed values are ALL"),
+        ("ADLAKE_MAX_RECORD_BYTES", "256k", "expected an integer from 1024 to 1048576"),
+        ("ADLAKE_MAX_RECORD_BYTES", "1023", "expected an integer from 1024 to 1048576"),
+        ("ADLAKE_MAX_RECORD_BYTES", "1048577", "expected an integer from 1024 to 1048576"),
+    ],
+)
 def test_invalid_value_names_the_setting_and_what_is_allowed(name, value, allowed):
     with pytest.raises(ConfigError) as err:
         load_settings({name: value})

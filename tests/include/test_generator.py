@@ -20,14 +20,32 @@ from adlake.generator import GeneratorConfig, Traffic
 from tests.support.parsing_cases import CASES
 
 START = 1_795_304_444_000  # 2026-11-21T23:40:44.000Z
-NO_ANOMALIES = dict(out_of_order=0.0, duplicates=0.0, late=0.0, malformed=0.0, orphans=0.0,
-                    surge_pages=0)
-HEAVY = dict(out_of_order=0.05, duplicates=0.05, late=0.05, malformed=0.05, orphans=0.05,
-             surge_pages=3, surge_rate=50.0)
+NO_ANOMALIES = dict(
+    out_of_order=0.0, duplicates=0.0, late=0.0, malformed=0.0, orphans=0.0, surge_pages=0
+)
+HEAVY = dict(
+    out_of_order=0.05,
+    duplicates=0.05,
+    late=0.05,
+    malformed=0.05,
+    orphans=0.05,
+    surge_pages=3,
+    surge_rate=50.0,
+)
 INPUT_NAMES = sorted({name for a in registry.APPS.values() for name in a.inputs})
-KINDS = ("too_large", "invalid_json", "missing_field", "wrong_type", "invalid_value",
-         "duplicate", "late", "out_of_order", "orphan_impression", "orphan_callback",
-         "surge_click")
+KINDS = (
+    "too_large",
+    "invalid_json",
+    "missing_field",
+    "wrong_type",
+    "invalid_value",
+    "duplicate",
+    "late",
+    "out_of_order",
+    "orphan_impression",
+    "orphan_callback",
+    "surge_click",
+)
 # What the knobs inject: every kind but too_large and invalid_value (the generator writes no
 # record over the size limit and no invalid values).
 INJECTED = tuple(k for k in KINDS if k not in ("too_large", "invalid_value"))
@@ -156,15 +174,21 @@ def test_same_seed_gives_the_same_records_and_another_seed_does_not():
 
 
 def test_another_start_time_changes_only_the_times():
-    config = GeneratorConfig(count=500, seed=5, malformed=0.0, **{
-        k: v for k, v in HEAVY.items() if k != "malformed"})
+    config = GeneratorConfig(
+        count=500, seed=5, malformed=0.0, **{k: v for k, v in HEAVY.items() if k != "malformed"}
+    )
     a = list(Traffic(config, START).records())
     b = list(Traffic(config, START + 86_400_123).records())
 
     def without_time(r):
         obj = json.loads(r.value)
-        return r.due_ms, r.topic, r.partition, r.key, {k: v for k, v in obj.items()
-                                                        if k != "event_time"}
+        return (
+            r.due_ms,
+            r.topic,
+            r.partition,
+            r.key,
+            {k: v for k, v in obj.items() if k != "event_time"},
+        )
 
     assert [without_time(r) for r in a] == [without_time(r) for r in b]
     assert a[0].value != b[0].value
@@ -221,24 +245,30 @@ def test_chains_are_timed_and_ordered_like_a_player():
         by_impression.setdefault(o["impression_id"], []).append(o)
     quartiles = ["first_quartile", "midpoint", "third_quartile", "complete"]
     for cbs in by_impression.values():
-        seen = [o["event_type"] for o in sorted(cbs, key=lambda o: o["event_time"])
-                if o["event_type"] in quartiles]
-        assert seen == quartiles[:len(seen)]
+        seen = [
+            o["event_type"]
+            for o in sorted(cbs, key=lambda o: o["event_time"])
+            if o["event_type"] in quartiles
+        ]
+        assert seen == quartiles[: len(seen)]
         types = [o["event_type"] for o in cbs]
         assert "conversion" not in types or "click" in types
     assert 0.7 < len(impressions) / len(requests) < 0.9
     assert {o["event_type"] for o in objs["ad_callbacks"]} == set(registry.CALLBACK_EVENT_TYPES)
 
 
-@pytest.mark.parametrize("knob, kinds, also_off", [
-    ("duplicates", ["duplicate"], {}),
-    ("late", ["late"], {}),
-    # A late event is also out of order on its partition, so late must be off too.
-    ("out_of_order", ["out_of_order"], {"late": 0.0}),
-    ("malformed", ["invalid_json", "missing_field", "wrong_type"], {}),
-    ("orphans", ["orphan_impression", "orphan_callback"], {}),
-    ("surge_pages", ["surge_click"], {}),
-])
+@pytest.mark.parametrize(
+    "knob, kinds, also_off",
+    [
+        ("duplicates", ["duplicate"], {}),
+        ("late", ["late"], {}),
+        # A late event is also out of order on its partition, so late must be off too.
+        ("out_of_order", ["out_of_order"], {"late": 0.0}),
+        ("malformed", ["invalid_json", "missing_field", "wrong_type"], {}),
+        ("orphans", ["orphan_impression", "orphan_callback"], {}),
+        ("surge_pages", ["surge_click"], {}),
+    ],
+)
 def test_a_knob_at_zero_gives_none_of_its_anomaly(knob, kinds, also_off):
     traffic, records = plan(**{**HEAVY, **also_off})
     on = totals(recount(sent_on_time(records), 30, traffic.surge_pages))
@@ -262,8 +292,10 @@ def test_malformed_records_are_malformed_as_labelled():
                 json.loads(r.value)
         elif r.kind == "missing_field":
             obj = json.loads(r.value)
-            assert bad_fields(topic, obj) == ([next(n for n in topic.schema.required
-                                                    if n not in obj)], [])
+            assert bad_fields(topic, obj) == (
+                [next(n for n in topic.schema.required if n not in obj)],
+                [],
+            )
             assert len(obj) == len(topic.schema.names) - 1
         elif r.kind == "wrong_type":
             obj = json.loads(r.value)
@@ -308,10 +340,15 @@ def test_report_counts_equal_a_recount_of_what_was_sent():
     traffic = Traffic(GeneratorConfig(count=3000, seed=3, **HEAVY), START)
     sent = []
     clock = FakeClock()
-    tally = generator.emit(traffic, lambda r, ts: sent.append((r.topic, r.partition, r.value, ts)),
-                           now_ms=clock.now_ms, wait=clock.wait)
-    result = generator.report(traffic, tally, bootstrap="x:1", started_ms=START,
-                              finished_ms=clock.ms)
+    tally = generator.emit(
+        traffic,
+        lambda r, ts: sent.append((r.topic, r.partition, r.value, ts)),
+        now_ms=clock.now_ms,
+        wait=clock.wait,
+    )
+    result = generator.report(
+        traffic, tally, bootstrap="x:1", started_ms=START, finished_ms=clock.ms
+    )
     expected = recount(sent, 30, traffic.surge_pages)
     assert result["anomalies_by_topic"] == expected
     assert result["anomalies"] == totals(expected)
@@ -325,8 +362,12 @@ def test_late_is_counted_from_the_real_send_time_when_the_sender_falls_behind():
     traffic = Traffic(GeneratorConfig(count=1500, seed=3, lateness_s=3.0, **NO_ANOMALIES), START)
     sent = []
     clock = FakeClock(lag_ms=5000)
-    tally = generator.emit(traffic, lambda r, ts: sent.append((r.topic, r.partition, r.value, ts)),
-                           now_ms=clock.now_ms, wait=clock.wait)
+    tally = generator.emit(
+        traffic,
+        lambda r, ts: sent.append((r.topic, r.partition, r.value, ts)),
+        now_ms=clock.now_ms,
+        wait=clock.wait,
+    )
     expected = recount(sent, 3.0, [])
     assert totals(expected)["late"] > 0
     assert tally.anomalies_by_topic() == expected
@@ -348,8 +389,9 @@ def test_pacing_waits_for_each_due_time_instead_of_spinning():
 
 def test_classify_small_inline_sequence():
     def click(cid, page, t):
-        return json.dumps({"click_id": cid, "page_id": page, "event_time": t,
-                           "user_id": "u1"}).encode()
+        return json.dumps(
+            {"click_id": cid, "page_id": page, "event_time": t, "user_id": "u1"}
+        ).encode()
 
     t0 = ts_ms("2026-11-21T10:00:00.000Z")
     records = [
@@ -357,50 +399,111 @@ def test_classify_small_inline_sequence():
         ("page_clicks", 0, click("c1", "page-0001", "2026-11-21T10:00:00.000Z"), t0 + 6),
         ("page_clicks", 0, click("c2", "page-0150", "2026-11-21T09:59:00.000Z"), t0 + 7),
         ("page_clicks", 1, click("c3", "page-0150", "2026-11-21T09:59:59.000Z"), t0 + 8),
-        ("page_clicks", 1, b'{"click_id": "c4", "page_id": 7, "event_time": '
-                           b'"2026-11-21T10:00:00.000Z", "user_id": "u1"}', t0 + 9),
-        ("ad_impressions", 2, json.dumps({
-            "impression_id": "i1", "request_id": "r-never-sent", "campaign_id": "camp-001",
-            "creative_id": "crt-001-0", "event_time": "2026-11-21T10:00:00.000Z",
-            "device_id": "d1", "win_price": 2}).encode(), t0 + 10),
-        ("ad_callbacks", 3, json.dumps({
-            "callback_id": "cb1", "impression_id": "i1", "request_id": "r-never-sent",
-            "event_type": "click", "event_time": "2026-11-21T10:00:01.000Z"}).encode(), t0 + 11),
+        (
+            "page_clicks",
+            1,
+            b'{"click_id": "c4", "page_id": 7, "event_time": '
+            b'"2026-11-21T10:00:00.000Z", "user_id": "u1"}',
+            t0 + 9,
+        ),
+        (
+            "ad_impressions",
+            2,
+            json.dumps(
+                {
+                    "impression_id": "i1",
+                    "request_id": "r-never-sent",
+                    "campaign_id": "camp-001",
+                    "creative_id": "crt-001-0",
+                    "event_time": "2026-11-21T10:00:00.000Z",
+                    "device_id": "d1",
+                    "win_price": 2,
+                }
+            ).encode(),
+            t0 + 10,
+        ),
+        (
+            "ad_callbacks",
+            3,
+            json.dumps(
+                {
+                    "callback_id": "cb1",
+                    "impression_id": "i1",
+                    "request_id": "r-never-sent",
+                    "event_type": "click",
+                    "event_time": "2026-11-21T10:00:01.000Z",
+                }
+            ).encode(),
+            t0 + 11,
+        ),
         ("ad_callbacks", 3, b'{"callback_id": "cb2", "impression_id": "i2"}', t0 + 12),
         ("ad_requests", 0, b'{"request_id": "r1",', t0 + 13),
         # One object and more text: what Spark alone would take for the object.
         ("page_clicks", 1, click("c5", "page-0001", "2026-11-21T10:00:00.000Z") + b" x", t0 + 14),
         # Rejected like silver and the DLQs do: an event type not in the registry, and an event
         # time more than an hour after the record's Kafka timestamp.
-        ("ad_callbacks", 3, json.dumps({
-            "callback_id": "cb3", "impression_id": "i1", "request_id": "r-never-sent",
-            "event_type": "hover", "event_time": "2026-11-21T10:00:01.000Z"}).encode(), t0 + 15),
+        (
+            "ad_callbacks",
+            3,
+            json.dumps(
+                {
+                    "callback_id": "cb3",
+                    "impression_id": "i1",
+                    "request_id": "r-never-sent",
+                    "event_type": "hover",
+                    "event_time": "2026-11-21T10:00:01.000Z",
+                }
+            ).encode(),
+            t0 + 15,
+        ),
         ("page_clicks", 1, click("c6", "page-0001", "2026-11-21T11:00:00.017Z"), t0 + 16),
         # Over the configured record limit (256 KiB): rejected before it is parsed.
-        ("page_clicks", 1, click("c7", "page-0001", "2026-11-21T10:00:00.000Z" + " " * 300_000),
-         t0 + 17),
+        (
+            "page_clicks",
+            1,
+            click("c7", "page-0001", "2026-11-21T10:00:00.000Z" + " " * 300_000),
+            t0 + 17,
+        ),
     ]
     tally = generator.classify(records, lateness_s=30, surge_pages=["page-0150"])
     assert tally.anomalies() == {
-        "too_large": 1, "invalid_json": 2, "missing_field": 1, "wrong_type": 1, "invalid_value": 2,
-        "duplicate": 1, "late": 1, "out_of_order": 1, "orphan_impression": 1,
-        "orphan_callback": 0, "surge_click": 2,
+        "too_large": 1,
+        "invalid_json": 2,
+        "missing_field": 1,
+        "wrong_type": 1,
+        "invalid_value": 2,
+        "duplicate": 1,
+        "late": 1,
+        "out_of_order": 1,
+        "orphan_impression": 1,
+        "orphan_callback": 0,
+        "surge_click": 2,
     }
     assert tally.anomalies_by_topic()["page_clicks"]["wrong_type"] == 1
-    assert dict(tally.sent) == {"page_clicks": 8, "ad_impressions": 1, "ad_callbacks": 3,
-                                "ad_requests": 1}
+    assert dict(tally.sent) == {
+        "page_clicks": 8,
+        "ad_impressions": 1,
+        "ad_callbacks": 3,
+        "ad_requests": 1,
+    }
 
 
 def test_the_tally_counts_rejected_records_by_the_kind_of_their_reason():
     # The shared vector of the payload rules (also run through Spark on both runtimes): the
     # report counts what the DLQs and silver's quarantine will hold.
     cases = [c for c in CASES if c.topic in INPUT_NAMES and c.kafka_ts_ms is not None]
-    tally = generator.classify([(c.topic, 0, c.value, c.kafka_ts_ms) for c in cases],
-                               lateness_s=3600, surge_pages=[])
+    tally = generator.classify(
+        [(c.topic, 0, c.value, c.kafka_ts_ms) for c in cases], lateness_s=3600, surge_pages=[]
+    )
     expected = Counter(c.expected.split(":")[0] for c in cases if c.expected)
     assert {k: tally.anomalies()[k] for k in expected} == dict(expected)
-    assert set(expected) == {"too_large", "invalid_json", "missing_field", "wrong_type",
-                             "invalid_value"}
+    assert set(expected) == {
+        "too_large",
+        "invalid_json",
+        "missing_field",
+        "wrong_type",
+        "invalid_value",
+    }
 
 
 def test_command_line_defaults_and_errors():

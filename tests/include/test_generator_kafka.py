@@ -22,9 +22,19 @@ from adlake import generator, registry
 pytestmark = pytest.mark.integration
 
 INPUTS = [registry.topic(n) for n in sorted({i for a in registry.APPS.values() for i in a.inputs})]
-KINDS = ("too_large", "invalid_json", "missing_field", "wrong_type", "invalid_value",
-         "duplicate", "late", "out_of_order", "orphan_impression", "orphan_callback",
-         "surge_click")
+KINDS = (
+    "too_large",
+    "invalid_json",
+    "missing_field",
+    "wrong_type",
+    "invalid_value",
+    "duplicate",
+    "late",
+    "out_of_order",
+    "orphan_impression",
+    "orphan_callback",
+    "surge_click",
+)
 # What the generator's knobs make happen: every kind but too_large and invalid_value (it writes
 # no record over the size limit and no invalid values; the report still counts them, as the
 # DLQs and silver's quarantine would).
@@ -47,8 +57,11 @@ def watermarks(bootstrap: str, timeout_s: float = 30) -> dict[tuple[str, int], i
     leaders, so a retriable error is retried until ``timeout_s``."""
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-    electing = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                KafkaError.UNKNOWN_TOPIC_OR_PART}
+    electing = {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+    }
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"wm-{uuid.uuid4()}"})
     deadline = time.monotonic() + timeout_s
     out = {}
@@ -58,11 +71,13 @@ def watermarks(bootstrap: str, timeout_s: float = 30) -> dict[tuple[str, int], i
                 while (t.name, p) not in out:
                     try:
                         out[t.name, p] = consumer.get_watermark_offsets(
-                            TopicPartition(t.name, p), timeout=10)[1]
+                            TopicPartition(t.name, p), timeout=10
+                        )[1]
                     except KafkaException as e:
                         err = e.args[0]
                         if not (err.retriable() or err.code() in electing) or (
-                                time.monotonic() > deadline):
+                            time.monotonic() > deadline
+                        ):
                             raise
                         time.sleep(0.2)
         return out
@@ -74,8 +89,14 @@ def consume(bootstrap: str, start: dict, end: dict, timeout_s: float = 30) -> li
     """Every record from ``start`` to ``end`` offsets, each partition in offset order."""
     from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4()}",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     wanted = {tp: end[tp] for tp in end if end[tp] > start[tp]}
     consumer.assign([TopicPartition(t, p, start[t, p]) for t, p in wanted])
     out: list[Consumed] = []
@@ -98,8 +119,9 @@ def consume(bootstrap: str, start: dict, end: dict, timeout_s: float = 30) -> li
 
 
 def epoch_ms(text: str) -> int:
-    return round(datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-                 .timestamp() * 1000)
+    return round(
+        datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp() * 1000
+    )
 
 
 def fits(ftype: str, v) -> bool:
@@ -125,8 +147,9 @@ def problem(topic: registry.Topic, value: bytes) -> tuple[str | None, dict | Non
         return "invalid_json", None
     if any(obj.get(f.name) is None for f in topic.schema.fields if f.required):
         return "missing_field", obj
-    if any(obj.get(f.name) is not None and not fits(f.type, obj[f.name])
-           for f in topic.schema.fields):
+    if any(
+        obj.get(f.name) is not None and not fits(f.type, obj[f.name]) for f in topic.schema.fields
+    ):
         return "wrong_type", obj
     return None, obj
 
@@ -161,7 +184,9 @@ def recount(records: list[Consumed], lateness_s: float, surge_pages: list[str]) 
             counts[r.topic]["orphan_impression"] += ("ad_requests", o["request_id"]) not in sent_ids
         if r.topic == "ad_callbacks":
             counts[r.topic]["orphan_callback"] += (
-                ("ad_impressions", o["impression_id"]) not in sent_ids)
+                "ad_impressions",
+                o["impression_id"],
+            ) not in sent_ids
         if r.topic == "page_clicks":
             counts[r.topic]["surge_click"] += o["page_id"] in surge_pages
     return {name: {k: int(c[k]) for k in KINDS} for name, c in counts.items()}
@@ -169,8 +194,18 @@ def recount(records: list[Consumed], lateness_s: float, surge_pages: list[str]) 
 
 def test_report_equals_what_a_consumer_reads_back(kafka, tmp_path):
     config = generator.GeneratorConfig(
-        rate=4000.0, count=4000, seed=20261121, out_of_order=0.05, duplicates=0.05, late=0.05,
-        lateness_s=5.0, malformed=0.05, orphans=0.05, surge_pages=2, surge_rate=100.0)
+        rate=4000.0,
+        count=4000,
+        seed=20261121,
+        out_of_order=0.05,
+        duplicates=0.05,
+        late=0.05,
+        lateness_s=5.0,
+        malformed=0.05,
+        orphans=0.05,
+        surge_pages=2,
+        surge_rate=100.0,
+    )
     # Only this run's records count, whatever earlier tests left in the topics.
     before = watermarks(kafka.bootstrap)
     report_path = tmp_path / "report.json"
@@ -184,8 +219,8 @@ def test_report_equals_what_a_consumer_reads_back(kafka, tmp_path):
     assert report["sent"] == {t.name: after_minus(before, after, t) for t in INPUTS}
     assert report["sent"] == dict(Counter(r.topic for r in records))
     assert report["sent_per_partition"] == {
-        t.name: [after[t.name, p] - before[t.name, p] for p in range(t.partitions)]
-        for t in INPUTS}
+        t.name: [after[t.name, p] - before[t.name, p] for p in range(t.partitions)] for t in INPUTS
+    }
 
     expected = recount(records, config.lateness_s, report["surge_pages"])
     assert report["anomalies_by_topic"] == expected

@@ -17,9 +17,13 @@ def own_broker(settings, tmp_path):
     from adlake.kafka_local import free_ports
 
     port, controller_port = free_ports(2)
-    broker = LocalKafka(settings.with_overrides(
-        runtime_dir=tmp_path, kafka_bootstrap=f"127.0.0.1:{port}",
-        kafka_controller_port=controller_port))
+    broker = LocalKafka(
+        settings.with_overrides(
+            runtime_dir=tmp_path,
+            kafka_bootstrap=f"127.0.0.1:{port}",
+            kafka_controller_port=controller_port,
+        )
+    )
     yield broker
     broker.stop()
 

@@ -18,8 +18,9 @@ def test_apps_read_and_write_registered_topics():
 
 
 def test_every_topic_has_a_bronze_table():
-    assert {t.sources for t in registry.TABLES.values() if t.layer == "bronze"} == set(
-        (name,) for name in registry.TOPICS)
+    assert {t.sources for t in registry.TABLES.values() if t.layer == "bronze"} == {
+        (name,) for name in registry.TOPICS
+    }
 
 
 def test_unknown_names_list_what_exists():

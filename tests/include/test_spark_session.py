@@ -4,10 +4,10 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark")
 
-from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402 - only after the importorskip above
 
-from adlake import spark_session, versions  # noqa: E402
-from adlake.config import load_settings  # noqa: E402
+from adlake import spark_session, versions  # noqa: E402 - as above
+from adlake.config import load_settings  # noqa: E402 - as above
 
 RUNTIME = "ops" if pyspark.__version__ == versions.SPARK_OPS else "lake"
 OTHER = "lake" if RUNTIME == "ops" else "ops"
@@ -30,8 +30,10 @@ def test_runtime_specific_settings():
     conf = options(load_settings({}))
     if RUNTIME == "lake":
         assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
-        assert conf["spark.databricks.delta.snapshotPartitions"] == conf[
-            "spark.sql.shuffle.partitions"]
+        assert (
+            conf["spark.databricks.delta.snapshotPartitions"]
+            == conf["spark.sql.shuffle.partitions"]
+        )
         assert "spark.sql.streaming.stateStore.checkpointFormatVersion" not in conf
     else:
         assert conf["spark.sql.streaming.stateStore.checkpointFormatVersion"] == "2"
@@ -43,7 +45,9 @@ def test_jars_leave_out_what_spark_ships():
     jars = spark_session.runtime_jars(RUNTIME, load_settings({}))
     names = [p.name for p in jars]
     assert any(n.startswith("spark-sql-kafka-0-10") for n in names)
-    assert not any(n.startswith(("scala-library", "spark-tags", "hadoop-client-api")) for n in names)
+    assert not any(
+        n.startswith(("scala-library", "spark-tags", "hadoop-client-api")) for n in names
+    )
 
 
 def test_wrong_interpreter_for_runtime_says_which_to_use():

@@ -26,18 +26,24 @@ def imported_modules(path: Path) -> set[str]:
 def offending_imports(package: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
     found = {}
     for path in sorted((ROOT / package.replace(".", "/")).rglob("*.py")):
-        bad = sorted(m for m in imported_modules(path)
-                     if any(m == f or m.startswith(f + ".") for f in forbidden))
+        bad = sorted(
+            m
+            for m in imported_modules(path)
+            if any(m == f or m.startswith(f + ".") for f in forbidden)
+        )
         if bad:
             found[str(path.relative_to(ROOT))] = bad
     return found
 
 
-@pytest.mark.parametrize("package, forbidden", [
-    ("spark_apps.lake", ("spark_apps.ops",)),
-    ("spark_apps.common", ("spark_apps.ops", "spark_apps.lake")),
-    ("include.adlake", ("spark_apps.ops", "spark_apps.lake")),
-])
+@pytest.mark.parametrize(
+    "package, forbidden",
+    [
+        ("spark_apps.lake", ("spark_apps.ops",)),
+        ("spark_apps.common", ("spark_apps.ops", "spark_apps.lake")),
+        ("include.adlake", ("spark_apps.ops", "spark_apps.lake")),
+    ],
+)
 def test_no_import_crosses_the_runtime_line(package, forbidden):
     assert offending_imports(package, forbidden) == {}
 

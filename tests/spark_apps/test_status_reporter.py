@@ -8,18 +8,31 @@ from adlake.status import COLUMNS, format_table, read_all, read_status, write_st
 from spark_apps.common.streaming.listener import StatusReporter
 
 
-def progress(batch: int, *, late: int = 0, src_p50: float | None = None,
-             timestamp: str = "2026-11-22T10:00:00.000Z", duration_ms: int = 1000) -> dict:
-    observed = {} if src_p50 is None else {
-        "latency": {"src_p50": src_p50, "src_p05": src_p50 - 100, "src_p01": src_p50 - 200}}
+def progress(
+    batch: int,
+    *,
+    late: int = 0,
+    src_p50: float | None = None,
+    timestamp: str = "2026-11-22T10:00:00.000Z",
+    duration_ms: int = 1000,
+) -> dict:
+    observed = (
+        {}
+        if src_p50 is None
+        else {"latency": {"src_p50": src_p50, "src_p05": src_p50 - 100, "src_p01": src_p50 - 200}}
+    )
     return {
-        "batchId": batch, "timestamp": timestamp, "numInputRows": 500,
-        "inputRowsPerSecond": 499.96, "processedRowsPerSecond": 612.34,
+        "batchId": batch,
+        "timestamp": timestamp,
+        "numInputRows": 500,
+        "inputRowsPerSecond": 499.96,
+        "processedRowsPerSecond": 612.34,
         "batchDuration": duration_ms,
         "durationMs": {"addBatch": 800, "walCommit": 100, "triggerExecution": duration_ms},
         "stateOperators": [
             {"numRowsTotal": 10, "memoryUsedBytes": 2_000_000, "numRowsDroppedByWatermark": late},
-            {"numRowsTotal": 5, "memoryUsedBytes": 500_000, "numRowsDroppedByWatermark": 0}],
+            {"numRowsTotal": 5, "memoryUsedBytes": 500_000, "numRowsDroppedByWatermark": 0},
+        ],
         "eventTime": {"watermark": "2026-11-22T09:59:30.000Z"},
         "observedMetrics": observed,
     }
@@ -29,12 +42,32 @@ def test_status_file_holds_the_batch_state_and_rates(settings):
     reporter = StatusReporter(settings, "status-test-a", "processing_time")
     reporter.update(progress(7))
     status = read_status(settings, "status-test-a")
-    assert {k: status[k] for k in ("state", "mode", "batch_id", "input_rows", "input_rows_per_s",
-                                   "processed_rows_per_s", "batch_duration_ms", "state_rows",
-                                   "state_memory_mb", "watermark")} == {
-        "state": "running", "mode": "processing_time", "batch_id": 7, "input_rows": 500,
-        "input_rows_per_s": 500.0, "processed_rows_per_s": 612.3, "batch_duration_ms": 1000,
-        "state_rows": 15, "state_memory_mb": 2.5, "watermark": "2026-11-22T09:59:30.000Z"}
+    assert {
+        k: status[k]
+        for k in (
+            "state",
+            "mode",
+            "batch_id",
+            "input_rows",
+            "input_rows_per_s",
+            "processed_rows_per_s",
+            "batch_duration_ms",
+            "state_rows",
+            "state_memory_mb",
+            "watermark",
+        )
+    } == {
+        "state": "running",
+        "mode": "processing_time",
+        "batch_id": 7,
+        "input_rows": 500,
+        "input_rows_per_s": 500.0,
+        "processed_rows_per_s": 612.3,
+        "batch_duration_ms": 1000,
+        "state_rows": 15,
+        "state_memory_mb": 2.5,
+        "watermark": "2026-11-22T09:59:30.000Z",
+    }
     assert status["batch_phases_ms"]["addBatch"] == 800
 
 
@@ -67,8 +100,10 @@ def test_final_state_keeps_the_last_figures_and_the_table_lists_the_app(settings
     reporter.final("failed", "boom")
     status = read_status(settings, "status-test-e")
     assert (status["state"], status["error"], status["batch_id"]) == ("failed", "boom", 3)
-    table = format_table([s for s in read_all(settings) if s["app"] == "status-test-e"],
-                         now=status["written_at"] + 12.0)
+    table = format_table(
+        [s for s in read_all(settings) if s["app"] == "status-test-e"],
+        now=status["written_at"] + 12.0,
+    )
     assert cells(table)["status-test-e"]["state"] == "failed"
     assert cells(table)["status-test-e"]["age s"] == "12.0"
 
@@ -87,7 +122,9 @@ def test_the_table_shows_each_apps_age_at_the_given_time(settings):
     statuses = [s for s in read_all(settings) if s["app"] in ("status-test-f", "status-test-g")]
     table = cells(format_table(statuses, now=1_042.5))
     assert {app: row["age s"] for app, row in table.items()} == {
-        "status-test-f": "42.5", "status-test-g": "12.0"}
+        "status-test-f": "42.5",
+        "status-test-g": "12.0",
+    }
 
 
 class FixedProbe:
@@ -101,8 +138,13 @@ class FixedProbe:
 
 
 def e2e(at: float, p50: float | None, p99: float | None) -> dict:
-    return {"p50_ms": p50, "p99_ms": p99, "samples": 0 if p50 is None else 120,
-            "window_s": None if p50 is None else 4.2, "measured_at": at}
+    return {
+        "p50_ms": p50,
+        "p99_ms": p99,
+        "samples": 0 if p50 is None else 120,
+        "window_s": None if p50 is None else 4.2,
+        "measured_at": at,
+    }
 
 
 def test_the_per_batch_figure_is_labelled_a_bound_and_state_says_what_it_waits_for(settings):
@@ -111,8 +153,11 @@ def test_the_per_batch_figure_is_labelled_a_bound_and_state_says_what_it_waits_f
     reporter.update(progress(0, src_p50=1795341601000.0 - 300))
     status = read_status(settings, "status-test-h")
     bound = status["batch_latency_bound"]
-    assert (bound["p50_ms"], bound["p99_ms"]) == (status["latency_p50_ms"],
-                                                  status["latency_p99_ms"]) == (400.0, 500.0)
+    assert (
+        (bound["p50_ms"], bound["p99_ms"])
+        == (status["latency_p50_ms"], status["latency_p99_ms"])
+        == (400.0, 500.0)
+    )
     assert bound["what"].startswith("upper bound per batch")
     waiting = status["waiting_in_state"]
     # watermark 09:59:30; a 5 s window + 5 s watermark delay
@@ -130,11 +175,12 @@ def test_the_probe_writes_e2e_latency_and_its_history_and_keeps_written_at(setti
     assert status["e2e_latency"] == e2e(now + 15, None, None)
     assert status["latency_history"] == [[now, 35.0, 61.0], [now + 15, None, None]]
     # the probe is not progress: the supervisor's staleness clock stays where the batch left it
-    assert (status["written_at"], status["state"], status["batch_id"]) == (written_at,
-                                                                         "running", 0)
+    assert (status["written_at"], status["state"], status["batch_id"]) == (written_at, "running", 0)
     reporter.update(progress(1))  # a batch keeps what the probe measured
-    assert read_status(settings, "status-test-i")["latency_history"] == \
-        [[now, 35.0, 61.0], [now + 15, None, None]]
+    assert read_status(settings, "status-test-i")["latency_history"] == [
+        [now, 35.0, 61.0],
+        [now + 15, None, None],
+    ]
 
 
 class DlqProbe(FixedProbe):
@@ -155,8 +201,7 @@ def test_the_probe_writes_the_dlq_growth_since_its_previous_probe(settings):
     reporter.update(progress(0))
     written_at = read_status(settings, "status-test-m")["written_at"]
     now = written_at + 20
-    probe = DlqProbe(*(e2e(now + 15 * i, 35.0, 61.0) for i in range(4)),
-                     totals=[100, 130, 4, 9])
+    probe = DlqProbe(*(e2e(now + 15 * i, 35.0, 61.0) for i in range(4)), totals=[100, 130, 4, 9])
     keys = ("dlq_rows_last_interval", "dlq_interval_s", "dlq_total")
     seen = []
     for _ in range(4):
@@ -176,12 +221,17 @@ def test_a_restarted_app_keeps_the_last_hour_of_history(settings):
     import time
 
     now = time.time()
-    write_status(settings, "status-test-j", {"state": "stopped", "latency_history": [
-        [now - 4000, 1.0, 2.0], [now - 100, 30.0, 60.0]]})
+    write_status(
+        settings,
+        "status-test-j",
+        {"state": "stopped", "latency_history": [[now - 4000, 1.0, 2.0], [now - 100, 30.0, 60.0]]},
+    )
     reporter = StatusReporter(settings, "status-test-j", "realtime", probe_every_s=0)
     reporter.probe_once(FixedProbe(e2e(now, 31.0, 59.0)))
     assert read_status(settings, "status-test-j")["latency_history"] == [
-        [now - 100, 30.0, 60.0], [now, 31.0, 59.0]]
+        [now - 100, 30.0, 60.0],
+        [now, 31.0, 59.0],
+    ]
 
 
 def test_a_failing_probe_records_its_error_and_the_app_goes_on(settings):
@@ -203,7 +253,13 @@ def test_the_table_shows_e2e_latency_beside_the_bound_and_what_waits(settings):
     reporter.probe_once(FixedProbe(e2e(1795341602.0, 35.0, 61.0)))
     table = cells(format_table([s for s in read_all(settings) if s["app"] == "status-test-l"]))
     row = table["status-test-l"]
-    assert {k: row[k] for k in ("e2e p50", "e2e p99", "e2e n", "bound p50", "bound p99",
-                                "waiting")} == {
-        "e2e p50": "35.0", "e2e p99": "61.0", "e2e n": "120", "bound p50": "400.0",
-        "bound p99": "500.0", "waiting": "15 until wm 09:59:40"}
+    assert {
+        k: row[k] for k in ("e2e p50", "e2e p99", "e2e n", "bound p50", "bound p99", "waiting")
+    } == {
+        "e2e p50": "35.0",
+        "e2e p99": "61.0",
+        "e2e n": "120",
+        "bound p50": "400.0",
+        "bound p99": "500.0",
+        "waiting": "15 until wm 09:59:40",
+    }

@@ -29,8 +29,13 @@ class Daemons:
     def start(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen:
         with open(self.log(name), "ab") as out:
             self.procs[name] = subprocess.Popen(
-                [AIRFLOW, *args], env=env, stdout=out, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True)
+                [AIRFLOW, *args],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         return self.procs[name]
 
     def log(self, name: str) -> Path:
@@ -64,23 +69,39 @@ class Daemons:
 def scheduler_env(port: int, **extra: str) -> dict[str, str]:
     """The environment of an api-server on ``port`` and a scheduler reporting to it: this
     process's (the session's Airflow home and DB), the LocalExecutor, a JWT secret of their own."""
-    return {**os.environ,
-            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-            "AIRFLOW__CORE__PARALLELISM": "2",
-            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
-            "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
-            **extra}
+    return {
+        **os.environ,
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__PARALLELISM": "2",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
+        **extra,
+    }
 
 
 def start_execution_api(daemons: Daemons, port: int, env: dict[str, str]) -> None:
-    daemons.start("api-server", ["api-server", "--apps", "execution", "--host", "127.0.0.1",
-                                 "--port", str(port), "--workers", "1"], env)
+    daemons.start(
+        "api-server",
+        [
+            "api-server",
+            "--apps",
+            "execution",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        env,
+    )
 
 
 def execution_api_up(port: int) -> bool:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/execution/health",
-                                    timeout=5) as response:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{port}/execution/health", timeout=5
+        ) as response:
             return response.status == 200
     except OSError:
         return False

@@ -4,6 +4,7 @@ a failed test leaves holding an app's lock."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -38,7 +39,5 @@ def kill_lock_holders(settings: Settings) -> None:
     for name in registry.APPS:
         current = apps.holder(settings, name)
         if current is not None and current.pid > 0:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(current.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass

@@ -15,25 +15,28 @@ from dataclasses import dataclass, field
 
 @dataclass
 class Event:
-    kind: str          # request | impression | callback
+    kind: str  # request | impression | callback
     request_id: str
-    t: int             # event time
+    t: int  # event time
     impression_id: str | None = None
     callback_id: str | None = None
 
     def item_id(self) -> str:
-        return {"request": self.request_id, "impression": self.impression_id,
-                "callback": self.callback_id}[self.kind]
+        return {
+            "request": self.request_id,
+            "impression": self.impression_id,
+            "callback": self.callback_id,
+        }[self.kind]
 
 
 @dataclass
 class _RefKey:
     request_t: int | None = None
-    impressions: dict = field(default_factory=dict)   # impression_id -> t
-    callbacks: dict = field(default_factory=dict)     # callback_id -> (impression_id, t)
-    emitted: set = field(default_factory=set)         # attributed ("impression"|"callback", id)
+    impressions: dict = field(default_factory=dict)  # impression_id -> t
+    callbacks: dict = field(default_factory=dict)  # callback_id -> (impression_id, t)
+    emitted: set = field(default_factory=set)  # attributed ("impression"|"callback", id)
     close_at: int | None = None
-    tombstone_until: int | None = None                # set once closed
+    tombstone_until: int | None = None  # set once closed
     closed_ids: set = field(default_factory=set)
 
 
@@ -84,13 +87,19 @@ class ReferenceAttribution:
             elif e.kind == "callback":
                 key.callbacks.setdefault(e.callback_id, (e.impression_id, e.t))
         for iid, t in key.impressions.items():
-            if (key.request_t is not None and self._in_window(key.request_t, t)
-                    and ("impression", iid) not in key.emitted):
+            if (
+                key.request_t is not None
+                and self._in_window(key.request_t, t)
+                and ("impression", iid) not in key.emitted
+            ):
                 key.emitted.add(("impression", iid))
                 self._emit("attributed_impression", rid, iid)
         for cid, (iid, t) in key.callbacks.items():
-            if (iid in key.impressions and self._in_window(key.impressions[iid], t)
-                    and ("callback", cid) not in key.emitted):
+            if (
+                iid in key.impressions
+                and self._in_window(key.impressions[iid], t)
+                and ("callback", cid) not in key.emitted
+            ):
                 key.emitted.add(("callback", cid))
                 self._emit("attributed_callback", rid, iid, cid)
         if key.request_t is not None:
@@ -115,5 +124,6 @@ class ReferenceAttribution:
             key.closed_ids.add(cid)
             if ("callback", cid) not in key.emitted:
                 self._emit("orphan_callback", rid, iid, cid)
-        self.keys[rid] = _RefKey(tombstone_until=self.watermark + self.window,
-                                 closed_ids=key.closed_ids)
+        self.keys[rid] = _RefKey(
+            tombstone_until=self.watermark + self.window, closed_ids=key.closed_ids
+        )

@@ -11,15 +11,25 @@ from pathlib import Path
 CHROMIUM = "/usr/bin/chromium"
 # Headless, and nothing that reaches out to the network on its own: this machine's network is
 # closed, and Chromium's background connections would fail by the dozen.
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def chromium_path() -> str:
     path = shutil.which("chromium") or (CHROMIUM if Path(CHROMIUM).exists() else None)
     if path is None:
-        raise AssertionError("the browser tests need Debian's chromium: apt-get install chromium "
-                             "(make setup installs it when run as root)")
+        raise AssertionError(
+            "the browser tests need Debian's chromium: apt-get install chromium "
+            "(make setup installs it when run as root)"
+        )
     return path
 
 

@@ -203,9 +203,13 @@ def field_kind(topic: str, field: str, what: str) -> str:
 
 # Records per kind: enough to vary ids, keys and values; the large ones fewer (each is ~1 MB).
 COPIES = 20
-LARGE_COPIES = {"valid, exactly the record limit": 2, "a 1 MB string": 2,
-                "one byte over the record limit": 2, "1 MB that is not JSON": 1,
-                "raw control characters, just under the record limit": 1}
+LARGE_COPIES = {
+    "valid, exactly the record limit": 2,
+    "a 1 MB string": 2,
+    "one byte over the record limit": 2,
+    "1 MB that is not JSON": 1,
+    "raw control characters, just under the record limit": 1,
+}
 # Of all records, about this share are valid originals and duplicates of earlier ones.
 VALID_PER_TOPIC = 1300
 DUPLICATE_SHARE = 0.1
@@ -222,8 +226,7 @@ class CorpusRecord:
     expected: str | None
 
     def to_json(self) -> dict:
-        out: dict = {"topic": self.topic,
-                     "key": None if self.key is None else self.key.decode()}
+        out: dict = {"topic": self.topic, "key": None if self.key is None else self.key.decode()}
         try:
             out["value"] = None if self.value is None else self.value.decode("utf-8")
         except UnicodeDecodeError:
@@ -232,13 +235,19 @@ class CorpusRecord:
 
     @classmethod
     def from_json(cls, obj: dict) -> CorpusRecord:
-        value = (base64.b64decode(obj["value_b64"]) if "value_b64" in obj
-                 else None if obj["value"] is None else obj["value"].encode("utf-8"))
+        value = (
+            base64.b64decode(obj["value_b64"])
+            if "value_b64" in obj
+            else None
+            if obj["value"] is None
+            else obj["value"].encode("utf-8")
+        )
         key = None if obj["key"] is None else obj["key"].encode()
         return cls(obj["topic"], key, value, obj["kind"], obj["expected"])
 
 
 # -- valid records -------------------------------------------------------------------------------
+
 
 class _Maker:
     """Valid records of each topic, with fresh ids and seeded values."""
@@ -259,27 +268,51 @@ class _Maker:
         self.n += 1
         n, rng = self.n, self.rng
         if topic == "ad_requests":
-            return {"request_id": f"r-{n:06d}", "event_time": self._time(day),
-                    "device_id": f"d-{rng.randrange(500):04d}",
-                    "household_id": f"h-{rng.randrange(300):04d}",
-                    "content_id": f"s-{rng.randrange(40):03d}",
-                    "slot_id": rng.choice(["pre", "mid", "post"]),
-                    "geo": rng.choice(["FR", "DE", "US", "BR"]),
-                    "floor_price": round(rng.uniform(0, 5), 2), "bid_count": rng.randrange(8)}
+            return {
+                "request_id": f"r-{n:06d}",
+                "event_time": self._time(day),
+                "device_id": f"d-{rng.randrange(500):04d}",
+                "household_id": f"h-{rng.randrange(300):04d}",
+                "content_id": f"s-{rng.randrange(40):03d}",
+                "slot_id": rng.choice(["pre", "mid", "post"]),
+                "geo": rng.choice(["FR", "DE", "US", "BR"]),
+                "floor_price": round(rng.uniform(0, 5), 2),
+                "bid_count": rng.randrange(8),
+            }
         if topic == "ad_impressions":
-            return {"impression_id": f"i-{n:06d}", "request_id": f"r-{rng.randrange(n):06d}",
-                    "campaign_id": f"camp-{rng.randrange(20):03d}",
-                    "creative_id": f"crt-{rng.randrange(60):03d}",
-                    "event_time": self._time(day), "device_id": f"d-{rng.randrange(500):04d}",
-                    "win_price": round(rng.uniform(0, 8), 3)}
+            return {
+                "impression_id": f"i-{n:06d}",
+                "request_id": f"r-{rng.randrange(n):06d}",
+                "campaign_id": f"camp-{rng.randrange(20):03d}",
+                "creative_id": f"crt-{rng.randrange(60):03d}",
+                "event_time": self._time(day),
+                "device_id": f"d-{rng.randrange(500):04d}",
+                "win_price": round(rng.uniform(0, 8), 3),
+            }
         if topic == "ad_callbacks":
-            return {"callback_id": f"cb-{n:06d}", "impression_id": f"i-{rng.randrange(n):06d}",
-                    "request_id": f"r-{rng.randrange(n):06d}",
-                    "event_type": rng.choice(["click", "first_quartile", "midpoint",
-                                              "third_quartile", "complete", "conversion"]),
-                    "event_time": self._time(day), "value": round(rng.uniform(0, 3), 2)}
-        return {"click_id": f"c-{n:06d}", "page_id": f"page-{rng.randrange(50):03d}",
-                "event_time": self._time(day), "user_id": f"u-{rng.randrange(900):04d}"}
+            return {
+                "callback_id": f"cb-{n:06d}",
+                "impression_id": f"i-{rng.randrange(n):06d}",
+                "request_id": f"r-{rng.randrange(n):06d}",
+                "event_type": rng.choice(
+                    [
+                        "click",
+                        "first_quartile",
+                        "midpoint",
+                        "third_quartile",
+                        "complete",
+                        "conversion",
+                    ]
+                ),
+                "event_time": self._time(day),
+                "value": round(rng.uniform(0, 3), 2),
+            }
+        return {
+            "click_id": f"c-{n:06d}",
+            "page_id": f"page-{rng.randrange(50):03d}",
+            "event_time": self._time(day),
+            "user_id": f"u-{rng.randrange(900):04d}",
+        }
 
 
 def _text(obj: dict, **fields: object) -> bytes:
@@ -292,11 +325,19 @@ def _text(obj: dict, **fields: object) -> bytes:
     return text.encode()
 
 
-_KEY_FIELD = {"ad_requests": "request_id", "ad_impressions": "request_id",
-              "ad_callbacks": "request_id", "page_clicks": "page_id"}
+_KEY_FIELD = {
+    "ad_requests": "request_id",
+    "ad_impressions": "request_id",
+    "ad_callbacks": "request_id",
+    "page_clicks": "page_id",
+}
 # A string field of each topic that can be padded to make a record of a given size.
-_PAD_FIELD = {"ad_requests": "device_id", "ad_impressions": "device_id",
-              "ad_callbacks": "impression_id", "page_clicks": "user_id"}
+_PAD_FIELD = {
+    "ad_requests": "device_id",
+    "ad_impressions": "device_id",
+    "ad_callbacks": "impression_id",
+    "page_clicks": "user_id",
+}
 
 
 def _key(obj: dict, topic: str) -> bytes:
@@ -312,14 +353,16 @@ def _sized(obj: dict, topic: str, size: int, filler: str = "x") -> bytes:
 
 # -- whole-value kinds: how to make one record of each ---------------------------------------------
 
+
 def _whole_value_makers() -> dict[str, Callable[[random.Random, str, dict], bytes | None]]:
     """kind -> make(rng, topic, a valid record) -> the value."""
+
     def at(time: object) -> Callable[[random.Random, str, dict], bytes]:
         return lambda rng, topic, obj: _text(obj, event_time=time)
 
     def truncated(rng, topic, obj):
         text = _text(obj)
-        return text[:rng.randrange(len(text))]  # a proper prefix of an object, maybe empty
+        return text[: rng.randrange(len(text))]  # a proper prefix of an object, maybe empty
 
     def binary(rng, topic, obj):
         body = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 60)))
@@ -338,28 +381,38 @@ def _whole_value_makers() -> dict[str, Callable[[random.Random, str, dict], byte
     return {
         VALID: lambda rng, topic, obj: _text(obj),
         "valid, an unknown extra field": lambda rng, topic, obj: _text(
-            obj, note={"tags": ["a", "b"], "n": rng.randrange(100)}),
+            obj, note={"tags": ["a", "b"], "n": rng.randrange(100)}
+        ),
         "valid, whitespace around the object": lambda rng, topic, obj: (
-            b" \t\r\n"[:rng.randrange(1, 5)] + _text(obj) + b"\n "),
+            b" \t\r\n"[: rng.randrange(1, 5)] + _text(obj) + b"\n "
+        ),
         "valid, escaped control characters in a string": lambda rng, topic, obj: _text(
-            obj, **{_PAD_FIELD[topic]: "tab\there\u0001\u001f"}),
+            obj, **{_PAD_FIELD[topic]: "tab\there\u0001\u001f"}
+        ),
         "valid, non-ASCII text": lambda rng, topic, obj: json.dumps(
             {**obj, _PAD_FIELD[topic]: "h\u00e9llo-\u6f22\u5b57-\U0001f600"},
-            separators=(",", ":"), ensure_ascii=False).encode(),
+            separators=(",", ":"),
+            ensure_ascii=False,
+        ).encode(),
         "valid, exactly the record limit": lambda rng, topic, obj: _sized(obj, topic, MAX_BYTES),
         "not JSON at all": lambda rng, topic, obj: rng.choice(
-            [b"hello", b"<xml/>", b"key=value", b"}{", b"{", b"]"]),
+            [b"hello", b"<xml/>", b"key=value", b"}{", b"{", b"]"]
+        ),
         "single quotes": lambda rng, topic, obj: _text(obj).replace(b'"', b"'"),
         "an unquoted key": lambda rng, topic, obj: _text(obj).replace(
-            f'"{_KEY_FIELD[topic]}"'.encode(), _KEY_FIELD[topic].encode(), 1),
+            f'"{_KEY_FIELD[topic]}"'.encode(), _KEY_FIELD[topic].encode(), 1
+        ),
         "a NaN literal": lambda rng, topic, obj: _text(obj)[:-1] + b',"x":NaN}',
-        "a duplicate key": lambda rng, topic, obj: _text(obj)[:-1] + b',"'
-            + _KEY_FIELD[topic].encode() + b'":"again"}',
+        "a duplicate key": lambda rng, topic, obj: (
+            _text(obj)[:-1] + b',"' + _KEY_FIELD[topic].encode() + b'":"again"}'
+        ),
         "truncated JSON": truncated,
-        "an object followed by trailing text": lambda rng, topic, obj: _text(obj)
-            + rng.choice([b" x", b"]", b"}", b",", b" // c", b"\x00", b"null"]),
-        "concatenated objects": lambda rng, topic, obj: _text(obj)
-            + rng.choice([b"", b"\n", b" ", b","]) + _text(obj),
+        "an object followed by trailing text": lambda rng, topic, obj: (
+            _text(obj) + rng.choice([b" x", b"]", b"}", b",", b" // c", b"\x00", b"null"])
+        ),
+        "concatenated objects": lambda rng, topic, obj: (
+            _text(obj) + rng.choice([b"", b"\n", b" ", b","]) + _text(obj)
+        ),
         "binary, not UTF-8": binary,
         "an empty value": lambda rng, topic, obj: b"",
         "a Kafka null value": lambda rng, topic, obj: None,
@@ -371,8 +424,7 @@ def _whole_value_makers() -> dict[str, Callable[[random.Random, str, dict], byte
         "a raw control character in a string": control,
         "raw control characters, just under the record limit": control_near_limit,
         "a 1 MB string": lambda rng, topic, obj: _sized(obj, topic, MB + rng.randrange(100)),
-        "one byte over the record limit": lambda rng, topic, obj: _sized(obj, topic,
-                                                                          MAX_BYTES + 1),
+        "one byte over the record limit": lambda rng, topic, obj: _sized(obj, topic, MAX_BYTES + 1),
         "1 MB that is not JSON": lambda rng, topic, obj: b"\xff" * MB,
         "event time before 2000": at("1999-12-31T23:59:59.999Z"),
         "event time at the epoch (1970)": at("1970-01-01T00:00:00.000Z"),
@@ -388,6 +440,7 @@ def _whole_value_makers() -> dict[str, Callable[[random.Random, str, dict], byte
 
 # -- the corpus ----------------------------------------------------------------------------------
 
+
 def generate(seed: int = SEED) -> list[CorpusRecord]:
     """Every record of the corpus, in the order it is produced: per topic, each kind
     :data:`COPIES` times (the large ones fewer) and :data:`VALID_PER_TOPIC` valid records,
@@ -400,8 +453,11 @@ def generate(seed: int = SEED) -> list[CorpusRecord]:
         plain: list[CorpusRecord] = []
 
         def add(kind: str, expected: str | None, obj: dict, value: bytes | None) -> None:
-            key = _key(obj, topic) if expected is None or rng.random() < 0.5 else (
-                None if rng.random() < 0.5 else f"junk-{rng.randrange(1000)}".encode())
+            key = (
+                _key(obj, topic)
+                if expected is None or rng.random() < 0.5
+                else (None if rng.random() < 0.5 else f"junk-{rng.randrange(1000)}".encode())
+            )
             plain.append(CorpusRecord(topic, key, value, kind, expected))
 
         for kind, expected in WHOLE_VALUE_KINDS.items():
@@ -421,8 +477,9 @@ def generate(seed: int = SEED) -> list[CorpusRecord]:
     return records
 
 
-def _with_repeats(rng: random.Random, plain: list[CorpusRecord], topic: str,
-                  maker: _Maker) -> list[CorpusRecord]:
+def _with_repeats(
+    rng: random.Random, plain: list[CorpusRecord], topic: str, maker: _Maker
+) -> list[CorpusRecord]:
     """``plain`` with, before about one record in ten, a repeat of an earlier valid record: the
     same record again (a duplicate), or one in four times the same id on the 20th (another
     event)."""
@@ -438,8 +495,7 @@ def _with_repeats(rng: random.Random, plain: list[CorpusRecord], topic: str,
             else:
                 redated.add(i)
                 obj = {**json.loads(first.value), "event_time": maker._time(day=20)}
-                out.append(CorpusRecord(topic, first.key, _text(obj), SAME_ID_OTHER_DATE,
-                                        None))
+                out.append(CorpusRecord(topic, first.key, _text(obj), SAME_ID_OTHER_DATE, None))
         out.append(rec)
         if rec.kind == VALID:
             originals.append(rec)
@@ -451,8 +507,10 @@ def write(records: list[CorpusRecord], path: Path) -> None:
     records (no file name or time in the gzip header)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     text = "".join(json.dumps(r.to_json(), separators=(",", ":")) + "\n" for r in records)
-    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw,
-                                                mtime=0, compresslevel=9) as out:
+    with (
+        open(path, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as out,
+    ):
         out.write(text.encode())
 
 
@@ -462,8 +520,9 @@ def load(path: Path = DEFAULT_PATH) -> list[CorpusRecord]:
         return [CorpusRecord.from_json(json.loads(line)) for line in lines]
 
 
-def produce(bootstrap: str, records: list[CorpusRecord], timestamp_ms: int,
-            timeout_s: float = 120) -> dict[tuple[str, int, int], CorpusRecord]:
+def produce(
+    bootstrap: str, records: list[CorpusRecord], timestamp_ms: int, timeout_s: float = 120
+) -> dict[tuple[str, int, int], CorpusRecord]:
     """Produce ``records`` in order, every one with the Kafka timestamp ``timestamp_ms``, and
     return each one by its coordinates (topic, partition, offset), from the delivery reports.
 
@@ -473,8 +532,14 @@ def produce(bootstrap: str, records: list[CorpusRecord], timestamp_ms: int,
 
     from adlake.config import KAFKA_MAX_MESSAGE_BYTES
 
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
-                         "linger.ms": 20, "message.max.bytes": KAFKA_MAX_MESSAGE_BYTES})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "linger.ms": 20,
+            "message.max.bytes": KAFKA_MAX_MESSAGE_BYTES,
+        }
+    )
     placed: dict[tuple[str, int, int], CorpusRecord] = {}
     errors: list[str] = []
 
@@ -484,13 +549,19 @@ def produce(bootstrap: str, records: list[CorpusRecord], timestamp_ms: int,
                 errors.append(f"{rec.topic} ({rec.kind}): {err}")
             else:
                 placed[msg.topic(), msg.partition(), msg.offset()] = rec
+
         return report
 
     for rec in records:
         while True:
             try:
-                producer.produce(rec.topic, value=rec.value, key=rec.key,
-                                 timestamp=timestamp_ms, on_delivery=delivered(rec))
+                producer.produce(
+                    rec.topic,
+                    value=rec.value,
+                    key=rec.key,
+                    timestamp=timestamp_ms,
+                    on_delivery=delivered(rec),
+                )
                 break
             except BufferError:  # the local queue is full: let it drain, then retry
                 producer.poll(0.1)
@@ -521,6 +592,7 @@ def loaded_broker(runtime_dir: Path) -> Iterator[tuple[object, dict]]:
 
 # -- what the integration tests share ---------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def corpus_broker(tmp_path_factory) -> Iterator[tuple[object, dict]]:
     """:func:`loaded_broker` for one test module: (settings, records by coordinates)."""
@@ -535,17 +607,22 @@ def corpus_limit(monkeypatch) -> int:
     return MAX_BYTES
 
 
-def wrong_reasons(placed: dict[tuple[str, int, int], CorpusRecord],
-                  got: dict[tuple[str, int, int], str], topics) -> dict:
+def wrong_reasons(
+    placed: dict[tuple[str, int, int], CorpusRecord], got: dict[tuple[str, int, int], str], topics
+) -> dict:
     """Coordinates -> (kind, expected reason, reason given) of every record of ``topics`` whose
     reason in ``got`` (rejected records only) is not the written-down one."""
     want = {c: r.expected for c, r in placed.items() if c[0] in topics and r.expected}
-    return {c: (placed[c].kind if c in placed else None, want.get(c), got.get(c))
-            for c in set(want) | set(got) if want.get(c) != got.get(c)}
+    return {
+        c: (placed[c].kind if c in placed else None, want.get(c), got.get(c))
+        for c in set(want) | set(got)
+        if want.get(c) != got.get(c)
+    }
 
 
-def wrong_raw_values(placed: dict[tuple[str, int, int], CorpusRecord],
-                     kept: dict[tuple[str, int, int], str | None]) -> dict:
+def wrong_raw_values(
+    placed: dict[tuple[str, int, int], CorpusRecord], kept: dict[tuple[str, int, int], str | None]
+) -> dict:
     """Coordinates -> kind of every rejected record whose raw value in ``kept`` is not what
     the DLQ and the quarantine keep: a too_large record's head and size
     (:func:`adlake.rules.kept_raw`), any other UTF-8 value whole, a tombstone's null as null and
@@ -571,16 +648,19 @@ def wrong_raw_values(placed: dict[tuple[str, int, int], CorpusRecord],
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.support.corpus",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.support.corpus", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--seed", type=int, default=SEED, help="the generator's seed")
     parser.add_argument("--out", type=Path, default=DEFAULT_PATH, help="the corpus file")
     args = parser.parse_args(argv)
     records = generate(args.seed)
     write(records, args.out)
     kinds = {r.kind for r in records}
-    print(f"{len(records)} records of {len(kinds)} kinds -> {args.out} "
-          f"({args.out.stat().st_size:,} bytes)")
+    print(
+        f"{len(records)} records of {len(kinds)} kinds -> {args.out} "
+        f"({args.out.stat().st_size:,} bytes)"
+    )
     return 0
 
 

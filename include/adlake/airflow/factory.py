@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
 
@@ -37,15 +37,19 @@ from adlake.config import REPO_ROOT, Settings, load_settings
 OWNER = "adlake"
 # Scheduled DAGs start here; catchup is off (the scheduler runs the latest interval only), and
 # a backfill (`airflow backfill create`) recomputes any past range on demand.
-START = datetime(2026, 11, 1, tzinfo=timezone.utc)
+START = datetime(2026, 11, 1, tzinfo=UTC)
 LAKE_DAG_ID = "lake_hourly"
 SUPERVISOR_DAG_ID = "apps_supervisor"
 HOURLY = "0 * * * *"
 # One spark-submit entry point for every job: it runs the job's module (``application_args[0]``)
 # as __main__, so the module name is visible in the task's rendered arguments.
 SUBMIT = REPO_ROOT / "spark_apps" / "submit.py"
-INTERVAL_ARGS = ("--start", "{{ data_interval_start | ts }}",
-                 "--end", "{{ data_interval_end | ts }}")
+INTERVAL_ARGS = (
+    "--start",
+    "{{ data_interval_start | ts }}",
+    "--end",
+    "{{ data_interval_end | ts }}",
+)
 # A quality gate records its results under the DAG run that validated (dq_results).
 RUN_ARGS = ("--dag-id", "{{ dag.dag_id }}", "--run-id", "{{ run_id }}")
 
@@ -60,17 +64,25 @@ def connection_env(settings: Settings) -> dict[str, str]:
     from the configuration (``local[N]`` embedded, ``spark://…`` in the compose profile)."""
     import json
 
-    return {f"AIRFLOW_CONN_{spark_conn_id(runtime).upper()}": json.dumps({
-        "conn_type": "spark", "host": settings.spark_master(runtime),
-        "extra": {"spark-binary": "spark-submit"}}) for runtime in ("lake", "ops")}
+    return {
+        f"AIRFLOW_CONN_{spark_conn_id(runtime).upper()}": json.dumps(
+            {
+                "conn_type": "spark",
+                "host": settings.spark_master(runtime),
+                "extra": {"spark-binary": "spark-submit"},
+            }
+        )
+        for runtime in ("lake", "ops")
+    }
 
 
 def asset(name: str) -> Asset:
     """The Asset of a registry table or view. Its identity is the registry name, not the
     Delta path: a path follows the configuration (ADLAKE_RUNTIME_DIR), and an asset whose URI
     moved would be a new asset, its history and consumers left behind."""
-    return Asset(name=name, uri=f"adlake://tables/{name}", group="adlake",
-                 extra={"layer": _layer(name)})
+    return Asset(
+        name=name, uri=f"adlake://tables/{name}", group="adlake", extra={"layer": _layer(name)}
+    )
 
 
 def _layer(name: str) -> str:
@@ -89,8 +101,13 @@ def runtime_jars_macro(runtime: str) -> str:
 
 
 def _default_args(retries: int) -> dict:
-    return {"owner": OWNER, "retries": retries, "retry_delay": timedelta(minutes=1),
-            "retry_exponential_backoff": retries > 0, "max_retry_delay": timedelta(minutes=10)}
+    return {
+        "owner": OWNER,
+        "retries": retries,
+        "retry_delay": timedelta(minutes=1),
+        "retry_exponential_backoff": retries > 0,
+        "max_retry_delay": timedelta(minutes=10),
+    }
 
 
 def gated() -> dict[str, str]:
@@ -127,7 +144,8 @@ def _gate_operator() -> type:
                     raise
                 raise AirflowFailException(
                     "error expectations failed (see the log above and the Data quality page): "
-                    "not retried; fix the data or the rule, then clear this task") from error
+                    "not retried; fix the data or the rule, then clear this task"
+                ) from error
 
     return QualityGateOperator
 
@@ -140,15 +158,23 @@ def spark_task(job: registry.Job):
     python = sys.executable  # the lake environment is Airflow's: its interpreter runs the jobs
     operator = _gate_operator() if job.gate else SparkSubmitOperator
     return operator(
-        task_id=job.name, conn_id=spark_conn_id(job.runtime), application=str(SUBMIT),
-        application_args=[job.module, *job.args,
-                          *(INTERVAL_ARGS if job.takes_interval else ()),
-                          *(RUN_ARGS if job.gate else ()),
-                          *(a for k in job.params for a in (k.flag, "{{ params.%s }}" % k.name))],
-        jars="{{ adlake_jars('%s') }}" % job.runtime, name=f"adlake-{job.name}",
+        task_id=job.name,
+        conn_id=spark_conn_id(job.runtime),
+        application=str(SUBMIT),
+        application_args=[
+            job.module,
+            *job.args,
+            *(INTERVAL_ARGS if job.takes_interval else ()),
+            *(RUN_ARGS if job.gate else ()),
+            *(a for k in job.params for a in (k.flag, f"{{{{ params.{k.name} }}}}")),
+        ],
+        jars=f"{{{{ adlake_jars('{job.runtime}') }}}}",
+        name=f"adlake-{job.name}",
         conf={"spark.pyspark.python": python, "spark.pyspark.driver.python": python},
-        doc_md=job.description, retries=job.retries,
-        outlets=[asset(t) for t in published(job)])
+        doc_md=job.description,
+        retries=job.retries,
+        outlets=[asset(t) for t in published(job)],
+    )
 
 
 def chain(jobs: list[registry.Job]) -> dict:
@@ -164,20 +190,30 @@ def chain(jobs: list[registry.Job]) -> dict:
 def build_lake_dag() -> DAG:
     """The hourly chain: every ``hourly`` job, ordered by what it reads and writes."""
     jobs = [j for j in registry.JOBS.values() if j.schedule == "hourly"]
-    with DAG(LAKE_DAG_ID, schedule=CronDataIntervalTimetable(HOURLY, timezone="UTC"),
-             start_date=START, catchup=False, max_active_runs=1,
-             tags=["lake", "hourly"], default_args=_default_args(retries=2),
-             user_defined_macros={"adlake_jars": runtime_jars_macro},
-             doc_md=_lake_doc(jobs)) as dag:
+    with DAG(
+        LAKE_DAG_ID,
+        schedule=CronDataIntervalTimetable(HOURLY, timezone="UTC"),
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        tags=["lake", "hourly"],
+        default_args=_default_args(retries=2),
+        user_defined_macros={"adlake_jars": runtime_jars_macro},
+        doc_md=_lake_doc(jobs),
+    ) as dag:
         chain(jobs)
     return dag
 
 
 def _lake_doc(jobs: list[registry.Job]) -> str:
-    lines = ["# The lake chain, hourly", "",
-             "Each task is a spark-submit of a registry job over the run's data interval "
-             "(`--start/--end`); every job writes its interval idempotently, so a clear, a "
-             "retry or `airflow backfill create` gives the same tables.", ""]
+    lines = [
+        "# The lake chain, hourly",
+        "",
+        "Each task is a spark-submit of a registry job over the run's data interval "
+        "(`--start/--end`); every job writes its interval idempotently, so a clear, a "
+        "retry or `airflow backfill create` gives the same tables.",
+        "",
+    ]
     lines += [f"* **{j.name}** — {j.description}" for j in jobs]
     return "\n".join(lines)
 
@@ -190,16 +226,22 @@ def gates_of(job: registry.Job) -> list[registry.Job]:
 def build_view_dag(job: registry.Job) -> DAG:
     """An ``on_update`` job, run when any table it reads is updated, then its quality gates."""
     gates = gates_of(job)
-    with DAG(job.name,
-             schedule=[asset(t) for t in job.reads], start_date=START, catchup=False,
-             max_active_runs=1, tags=["lake", "view"], default_args=_default_args(job.retries),
-             params={k.name: knob_param(k) for k in job.params},
-             user_defined_macros={"adlake_jars": runtime_jars_macro},
-             doc_md=f"# {job.name}\n\n{job.description}\n\nRuns when "
-                    f"{', '.join(f'`{t}`' for t in job.reads)} is updated; an asset-triggered "
-                    "run has no data interval, and the refresh needs none: it catches up to "
-                    "the source's latest version."
-                    + "".join(f"\n\n**{g.name}** — {g.description}" for g in gates)) as dag:
+    with DAG(
+        job.name,
+        schedule=[asset(t) for t in job.reads],
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        tags=["lake", "view"],
+        default_args=_default_args(job.retries),
+        params={k.name: knob_param(k) for k in job.params},
+        user_defined_macros={"adlake_jars": runtime_jars_macro},
+        doc_md=f"# {job.name}\n\n{job.description}\n\nRuns when "
+        f"{', '.join(f'`{t}`' for t in job.reads)} is updated; an asset-triggered "
+        "run has no data interval, and the refresh needs none: it catches up to "
+        "the source's latest version."
+        + "".join(f"\n\n**{g.name}** — {g.description}" for g in gates),
+    ) as dag:
         chain([job, *gates])
     return dag
 
@@ -207,11 +249,19 @@ def build_view_dag(job: registry.Job) -> DAG:
 def app_params(app: registry.App) -> dict[str, Param]:
     """The trigger form of an app's DAG: action, trigger, and the app's knobs, typed."""
     params = {
-        "action": Param("status", type="string", enum=list(registry.APP_ACTIONS),
-                        description="start, stop or restart the app, or show its status"),
-        "trigger": Param(app.default_trigger, type="string", enum=list(registry.TRIGGERS),
-                         description="realtime: Real-Time Mode; processing_time: micro-batches "
-                                     "(a switch keeps the input: see the runbook)"),
+        "action": Param(
+            "status",
+            type="string",
+            enum=list(registry.APP_ACTIONS),
+            description="start, stop or restart the app, or show its status",
+        ),
+        "trigger": Param(
+            app.default_trigger,
+            type="string",
+            enum=list(registry.TRIGGERS),
+            description="realtime: Real-Time Mode; processing_time: micro-batches "
+            "(a switch keeps the input: see the runbook)",
+        ),
     }
     for knob in app.knobs:
         params[knob.name] = knob_param(knob)
@@ -229,33 +279,53 @@ def knob_param(knob: registry.Knob) -> Param:
 def build_app_dag(app: registry.App) -> DAG:
     """Start, stop, restart or show one streaming app. No retry: an action that failed half-way
     is reconciled by the supervisor, not repeated blindly."""
-    with DAG(f"app_{app.name}", schedule=None, start_date=START, catchup=False,
-             max_active_runs=1, tags=["ops", "streaming-app"], params=app_params(app),
-             default_args=_default_args(retries=0),
-             doc_md=f"# {app.name}\n\n{app.description}\n\nTrigger with a form: `action` "
-                    "(start, stop, restart, status), `trigger` and the app's knobs. The app runs "
-                    "as a detached process holding an exclusive lock (one instance whatever "
-                    "Airflow does); this task only changes its desired state and acts.") as dag:
+    with DAG(
+        f"app_{app.name}",
+        schedule=None,
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        tags=["ops", "streaming-app"],
+        params=app_params(app),
+        default_args=_default_args(retries=0),
+        doc_md=f"# {app.name}\n\n{app.description}\n\nTrigger with a form: `action` "
+        "(start, stop, restart, status), `trigger` and the app's knobs. The app runs "
+        "as a detached process holding an exclusive lock (one instance whatever "
+        "Airflow does); this task only changes its desired state and acts.",
+    ) as dag:
 
         @task(task_id="act")
         def act(params: dict | None = None) -> dict:
             from adlake import apps
 
             knobs = {k.name: params[k.name] for k in app.knobs}
-            return apps.act(load_settings(), app.name, params["action"],
-                            trigger=params["trigger"], knobs=knobs, reason="airflow")
+            return apps.act(
+                load_settings(),
+                app.name,
+                params["action"],
+                trigger=params["trigger"],
+                knobs=knobs,
+                reason="airflow",
+            )
 
         act()
     return dag
 
 
 def build_supervisor_dag() -> DAG:
-    with DAG(SUPERVISOR_DAG_ID, schedule=timedelta(minutes=1), start_date=START, catchup=False,
-             max_active_runs=1, tags=["ops", "supervisor"], default_args=_default_args(0),
-             doc_md="# Supervisor\n\nEvery minute: restarts each streaming app that should run "
-                    "and does not (crash, kill -9, OOM) or whose progress is stale, with "
-                    "exponential backoff, and stops what should not run. Every restart is "
-                    "recorded in the app's status (count, reason, last error).") as dag:
+    with DAG(
+        SUPERVISOR_DAG_ID,
+        schedule=timedelta(minutes=1),
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        tags=["ops", "supervisor"],
+        default_args=_default_args(0),
+        doc_md="# Supervisor\n\nEvery minute: restarts each streaming app that should run "
+        "and does not (crash, kill -9, OOM) or whose progress is stale, with "
+        "exponential backoff, and stops what should not run. Every restart is "
+        "recorded in the app's status (count, reason, last error).",
+    ) as dag:
 
         @task(task_id="supervise")
         def supervise() -> list[dict]:
@@ -288,7 +358,8 @@ def expected_dag_ids() -> set[str]:
     """One DAG per registry entry that schedules work: the lake chain (all ``hourly`` jobs), one
     per ``on_update`` job (with its quality gates), one per streaming app, plus the
     supervisor."""
-    return ({LAKE_DAG_ID, SUPERVISOR_DAG_ID}
-            | {j.name for j in view_jobs()}
-            | {f"app_{a.name}" for a in ops_apps()})
-
+    return (
+        {LAKE_DAG_ID, SUPERVISOR_DAG_ID}
+        | {j.name for j in view_jobs()}
+        | {f"app_{a.name}" for a in ops_apps()}
+    )

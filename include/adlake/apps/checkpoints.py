@@ -8,7 +8,7 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from adlake.apps.state import _checkpoint_record_path, _read_json, _write_json
@@ -27,14 +27,14 @@ CHECKPOINT_KNOBS: dict[str, tuple[str, ...]] = {"attribution": ("engine",)}
 
 # -- checkpoints -----------------------------------------------------------------------------------
 
+
 def committed_offsets(checkpoint: Path) -> dict[str, dict[str, int]]:
     """``{topic: {partition: offset}}`` the query has read up to as of its last committed batch
     (``offsets/N`` of the latest ``commits/N``: the batch's end offsets, in micro-batch and
     Real-Time Mode alike); empty before the first commit. One topic read by several sources
     gets each partition's minimum."""
     commits = checkpoint / "commits"
-    done = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] \
-        if commits.is_dir() else []
+    done = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() else []
     if not done:
         return {}
     try:
@@ -61,8 +61,10 @@ def same_checkpoint(app: str, old: Mapping, new: Mapping) -> bool:
     """Whether Spark resumes a checkpoint of shape ``old`` as ``new``."""
     if any(old.get(k) != new.get(k) for k in CHECKPOINT_KNOBS.get(app, ())):
         return False
-    return old.get("trigger") == new.get("trigger") or \
-        (old.get("trigger"), new.get("trigger")) in SAME_CHECKPOINT_SWITCHES.get(app, ())
+    return old.get("trigger") == new.get("trigger") or (
+        old.get("trigger"),
+        new.get("trigger"),
+    ) in SAME_CHECKPOINT_SWITCHES.get(app, ())
 
 
 def _has_offsets(checkpoint: Path) -> bool:
@@ -70,8 +72,9 @@ def _has_offsets(checkpoint: Path) -> bool:
     return offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())
 
 
-def _prepare_checkpoint(settings: Settings, app: str, trigger: str,
-                        knobs: Mapping[str, object]) -> list[str]:
+def _prepare_checkpoint(
+    settings: Settings, app: str, trigger: str, knobs: Mapping[str, object]
+) -> list[str]:
     """Keep the app's checkpoint, or move it aside and start the next one from its committed
     offsets (package docstring). Returns the extra app arguments (``--starting-offsets``)."""
     path = settings.checkpoint_path(app)
@@ -81,20 +84,37 @@ def _prepare_checkpoint(settings: Settings, app: str, trigger: str,
     if old is None and _has_offsets(path):
         # A checkpoint older than this record: its last run's mode is in the status file.
         status = read_status(settings, app) or {}
-        old = {"trigger": status.get("mode", trigger),
-               **{k: status.get(k, knobs[k]) for k in CHECKPOINT_KNOBS.get(app, ())}}
+        old = {
+            "trigger": status.get("mode", trigger),
+            **{k: status.get(k, knobs[k]) for k in CHECKPOINT_KNOBS.get(app, ())},
+        }
     if _has_offsets(path) and not same_checkpoint(app, old, new):
         committed = committed_offsets(path) or record.get("starting_offsets") or {}
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         aside = path.with_name(".".join([app, *(str(v) for v in old.values()), stamp]))
         os.rename(path, aside)
-        record = {"moved_aside": [*record.get("moved_aside", []), {
-            "path": str(aside), "shape": old, "moved_at": time.time(),
-            "committed_offsets": committed}], "starting_offsets": committed or None}
-        print(f"[adlake.apps] {app}: a {old} checkpoint cannot run as {new}: moved it to "
-              f"{aside}; the new one starts at its committed offsets {committed}", flush=True)
-    elif _has_offsets(path) and (path / "commits").is_dir() and \
-            any(p.name.isdigit() for p in (path / "commits").iterdir()):
+        record = {
+            "moved_aside": [
+                *record.get("moved_aside", []),
+                {
+                    "path": str(aside),
+                    "shape": old,
+                    "moved_at": time.time(),
+                    "committed_offsets": committed,
+                },
+            ],
+            "starting_offsets": committed or None,
+        }
+        print(
+            f"[adlake.apps] {app}: a {old} checkpoint cannot run as {new}: moved it to "
+            f"{aside}; the new one starts at its committed offsets {committed}",
+            flush=True,
+        )
+    elif (
+        _has_offsets(path)
+        and (path / "commits").is_dir()
+        and any(p.name.isdigit() for p in (path / "commits").iterdir())
+    ):
         record.pop("starting_offsets", None)  # the new checkpoint has committed: done with them
     record["shape"] = new
     record["path"] = str(path)

@@ -17,9 +17,23 @@ from pathlib import Path
 
 from adlake.app_launcher import LOCK_HELD
 from adlake.apps.checkpoints import _prepare_checkpoint
-from adlake.apps.state import (AlreadyRunning, AppStartError, AppStopError, Busy, Holder,
-                               StopResult, _app, _check_trigger, _control_path, _iso, _read_json,
-                               check_knobs, exit_path, lock_path, log_path)
+from adlake.apps.state import (
+    AlreadyRunning,
+    AppStartError,
+    AppStopError,
+    Busy,
+    Holder,
+    StopResult,
+    _app,
+    _check_trigger,
+    _control_path,
+    _iso,
+    _read_json,
+    check_knobs,
+    exit_path,
+    lock_path,
+    log_path,
+)
 from adlake.config import REPO_ROOT, Settings
 from adlake.processes import alive
 from adlake.status import read_status, stop_marker
@@ -38,8 +52,10 @@ LEFTOVER_GRACE_S = 15.0
 
 # -- the app's arguments ---------------------------------------------------------------------------
 
-def app_argv(app: str, trigger: str, knobs: Mapping[str, object],
-             rtm_interval_s: int | None = None) -> list[str]:
+
+def app_argv(
+    app: str, trigger: str, knobs: Mapping[str, object], rtm_interval_s: int | None = None
+) -> list[str]:
     """The app's own arguments (after ``-m <module>``): the trigger (with Real-Time Mode's
     checkpoint interval, if given) and every knob as a flag; never ``--checkpoint`` (the default
     keeps restarts on the same checkpoint).
@@ -59,6 +75,7 @@ def app_argv(app: str, trigger: str, knobs: Mapping[str, object],
 
 
 # -- the lock --------------------------------------------------------------------------------------
+
 
 def holder(settings: Settings, app: str, timeout_s: float = 2.0) -> Holder | None:
     """Who holds the app's lock right now, or None if nobody does.
@@ -89,8 +106,12 @@ def holder(settings: Settings, app: str, timeout_s: float = 2.0) -> Holder | Non
         record = _read_json(path)
         pid = int(record.get("pid", 0)) if record else 0
         if pid > 0 and alive(pid):  # kill(0, 0) would signal our own process group
-            return Holder(pid, str(record.get("mode", "?")), float(record.get("started_at", 0.0)),
-                          list(record.get("argv", [])))
+            return Holder(
+                pid,
+                str(record.get("mode", "?")),
+                float(record.get("started_at", 0.0)),
+                list(record.get("argv", [])),
+            )
         if time.monotonic() >= deadline:
             return Holder(0, "?", 0.0, [])
         time.sleep(0.02)
@@ -102,8 +123,9 @@ def _control(settings: Settings, app: str, timeout_s: float | None = None) -> It
     processes: the supervisor must not restart an app a user is stopping."""
     path = _control_path(settings, app)
     path.parent.mkdir(parents=True, exist_ok=True)
-    timeout_s = settings.app_drain_timeout_s + 2 * LOCK_TIMEOUT_S if timeout_s is None \
-        else timeout_s
+    timeout_s = (
+        settings.app_drain_timeout_s + 2 * LOCK_TIMEOUT_S if timeout_s is None else timeout_s
+    )
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         deadline = time.monotonic() + timeout_s
@@ -115,8 +137,10 @@ def _control(settings: Settings, app: str, timeout_s: float | None = None) -> It
                 if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                     raise
             if time.monotonic() >= deadline:
-                raise Busy(f"another action on {app} has been in progress for {timeout_s:.0f}s "
-                           f"(it holds {path}); try again later")
+                raise Busy(
+                    f"another action on {app} has been in progress for {timeout_s:.0f}s "
+                    f"(it holds {path}); try again later"
+                )
             time.sleep(0.1)
         yield
     finally:
@@ -124,6 +148,7 @@ def _control(settings: Settings, app: str, timeout_s: float | None = None) -> It
 
 
 # -- leftover processes ----------------------------------------------------------------------------
+
 
 def _boot_time() -> float:
     with open("/proc/stat") as handle:
@@ -150,7 +175,7 @@ def _session_members(sid: int, since: float) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         state, session, start_ticks = fields[0], int(fields[3]), int(fields[19])
         if session != sid or state in ("Z", "X"):
             continue
@@ -180,13 +205,15 @@ def _reap_leftovers(sid: int, since: float, grace_s: float | None = None) -> lis
 
 # -- start -----------------------------------------------------------------------------------------
 
+
 def settings_env(settings: Settings) -> dict[str, str]:
     """``settings`` as the ``ADLAKE_*`` variables that make ``load_settings()`` return them."""
     env = {}
     for f in dataclasses.fields(settings):
         value = getattr(settings, f.name)
-        env["ADLAKE_" + f.name.upper()] = (str(value).lower() if isinstance(value, bool)
-                                           else str(value))
+        env["ADLAKE_" + f.name.upper()] = (
+            str(value).lower() if isinstance(value, bool) else str(value)
+        )
     return env
 
 
@@ -197,15 +224,23 @@ _NOT_INHERITED_NAMES = {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"}
 
 
 def _app_env(settings: Settings) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(_NOT_INHERITED) and k not in _NOT_INHERITED_NAMES}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(_NOT_INHERITED) and k not in _NOT_INHERITED_NAMES
+    }
     env.update(settings_env(settings))
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
 
-def start(settings: Settings, app: str, trigger: str | None = None,
-          knobs: Mapping[str, object] | None = None, reason: str = "user") -> Holder:
+def start(
+    settings: Settings,
+    app: str,
+    trigger: str | None = None,
+    knobs: Mapping[str, object] | None = None,
+    reason: str = "user",
+) -> Holder:
     """Launch the app detached, holding its lock; return once the new process holds it.
 
     ``trigger`` defaults to the app's default trigger, ``knobs`` to the defaults (missing ones
@@ -216,8 +251,13 @@ def start(settings: Settings, app: str, trigger: str | None = None,
         return _start(settings, app, trigger, knobs, reason)
 
 
-def _start(settings: Settings, app: str, trigger: str | None,
-           knobs: Mapping[str, object] | None, reason: str) -> Holder:
+def _start(
+    settings: Settings,
+    app: str,
+    trigger: str | None,
+    knobs: Mapping[str, object] | None,
+    reason: str,
+) -> Holder:
     spec = _app(app)
     trigger = _check_trigger(trigger or spec.default_trigger)
     knobs = check_knobs(app, knobs)
@@ -226,8 +266,10 @@ def _start(settings: Settings, app: str, trigger: str | None,
         raise AlreadyRunning(app, current)
     python = settings.ops_python
     if not (python.is_file() and os.access(python, os.X_OK)):
-        raise AppStartError(f"the ops interpreter {python} does not exist: run `make setup`, or "
-                            "set ADLAKE_OPS_PYTHON")
+        raise AppStartError(
+            f"the ops interpreter {python} does not exist: run `make setup`, or "
+            "set ADLAKE_OPS_PYTHON"
+        )
     # What remains of the previous run (its JVM, if its driver was killed) goes first.
     previous = _read_json(lock_path(settings, app))
     if previous and previous.get("pid"):
@@ -236,20 +278,37 @@ def _start(settings: Settings, app: str, trigger: str | None,
     stop_marker(settings, app).unlink(missing_ok=True)
     extra = _prepare_checkpoint(settings, app, trigger, knobs)
 
-    argv = [str(python), "-m", LAUNCHER, "--lock", str(lock_path(settings, app)),
-            "--exit-file", str(exit_path(settings, app)), "--mode", trigger,
-            "--", spec.module, *app_argv(app, trigger, knobs, settings.app_rtm_interval_s),
-            *extra]
+    argv = [
+        str(python),
+        "-m",
+        LAUNCHER,
+        "--lock",
+        str(lock_path(settings, app)),
+        "--exit-file",
+        str(exit_path(settings, app)),
+        "--mode",
+        trigger,
+        "--",
+        spec.module,
+        *app_argv(app, trigger, knobs, settings.app_rtm_interval_s),
+        *extra,
+    ]
     log = log_path(settings, app)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        out.write(f"\n=== {_iso(time.time())} start {app} ({reason}): "
-                  f"{' '.join(argv)}\n".encode())
+        out.write(f"\n=== {_iso(time.time())} start {app} ({reason}): {' '.join(argv)}\n".encode())
         out.flush()
         offset = out.tell()
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=_app_env(settings),
-                                start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=REPO_ROOT,
+            env=_app_env(settings),
+            start_new_session=True,
+            close_fds=True,
+        )
     deadline = time.monotonic() + LOCK_TIMEOUT_S
     while True:
         current = holder(settings, app)
@@ -260,26 +319,31 @@ def _start(settings: Settings, app: str, trigger: str | None,
         if code is not None:
             if code == LOCK_HELD:
                 raise AlreadyRunning(app, holder(settings, app))
-            raise AppStartError(f"{app} exited with code {code} during its start\n"
-                                f"{_log_since(log, offset)}")
+            raise AppStartError(
+                f"{app} exited with code {code} during its start\n{_log_since(log, offset)}"
+            )
         if time.monotonic() >= deadline:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            raise AppStartError(f"{app} did not take its lock within {LOCK_TIMEOUT_S:.0f}s "
-                                f"(killed)\n{_log_since(log, offset)}")
+            raise AppStartError(
+                f"{app} did not take its lock within {LOCK_TIMEOUT_S:.0f}s "
+                f"(killed)\n{_log_since(log, offset)}"
+            )
         time.sleep(0.05)
 
 
-def _settle(settings: Settings, app: str, proc: subprocess.Popen, current: Holder, log: Path,
-            offset: int) -> None:
+def _settle(
+    settings: Settings, app: str, proc: subprocess.Popen, current: Holder, log: Path, offset: int
+) -> None:
     """Give the app :data:`START_SETTLE_S` to fail early (bad arguments, a missing jar), so that
     such a start raises instead of looking successful; an app that reports first is settled."""
     deadline = time.monotonic() + START_SETTLE_S
     while time.monotonic() < deadline:
         code = proc.poll()
         if code is not None:
-            raise AppStartError(f"{app} exited with code {code} right after its start\n"
-                                f"{_log_since(log, offset)}")
+            raise AppStartError(
+                f"{app} exited with code {code} right after its start\n{_log_since(log, offset)}"
+            )
         status = read_status(settings, app)
         if status and float(status.get("written_at", 0)) >= current.started_at:
             return
@@ -307,8 +371,10 @@ def log_tail(settings: Settings, app: str, lines: int = 40) -> str:
 
 # -- stop ------------------------------------------------------------------------------------------
 
-def stop(settings: Settings, app: str, drain_timeout_s: float | None = None,
-         reason: str = "user") -> StopResult:
+
+def stop(
+    settings: Settings, app: str, drain_timeout_s: float | None = None, reason: str = "user"
+) -> StopResult:
     """Stop marker, SIGTERM, wait up to the drain timeout (``settings.app_drain_timeout_s``) for
     the app to commit its batch and exit, then SIGKILL its process group; return once its lock
     is free (:class:`AppStopError` if it is not). Does not change the desired state."""
@@ -316,8 +382,7 @@ def stop(settings: Settings, app: str, drain_timeout_s: float | None = None,
         return _stop(settings, app, drain_timeout_s, reason)
 
 
-def _stop(settings: Settings, app: str, drain_timeout_s: float | None, reason: str
-          ) -> StopResult:
+def _stop(settings: Settings, app: str, drain_timeout_s: float | None, reason: str) -> StopResult:
     _app(app)
     drain = settings.app_drain_timeout_s if drain_timeout_s is None else drain_timeout_s
     current = holder(settings, app)
@@ -340,16 +405,22 @@ def _stop(settings: Settings, app: str, drain_timeout_s: float | None, reason: s
             with contextlib.suppress(ProcessLookupError):
                 os.kill(current.pid, signal.SIGKILL)
         if not _wait_free(settings, app, 30):
-            raise AppStopError(f"{app}: the lock {lock_path(settings, app)} is still held "
-                               f"after SIGKILL of pid {current.pid}: {holder(settings, app)}")
+            raise AppStopError(
+                f"{app}: the lock {lock_path(settings, app)} is still held "
+                f"after SIGKILL of pid {current.pid}: {holder(settings, app)}"
+            )
     waited = time.monotonic() - started
     marker.unlink(missing_ok=True)
     if current.pid > 0:
         _reap_leftovers(current.pid, current.started_at)
     code = None
     record = _read_json(exit_path(settings, app))
-    if how == "exited" and record and record.get("pid") == current.pid and \
-            float(record.get("started_at", -1)) == current.started_at:
+    if (
+        how == "exited"
+        and record
+        and record.get("pid") == current.pid
+        and float(record.get("started_at", -1)) == current.started_at
+    ):
         code = record.get("code")
     return StopResult(app, how, current.pid, current.mode, code, round(waited, 1), reason)
 
@@ -363,8 +434,13 @@ def _wait_free(settings: Settings, app: str, timeout_s: float) -> bool:
     return True
 
 
-def restart(settings: Settings, app: str, trigger: str | None = None,
-            knobs: Mapping[str, object] | None = None, reason: str = "user") -> Holder:
+def restart(
+    settings: Settings,
+    app: str,
+    trigger: str | None = None,
+    knobs: Mapping[str, object] | None = None,
+    reason: str = "user",
+) -> Holder:
     """Stop the app if it runs (:func:`stop`), then start it (:func:`start`)."""
     with _control(settings, app):
         _stop(settings, app, None, reason)

@@ -12,7 +12,7 @@ import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from adlake import registry
@@ -27,6 +27,7 @@ STATES = ("running", "starting", "stale", "failed", "stopping", "restarting", "s
 
 # -- errors --------------------------------------------------------------------------------------
 
+
 class AppError(RuntimeError):
     """A lifecycle action could not be done; the message says why and what to do."""
 
@@ -36,11 +37,15 @@ class AlreadyRunning(AppError):
 
     def __init__(self, app: str, holder: Holder | None) -> None:
         self.app, self.holder = app, holder
-        who = ("pid ?" if holder is None else
-               f"pid {holder.pid}, mode {holder.mode}, started {_iso(holder.started_at)}, "
-               f"argv {' '.join(holder.argv)}")
-        super().__init__(f"{app} is already running: {who}; stop it first (action stop) or "
-                         "use restart")
+        who = (
+            "pid ?"
+            if holder is None
+            else f"pid {holder.pid}, mode {holder.mode}, started {_iso(holder.started_at)}, "
+            f"argv {' '.join(holder.argv)}"
+        )
+        super().__init__(
+            f"{app} is already running: {who}; stop it first (action stop) or use restart"
+        )
 
 
 class AppStartError(AppError):
@@ -65,6 +70,7 @@ for _error in (AppError, AlreadyRunning, AppStartError, AppStopError, InvalidReq
 
 
 # -- records ---------------------------------------------------------------------------------------
+
 
 @dataclass
 class Desired:
@@ -129,6 +135,7 @@ class Restarts:
 
 # -- paths and small files -----------------------------------------------------------------------
 
+
 def lock_path(settings: Settings, app: str) -> Path:
     return settings.locks_dir / f"{app}.lock"
 
@@ -184,10 +191,11 @@ def _read_json(path: Path) -> dict | None:
 def _iso(ts: float | None) -> str | None:
     if ts is None:
         return None
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
 
 
 # -- the registry's side: apps, triggers, knobs ----------------------------------------------------
+
 
 def _app(name: str) -> registry.App:
     app = registry.APPS.get(name)
@@ -199,8 +207,9 @@ def _app(name: str) -> registry.App:
 
 def _check_trigger(trigger: str) -> str:
     if trigger not in TRIGGERS:
-        raise InvalidRequest(f"trigger {trigger!r} is not valid: allowed values are "
-                             f"{', '.join(TRIGGERS)}")
+        raise InvalidRequest(
+            f"trigger {trigger!r} is not valid: allowed values are {', '.join(TRIGGERS)}"
+        )
     return trigger
 
 
@@ -223,8 +232,10 @@ def check_knobs(app: str, knobs: Mapping[str, object] | None) -> dict[str, objec
     by_name = {k.name: k for k in spec.knobs}
     unknown = sorted(set(knobs or {}) - set(by_name))
     if unknown:
-        raise InvalidRequest(f"unknown knob {unknown[0]!r} for {app}: allowed knobs are "
-                             f"{', '.join(by_name) or '(none)'}")
+        raise InvalidRequest(
+            f"unknown knob {unknown[0]!r} for {app}: allowed knobs are "
+            f"{', '.join(by_name) or '(none)'}"
+        )
     out = {}
     for knob in spec.knobs:
         value = (knobs or {}).get(knob.name)
@@ -248,8 +259,9 @@ def _knob_value(app: str, knob: registry.Knob, value: object) -> object:
     except (TypeError, ValueError):
         raise InvalidRequest(f"{where}: {value!r} is not a valid {knob.type}") from None
     if knob.choices and value not in knob.choices:
-        raise InvalidRequest(f"{where}: {value!r} is not valid: allowed values are "
-                             f"{', '.join(knob.choices)}")
+        raise InvalidRequest(
+            f"{where}: {value!r} is not valid: allowed values are {', '.join(knob.choices)}"
+        )
     if knob.minimum is not None and value < knob.minimum:  # type: ignore[operator]
         raise InvalidRequest(f"{where}: {value!r} is below its minimum {knob.minimum:g}")
     return value
@@ -257,17 +269,20 @@ def _knob_value(app: str, knob: registry.Knob, value: object) -> object:
 
 # -- desired state -------------------------------------------------------------------------------
 
+
 def read_desired(settings: Settings, app: str) -> Desired:
     """The app's desired state; without a record: stopped, its default trigger and knobs."""
     spec = _app(app)
     record = _read_json(_desired_path(settings, app))
     if record is None:
         return Desired("stopped", spec.default_trigger, default_knobs(app), 0.0, "default")
-    return Desired(state=record.get("state", "stopped"),
-                   trigger=record.get("trigger", spec.default_trigger),
-                   knobs=_stored_knobs(app, record.get("knobs") or {}),
-                   updated_at=float(record.get("updated_at", 0.0)),
-                   reason=str(record.get("reason", "")))
+    return Desired(
+        state=record.get("state", "stopped"),
+        trigger=record.get("trigger", spec.default_trigger),
+        knobs=_stored_knobs(app, record.get("knobs") or {}),
+        updated_at=float(record.get("updated_at", 0.0)),
+        reason=str(record.get("reason", "")),
+    )
 
 
 def _stored_knobs(app: str, stored: Mapping[str, object]) -> dict[str, object]:
@@ -285,8 +300,10 @@ def _stored_knobs(app: str, stored: Mapping[str, object]) -> dict[str, object]:
 def write_desired(settings: Settings, app: str, desired: Desired) -> None:
     """Replace the app's desired state atomically (``apps/<app>.desired.json``)."""
     if desired.state not in DESIRED_STATES:
-        raise InvalidRequest(f"desired state {desired.state!r} is not valid: allowed values are "
-                             f"{', '.join(DESIRED_STATES)}")
+        raise InvalidRequest(
+            f"desired state {desired.state!r} is not valid: allowed values are "
+            f"{', '.join(DESIRED_STATES)}"
+        )
     _check_trigger(desired.trigger)
     record = dataclasses.asdict(desired)
     record["knobs"] = check_knobs(app, desired.knobs)
@@ -294,6 +311,7 @@ def write_desired(settings: Settings, app: str, desired: Desired) -> None:
 
 
 # -- restarts record -------------------------------------------------------------------------------
+
 
 def read_restarts(settings: Settings, app: str) -> Restarts:
     record = _read_json(_restarts_path(settings, app)) or {}
@@ -303,4 +321,3 @@ def read_restarts(settings: Settings, app: str) -> Restarts:
 
 def _write_restarts(settings: Settings, app: str, restarts: Restarts) -> None:
     _write_json(_restarts_path(settings, app), {"app": app, **dataclasses.asdict(restarts)})
-

@@ -12,11 +12,27 @@ from collections.abc import Mapping
 
 from adlake import registry
 from adlake.apps.process import _control, _start, _stop, holder
-from adlake.apps.state import (ACTIONS, AlreadyRunning, AppError, Desired, Holder,
-                               InvalidRequest, Restarts, _app, _check_trigger,
-                               _checkpoint_record_path, _read_json, _write_restarts, check_knobs,
-                               exit_path, lock_path, log_path, read_desired, read_restarts,
-                               write_desired)
+from adlake.apps.state import (
+    ACTIONS,
+    AlreadyRunning,
+    AppError,
+    Desired,
+    Holder,
+    InvalidRequest,
+    Restarts,
+    _app,
+    _check_trigger,
+    _checkpoint_record_path,
+    _read_json,
+    _write_restarts,
+    check_knobs,
+    exit_path,
+    lock_path,
+    log_path,
+    read_desired,
+    read_restarts,
+    write_desired,
+)
 from adlake.config import Settings
 from adlake.status import read_status, stop_marker
 
@@ -25,6 +41,7 @@ _HISTORY = 20  # restarts kept in the record
 
 # -- status ----------------------------------------------------------------------------------------
 
+
 def stale_after_s(settings: Settings, mode: str) -> float:
     """How long an app of trigger ``mode`` may go without a report (package docstring)."""
     if mode == "realtime":
@@ -32,9 +49,15 @@ def stale_after_s(settings: Settings, mode: str) -> float:
     return float(settings.app_stale_after_s)
 
 
-def derive_state(settings: Settings, desired: Desired, current: Holder | None,
-                 status: dict | None, restarts: Restarts, now: float,
-                 stopping: bool = False) -> tuple[str, str]:
+def derive_state(
+    settings: Settings,
+    desired: Desired,
+    current: Holder | None,
+    status: dict | None,
+    restarts: Restarts,
+    now: float,
+    stopping: bool = False,
+) -> tuple[str, str]:
     """The app's state and why, from what is known about it (no I/O):
 
     * ``running``: holds its lock and reported within :func:`stale_after_s`;
@@ -50,8 +73,9 @@ def derive_state(settings: Settings, desired: Desired, current: Holder | None,
     if current is not None:
         if stopping:
             return "stopping", "a stop was asked (stop marker)"
-        mine = status if status and float(status.get("written_at", 0)) >= current.started_at \
-            else None
+        mine = (
+            status if status and float(status.get("written_at", 0)) >= current.started_at else None
+        )
         limit = stale_after_s(settings, current.mode)
         if mine is None or mine.get("state") == "starting":
             age = now - current.started_at
@@ -69,8 +93,9 @@ def derive_state(settings: Settings, desired: Desired, current: Holder | None,
     if desired.state == "stopped":
         return "stopped", "desired stopped"
     if restarts.next_allowed_at is not None and now < restarts.next_allowed_at:
-        return "restarting", (f"not running; next restart allowed in "
-                              f"{restarts.next_allowed_at - now:.0f}s (backoff)")
+        return "restarting", (
+            f"not running; next restart allowed in {restarts.next_allowed_at - now:.0f}s (backoff)"
+        )
     return "failed", "should run and does not"
 
 
@@ -81,8 +106,9 @@ def _observe(settings: Settings, app: str, now: float) -> tuple:
     current = holder(settings, app)
     status = read_status(settings, app)
     restarts = read_restarts(settings, app)
-    state, why = derive_state(settings, desired, current, status, restarts, now,
-                              stop_marker(settings, app).exists())
+    state, why = derive_state(
+        settings, desired, current, status, restarts, now, stop_marker(settings, app).exists()
+    )
     return desired, current, status, restarts, state, why
 
 
@@ -92,10 +118,13 @@ def app_status(settings: Settings, app: str, now: float | None = None) -> dict:
     now = time.time() if now is None else now
     desired, current, status, restarts, state, why = _observe(settings, app, now)
     return {
-        "app": app, "state": state, "why": why,
+        "app": app,
+        "state": state,
+        "why": why,
         "desired": dataclasses.asdict(desired),
         "holder": None if current is None else dataclasses.asdict(current),
-        "status": status, "restarts": dataclasses.asdict(restarts),
+        "status": status,
+        "restarts": dataclasses.asdict(restarts),
         "last_exit": _read_json(exit_path(settings, app)),
         "checkpoint": _read_json(_checkpoint_record_path(settings, app)),
         "stale_after_s": stale_after_s(settings, current.mode if current else desired.trigger),
@@ -105,8 +134,15 @@ def app_status(settings: Settings, app: str, now: float | None = None) -> dict:
 
 # -- act -------------------------------------------------------------------------------------------
 
-def act(settings: Settings, app: str, action: str, trigger: str | None = None,
-        knobs: Mapping[str, object] | None = None, reason: str = "user") -> dict:
+
+def act(
+    settings: Settings,
+    app: str,
+    action: str,
+    trigger: str | None = None,
+    knobs: Mapping[str, object] | None = None,
+    reason: str = "user",
+) -> dict:
     """What an app's DAG task calls. ``start``/``restart``: the desired state becomes running
     with ``trigger`` and ``knobs`` (each unset one keeps its desired value), then the app is
     started (restarted); ``start`` of a running app raises :class:`AlreadyRunning` and changes
@@ -116,37 +152,53 @@ def act(settings: Settings, app: str, action: str, trigger: str | None = None,
     A start that fails leaves the desired state running: the supervisor retries it with
     backoff."""
     if action not in ACTIONS:
-        raise InvalidRequest(f"action {action!r} is not valid: allowed values are "
-                             f"{', '.join(ACTIONS)}")
+        raise InvalidRequest(
+            f"action {action!r} is not valid: allowed values are {', '.join(ACTIONS)}"
+        )
     _app(app)
     result: dict | None = None
     with _control(settings, app):
         desired = read_desired(settings, app)
         if action in ("start", "restart"):
             new_trigger = _check_trigger(trigger or desired.trigger)
-            new_knobs = check_knobs(app, {**desired.knobs, **{
-                k: v for k, v in (knobs or {}).items() if v is not None}})
+            new_knobs = check_knobs(
+                app, {**desired.knobs, **{k: v for k, v in (knobs or {}).items() if v is not None}}
+            )
             if action == "start" and (current := holder(settings, app)) is not None:
                 raise AlreadyRunning(app, current)
-            write_desired(settings, app, Desired("running", new_trigger, new_knobs, time.time(),
-                                                 reason))
+            write_desired(
+                settings, app, Desired("running", new_trigger, new_knobs, time.time(), reason)
+            )
             # a user's start is a fresh start: the next failure is restarted at once
             restarts = read_restarts(settings, app)
             restarts.consecutive, restarts.next_allowed_at = 0, None
             _write_restarts(settings, app, restarts)
             stopped = _stop(settings, app, None, reason) if action == "restart" else None
             started = _start(settings, app, new_trigger, new_knobs, reason)
-            result = {"started": dataclasses.asdict(started),
-                      **({"stopped": stopped.to_dict()} if stopped else {})}
+            result = {
+                "started": dataclasses.asdict(started),
+                **({"stopped": stopped.to_dict()} if stopped else {}),
+            }
         elif action == "stop":
-            write_desired(settings, app, dataclasses.replace(
-                desired, state="stopped", updated_at=time.time(), reason=reason))
+            write_desired(
+                settings,
+                app,
+                dataclasses.replace(
+                    desired, state="stopped", updated_at=time.time(), reason=reason
+                ),
+            )
             result = {"stopped": _stop(settings, app, None, reason).to_dict()}
-        return {"app": app, "action": action, "reason": reason, "result": result,
-                "status": app_status(settings, app)}
+        return {
+            "app": app,
+            "action": action,
+            "reason": reason,
+            "result": result,
+            "status": app_status(settings, app),
+        }
 
 
 # -- supervise -------------------------------------------------------------------------------------
+
 
 def backoff_delay_s(settings: Settings, consecutive: int) -> float:
     """How long after its ``consecutive``-th restart in a row an app may be restarted again:
@@ -159,32 +211,42 @@ def backoff_delay_s(settings: Settings, consecutive: int) -> float:
     """
     if consecutive <= 0:
         return 0
-    return min(settings.app_backoff_max_s,
-               settings.app_backoff_min_s * 2 ** min(consecutive - 1, 32))
+    return min(
+        settings.app_backoff_max_s, settings.app_backoff_min_s * 2 ** min(consecutive - 1, 32)
+    )
 
 
-def record_restart(settings: Settings, restarts: Restarts, now: float, reason: str,
-                   error: str | None) -> Restarts:
+def record_restart(
+    settings: Settings, restarts: Restarts, now: float, reason: str, error: str | None
+) -> Restarts:
     """``restarts`` after one more restart at ``now``: counts, reason, error, backoff."""
     consecutive = restarts.consecutive + 1
     entry = {"at": now, "reason": reason, "error": error}
     return dataclasses.replace(
-        restarts, count=restarts.count + 1, consecutive=consecutive, reason=reason,
-        last_error=error, last_restart_at=now,
-        next_allowed_at=now + backoff_delay_s(settings, consecutive), healthy_since=None,
-        history=[*restarts.history, entry][-_HISTORY:])
+        restarts,
+        count=restarts.count + 1,
+        consecutive=consecutive,
+        reason=reason,
+        last_error=error,
+        last_restart_at=now,
+        next_allowed_at=now + backoff_delay_s(settings, consecutive),
+        healthy_since=None,
+        history=[*restarts.history, entry][-_HISTORY:],
+    )
 
 
 def observe_health(settings: Settings, restarts: Restarts, state: str, now: float) -> Restarts:
     """``restarts`` after the supervisor has seen the app in ``state`` at ``now``: healthy
     (``running``) since when, and the backoff reset after ``app_backoff_reset_s`` of it."""
     if state != "running":
-        return restarts if state == "starting" else dataclasses.replace(restarts,
-                                                                        healthy_since=None)
+        return (
+            restarts if state == "starting" else dataclasses.replace(restarts, healthy_since=None)
+        )
     since = restarts.healthy_since if restarts.healthy_since is not None else now
     if now - since >= settings.app_backoff_reset_s and restarts.consecutive:
-        return dataclasses.replace(restarts, consecutive=0, next_allowed_at=None,
-                                   healthy_since=since)
+        return dataclasses.replace(
+            restarts, consecutive=0, next_allowed_at=None, healthy_since=since
+        )
     return dataclasses.replace(restarts, healthy_since=since)
 
 
@@ -215,8 +277,7 @@ def supervise(settings: Settings, now: float | None = None) -> list[dict]:
             continue
         try:
             with _control(settings, spec.name):
-                action = _supervise_app(settings, spec.name,
-                                        time.time() if now is None else now)
+                action = _supervise_app(settings, spec.name, time.time() if now is None else now)
         except AppError as error:
             action = {"app": spec.name, "action": "error", "ok": False, "error": str(error)}
         if action is not None:
@@ -238,16 +299,31 @@ def _supervise_app(settings: Settings, app: str, now: float) -> dict | None:
         if current is None:
             return None
         result = _stop(settings, app, None, "supervisor: desired stopped")
-        return {"app": app, "action": "stop", "ok": True, "why": "desired stopped",
-                "result": result.to_dict()}
+        return {
+            "app": app,
+            "action": "stop",
+            "ok": True,
+            "why": "desired stopped",
+            "result": result.to_dict(),
+        }
     if action == "wait":
-        return {"app": app, "action": "wait", "ok": True, "why": why,
-                "next_allowed_at": restarts.next_allowed_at}
+        return {
+            "app": app,
+            "action": "wait",
+            "ok": True,
+            "why": why,
+            "next_allowed_at": restarts.next_allowed_at,
+        }
     # restart
     error = _last_error(settings, app, current, status)
     stopped = _stop(settings, app, None, f"supervisor: {why}") if current is not None else None
-    entry = {"app": app, "action": "restart", "why": why, "error": error,
-             **({"stopped": stopped.to_dict()} if stopped else {})}
+    entry = {
+        "app": app,
+        "action": "restart",
+        "why": why,
+        "error": error,
+        **({"stopped": stopped.to_dict()} if stopped else {}),
+    }
     try:
         started = _start(settings, app, desired.trigger, desired.knobs, f"supervisor: {why}")
         entry.update(ok=True, started=dataclasses.asdict(started))
@@ -262,8 +338,9 @@ def _supervise_app(settings: Settings, app: str, now: float) -> dict | None:
     return entry
 
 
-def _last_error(settings: Settings, app: str, current: Holder | None,
-                status: dict | None) -> str | None:
+def _last_error(
+    settings: Settings, app: str, current: Holder | None, status: dict | None
+) -> str | None:
     """Why the app went down, as far as it is known: its query's error, how its process ended
     (exit code and error, or no record: killed), or staleness."""
     if status and status.get("state") == "failed" and status.get("error"):
@@ -275,12 +352,17 @@ def _last_error(settings: Settings, app: str, current: Holder | None,
     if record and record.get("pid") == lock.get("pid"):
         text = f"exited with code {record.get('code')}"
         return f"{text}: {record['error'][-2000:]}" if record.get("error") else text
-    return (f"pid {lock.get('pid')} ended without an exit record: killed (SIGKILL, OOM killer) "
-            "or the machine restarted")
+    return (
+        f"pid {lock.get('pid')} ended without an exit record: killed (SIGKILL, OOM killer) "
+        "or the machine restarted"
+    )
 
 
-_INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|"
-                       r"minutes?|h|hours?)\s*$", re.IGNORECASE)
+_INTERVAL = re.compile(
+    r"^\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|"
+    r"minutes?|h|hours?)\s*$",
+    re.IGNORECASE,
+)
 
 
 def interval_s(text: str) -> float:
@@ -293,6 +375,13 @@ def interval_s(text: str) -> float:
     if not match:
         raise ValueError(f"not an interval: {text!r}")
     unit = match.group(2).lower()
-    scale = 0.001 if unit.startswith("ms") or unit.startswith("milli") else \
-        60 if unit.startswith("m") else 3600 if unit.startswith("h") else 1
+    scale = (
+        0.001
+        if unit.startswith(("ms", "milli"))
+        else 60
+        if unit.startswith("m")
+        else 3600
+        if unit.startswith("h")
+        else 1
+    )
     return float(match.group(1)) * scale

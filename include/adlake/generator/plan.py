@@ -35,19 +35,27 @@ MALFORMED_KINDS = (rules.INVALID_JSON, rules.MISSING_FIELD, rules.WRONG_TYPE)
 # the anomalies of well-formed records. The generator injects no invalid values; a consumer
 # reading the topics back may still count some (a record another producer wrote, say).
 ANOMALY_KINDS = rules.REASON_KINDS + (
-    "duplicate", "late", "out_of_order", "orphan_impression", "orphan_callback", "surge_click",
+    "duplicate",
+    "late",
+    "out_of_order",
+    "orphan_impression",
+    "orphan_callback",
+    "surge_click",
 )
 
 
 def _event_type(name: str) -> str:
     if name not in registry.CALLBACK_EVENT_TYPES:
-        raise KeyError(f"callback event type {name!r} is not in registry.CALLBACK_EVENT_TYPES "
-                       f"{registry.CALLBACK_EVENT_TYPES}")
+        raise KeyError(
+            f"callback event type {name!r} is not in registry.CALLBACK_EVENT_TYPES "
+            f"{registry.CALLBACK_EVENT_TYPES}"
+        )
     return name
 
 
-QUARTILES = tuple(_event_type(n)
-                  for n in ("first_quartile", "midpoint", "third_quartile", "complete"))
+QUARTILES = tuple(
+    _event_type(n) for n in ("first_quartile", "midpoint", "third_quartile", "complete")
+)
 CLICK = _event_type("click")
 CONVERSION = _event_type("conversion")
 
@@ -113,8 +121,15 @@ class GeneratorConfig:
     surge_rate: float = 20.0
 
     def __post_init__(self) -> None:
-        for name in ("fill_rate", "click_share", "out_of_order", "duplicates", "late",
-                     "malformed", "orphans"):
+        for name in (
+            "fill_rate",
+            "click_share",
+            "out_of_order",
+            "duplicates",
+            "late",
+            "malformed",
+            "orphans",
+        ):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise GeneratorError(f"{name}={value!r}: expected a probability from 0 to 1")
@@ -197,9 +212,11 @@ def _ordered(topic: Topic, values: dict) -> dict:
     if len(values) != len(names) or any(n not in values for n in names):
         missing = [n for n in names if n not in values]
         extra = [n for n in values if n not in names]
-        raise GeneratorError(f"{topic.name}: the generator does not build fields {missing} and "
-                             f"builds unknown fields {extra}; update adlake.generator to the "
-                             f"registry")
+        raise GeneratorError(
+            f"{topic.name}: the generator does not build fields {missing} and "
+            f"builds unknown fields {extra}; update adlake.generator to the "
+            f"registry"
+        )
     return {n: values[n] for n in names}
 
 

@@ -105,8 +105,9 @@ class Tally:
         return {k: sum(c[k] for c in per_topic.values()) for k in ANOMALY_KINDS}
 
 
-def classify(records: Iterable[tuple[str, int, bytes, int]], lateness_s: float,
-             surge_pages: Iterable[str]) -> Tally:
+def classify(
+    records: Iterable[tuple[str, int, bytes, int]], lateness_s: float, surge_pages: Iterable[str]
+) -> Tally:
     """A :class:`Tally` of ``(topic, partition, value, kafka_timestamp_ms)`` in delivery order."""
     tally = Tally(lateness_s, surge_pages)
     for topic_name, partition, value, ts in records:

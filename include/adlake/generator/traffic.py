@@ -66,9 +66,19 @@ class Traffic:
         self.start_ms = start_ms
         self.injected: Counter[str] = Counter()
         self.base_events: Counter[str] = Counter()
-        self._rng = {name: random.Random(f"{config.seed}:{name}") for name in (
-            "traffic", "population", "surge", "orphans", "late", "out_of_order", "duplicates",
-            "malformed")}
+        self._rng = {
+            name: random.Random(f"{config.seed}:{name}")
+            for name in (
+                "traffic",
+                "population",
+                "surge",
+                "orphans",
+                "late",
+                "out_of_order",
+                "duplicates",
+                "malformed",
+            )
+        }
         pop = self._rng["population"]
         self._devices: list[tuple[str, str]] = []  # (device_id, household_id)
         for h in range(_N_HOUSEHOLDS):
@@ -76,26 +86,34 @@ class Traffic:
             for _ in range(pop.randint(1, 5)):
                 self._devices.append((f"dev-{pop.getrandbits(48):012x}", household))
         self._content = [f"content-{c:04d}" for c in range(_N_CONTENT)]
-        self._content_cum = list(itertools.accumulate(1.0 / (c + 1) ** 0.8
-                                                      for c in range(_N_CONTENT)))
-        self._catalog = [(f"camp-{c:03d}", f"crt-{c:03d}-{k}")
-                         for c in range(_N_CAMPAIGNS) for k in range(pop.randint(1, 4))]
+        self._content_cum = list(
+            itertools.accumulate(1.0 / (c + 1) ** 0.8 for c in range(_N_CONTENT))
+        )
+        self._catalog = [
+            (f"camp-{c:03d}", f"crt-{c:03d}-{k}")
+            for c in range(_N_CAMPAIGNS)
+            for k in range(pop.randint(1, 4))
+        ]
         self.pages = [f"page-{p:04d}" for p in range(_N_PAGES)]
         # Zipf-like popularity: page-0000 is the most clicked.
         self._page_cum = list(itertools.accumulate(1.0 / (p + 1) ** 1.1 for p in range(_N_PAGES)))
         self._users = [f"user-{u:05d}" for u in range(_N_USERS)]
         # Surge pages come from the less popular half, so a surge stands out from the baseline.
-        self.surge_pages: list[str] = sorted(self._rng["surge"].sample(
-            self.pages[_N_PAGES // 2:], config.surge_pages))
+        self.surge_pages: list[str] = sorted(
+            self._rng["surge"].sample(self.pages[_N_PAGES // 2 :], config.surge_pages)
+        )
 
     # -- single events (the rng decides which stream the ids come from) --------------------------
 
     def _request(self, rng: random.Random, t: int, filled: bool) -> _Event:
         device, household = rng.choice(self._devices)
         values = {
-            AD_REQUESTS.key_field: _uuid(rng), "device_id": device, "household_id": household,
+            AD_REQUESTS.key_field: _uuid(rng),
+            "device_id": device,
+            "household_id": household,
             "content_id": rng.choices(self._content, cum_weights=self._content_cum)[0],
-            "slot_id": rng.choice(_SLOTS), "geo": rng.choice(_GEOS),
+            "slot_id": rng.choice(_SLOTS),
+            "geo": rng.choice(_GEOS),
             "floor_price": round(rng.uniform(0.5, 12.0), 2),
             "bid_count": rng.randint(1, 12) if filled else rng.randint(0, 3),
         }
@@ -104,16 +122,31 @@ class Traffic:
     def _impression(self, rng: random.Random, t: int, request: dict) -> _Event:
         campaign, creative = rng.choice(self._catalog)
         values = {
-            "impression_id": _uuid(rng), "request_id": request["request_id"],
-            "campaign_id": campaign, "creative_id": creative, "device_id": request["device_id"],
+            "impression_id": _uuid(rng),
+            "request_id": request["request_id"],
+            "campaign_id": campaign,
+            "creative_id": creative,
+            "device_id": request["device_id"],
             "win_price": round(request["floor_price"] * rng.uniform(1.0, 2.5), 4),
         }
         return _Event(t, AD_IMPRESSIONS, values, self.start_ms + t)
 
-    def _callback(self, rng: random.Random, t: int, impression_id: str, request_id: str,
-                  event_type: str, value: float | None = None) -> _Event:
-        values = {"callback_id": _uuid(rng), "impression_id": impression_id,
-                  "request_id": request_id, "event_type": event_type, "value": value}
+    def _callback(
+        self,
+        rng: random.Random,
+        t: int,
+        impression_id: str,
+        request_id: str,
+        event_type: str,
+        value: float | None = None,
+    ) -> _Event:
+        values = {
+            "callback_id": _uuid(rng),
+            "impression_id": impression_id,
+            "request_id": request_id,
+            "event_type": event_type,
+            "value": value,
+        }
         return _Event(t, AD_CALLBACKS, values, self.start_ms + t)
 
     def _click(self, rng: random.Random, t: int, page: str) -> _Event:
@@ -126,16 +159,25 @@ class Traffic:
         for name, cont, off in zip(QUARTILES, _QUARTILE_CONTINUE, offsets):
             if rng.random() >= cont:
                 break
-            out.append(self._callback(rng, t_imp + off, imp["impression_id"], imp["request_id"],
-                                      name))
+            out.append(
+                self._callback(rng, t_imp + off, imp["impression_id"], imp["request_id"], name)
+            )
         if rng.random() < _CLICK_P:
             off = rng.randint(100, 4000)
-            out.append(self._callback(rng, t_imp + off, imp["impression_id"], imp["request_id"],
-                                      CLICK))
+            out.append(
+                self._callback(rng, t_imp + off, imp["impression_id"], imp["request_id"], CLICK)
+            )
             if rng.random() < _CONVERSION_P:
-                out.append(self._callback(rng, t_imp + rng.randint(off, 5000),
-                                          imp["impression_id"], imp["request_id"], CONVERSION,
-                                          round(rng.uniform(5.0, 250.0), 2)))
+                out.append(
+                    self._callback(
+                        rng,
+                        t_imp + rng.randint(off, 5000),
+                        imp["impression_id"],
+                        imp["request_id"],
+                        CONVERSION,
+                        round(rng.uniform(5.0, 250.0), 2),
+                    )
+                )
         return out
 
     def _chain(self, t: int) -> tuple[list[_Event], list[_Event]]:
@@ -152,8 +194,13 @@ class Traffic:
         extra = []
         if p and orng.random() < p:
             t_cb = t + orng.randint(110, 5500)
-            orphan = self._callback(orng, t_cb, _uuid(orng), request.values["request_id"],
-                                    orng.choice(QUARTILES + (CLICK,)))
+            orphan = self._callback(
+                orng,
+                t_cb,
+                _uuid(orng),
+                request.values["request_id"],
+                orng.choice(QUARTILES + (CLICK,)),
+            )
             extra.append(replace(orphan, injected=("orphan_callback",)))
         if filled and p and orng.random() < p:
             # The request is planned (it counts as a base event) but never sent.
@@ -183,7 +230,8 @@ class Traffic:
         while sources:
             i, (t_src, source) = min(enumerate(sources), key=lambda s: s[1][0])
             if (cfg.duration_s is not None and t_src >= cfg.duration_s * 1000) or (
-                    cfg.count is not None and planned >= cfg.count):
+                cfg.count is not None and planned >= cfg.count
+            ):
                 break
             t = int(t_src)
             while heap and heap[0][0] <= t:
@@ -201,7 +249,7 @@ class Traffic:
                 sources[i] = (t_src + srng.expovariate(cfg.surge_rate) * 1000, source)
             if cfg.count is not None:
                 # Cut the last chain to the count; a prefix of a chain is still a valid chain.
-                events = events[:cfg.count - planned]
+                events = events[: cfg.count - planned]
             planned += len(events)
             for ev in events:
                 self.base_events[ev.topic.name] += 1
@@ -220,8 +268,15 @@ class Traffic:
         values = dict(ev.values)
         values[EVENT_TIME] = iso_ms(ev.event_ms)
         key = str(values[ev.topic.key_field])
-        return OutRecord(due, ev.topic.name, partition_for(ev.topic, key), key,
-                         _encode(_ordered(ev.topic, values)), kind, ev.injected)
+        return OutRecord(
+            due,
+            ev.topic.name,
+            partition_for(ev.topic, key),
+            key,
+            _encode(_ordered(ev.topic, values)),
+            kind,
+            ev.injected,
+        )
 
     def _deliver(self, ev: _Event, due: int) -> Iterator[OutRecord]:
         rec = self._record(ev, due)
@@ -251,7 +306,7 @@ class Traffic:
         if kind == "invalid_json":
             text = json.dumps(values, separators=(",", ":"))
             # A proper prefix of an object never parses; a Python repr uses single quotes.
-            raw = (text[:rng.randint(1, len(text) - 2)] if rng.random() < 0.5 else repr(values))
+            raw = text[: rng.randint(1, len(text) - 2)] if rng.random() < 0.5 else repr(values)
             value = raw.encode("utf-8")
         elif kind == "missing_field":
             del values[rng.choice(topic.schema.required)]
@@ -272,8 +327,12 @@ class Traffic:
         for ev in self._base():
             due = ev.due_ms
             if cfg.late and lrng.random() < cfg.late:
-                ev.event_ms = (self.start_ms + due - round(cfg.lateness_s * 1000)
-                               - lrng.randint(*_LATE_EXTRA_MS))
+                ev.event_ms = (
+                    self.start_ms
+                    + due
+                    - round(cfg.lateness_s * 1000)
+                    - lrng.randint(*_LATE_EXTRA_MS)
+                )
                 ev.injected += ("late",)
                 self.injected["late"] += 1
             hold = cfg.out_of_order and orng.random() < cfg.out_of_order

@@ -17,20 +17,28 @@ from adlake.quality.project import PROJECT_DIR, drift, write_project
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m adlake.quality.generate",
-                                     description=__doc__, formatter_class=HelpFormatter)
-    parser.add_argument("--dir", type=Path, default=PROJECT_DIR,
-                        help="the project directory to write or check")
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; list the differences and exit 1 if there are any")
+    parser = argparse.ArgumentParser(
+        prog="python -m adlake.quality.generate", description=__doc__, formatter_class=HelpFormatter
+    )
+    parser.add_argument(
+        "--dir", type=Path, default=PROJECT_DIR, help="the project directory to write or check"
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; list the differences and exit 1 if there are any",
+    )
     args = parser.parse_args(argv)
     if args.check:
         differences = drift(args.dir)
         for line in differences:
             print(line)
         if differences:
-            print(f"{args.dir} drifted from the registry and rules: run "
-                  "python -m adlake.quality.generate", file=sys.stderr)
+            print(
+                f"{args.dir} drifted from the registry and rules: run "
+                "python -m adlake.quality.generate",
+                file=sys.stderr,
+            )
         return 1 if differences else 0
     changes = write_project(args.dir)
     print(f"{args.dir}: " + (", ".join(changes) if changes else "up to date"))

@@ -52,11 +52,16 @@ def read_run(path: Path, root: Path) -> RunSummary:
     failed = [severity_of(r["expectation_config"]) for r in doc["results"] if not r["success"]]
     errors = failed.count(ERROR)
     run = doc["meta"]["run_id"]
-    return RunSummary(table=doc["suite_name"], run_name=run["run_name"] or "",
-                      run_time=datetime.fromisoformat(run["run_time"]), passed=errors == 0,
-                      evaluated=len(doc["results"]), failed_errors=errors,
-                      failed_warns=len(failed) - errors,
-                      page=str(Path("validations") / path.relative_to(root).with_suffix(".html")))
+    return RunSummary(
+        table=doc["suite_name"],
+        run_name=run["run_name"] or "",
+        run_time=datetime.fromisoformat(run["run_time"]),
+        passed=errors == 0,
+        evaluated=len(doc["results"]),
+        failed_errors=errors,
+        failed_warns=len(failed) - errors,
+        page=str(Path("validations") / path.relative_to(root).with_suffix(".html")),
+    )
 
 
 def recent_runs(settings: Settings, last: int = 24) -> dict[str, list[RunSummary]]:
@@ -85,6 +90,11 @@ def summarize(runs: Iterable[RunSummary]) -> dict[str, dict]:
     by_table: dict[str, list[RunSummary]] = defaultdict(list)
     for run in runs:
         by_table[run.table].append(run)
-    return {table: {"latest": max(rs, key=lambda r: r.run_time),
-                    "pass_rate": sum(r.passed for r in rs) / len(rs), "runs": len(rs)}
-            for table, rs in sorted(by_table.items())}
+    return {
+        table: {
+            "latest": max(rs, key=lambda r: r.run_time),
+            "pass_rate": sum(r.passed for r in rs) / len(rs),
+            "runs": len(rs),
+        }
+        for table, rs in sorted(by_table.items())
+    }

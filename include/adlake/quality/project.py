@@ -43,8 +43,11 @@ DATA_DOCS_SITE = "local_site"
 GX_SEVERITY = {"error": "critical", "warn": "warning"}
 # SUMMARY, not COMPLETE: counts, a sample of unexpected values and whole unexpected rows, never
 # every unexpected value of a large slice.
-RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": 10,
-                 "include_unexpected_rows": True}
+RESULT_FORMAT = {
+    "result_format": "SUMMARY",
+    "partial_unexpected_count": 10,
+    "include_unexpected_rows": True,
+}
 # The Data Docs index lists the newest results only: GX reads every result it lists at each
 # rebuild (after every run), so an unbounded index gets slower with every hour of history. Older
 # results stay on disk, their pages too; dq_results keeps the whole history.
@@ -69,21 +72,29 @@ def suite_json(name: str) -> dict[str, Any]:
     expectations = []
     for rule in suite_rules(name):
         item: dict[str, Any] = {
-            "id": stable_id("expectation", name, rule.name), "type": rule.type,
-            "kwargs": dict(rule.kwargs), "severity": GX_SEVERITY[rule.severity],
+            "id": stable_id("expectation", name, rule.name),
+            "type": rule.type,
+            "kwargs": dict(rule.kwargs),
+            "severity": GX_SEVERITY[rule.severity],
             "meta": {"severity": rule.severity, "expectation": rule.name},
         }
         if rule.description:
             item["description"] = rule.description
         expectations.append(item)
-    return {"id": stable_id("suite", name), "name": name, "expectations": expectations,
-            "meta": {"generated_by": "python -m adlake.quality.generate"},
-            "notes": _notes(name)}
+    return {
+        "id": stable_id("suite", name),
+        "name": name,
+        "expectations": expectations,
+        "meta": {"generated_by": "python -m adlake.quality.generate"},
+        "notes": _notes(name),
+    }
 
 
 def _notes(name: str) -> str:
-    lines = [f"Generated from the registry and adlake/quality/rules.py; `error` expectations "
-             f"fail the quality task of `{name}`, `warn` ones are recorded."]
+    lines = [
+        f"Generated from the registry and adlake/quality/rules.py; `error` expectations "
+        f"fail the quality task of `{name}`, `warn` ones are recorded."
+    ]
     params = parameters(name)
     if params:
         lines.append("Run-time parameters: " + ", ".join(params) + ".")
@@ -94,24 +105,28 @@ def _notes(name: str) -> str:
 
 def validation_definition_json(name: str) -> dict[str, Any]:
     return {
-        "id": stable_id("validation_definition", name), "name": name,
+        "id": stable_id("validation_definition", name),
+        "name": name,
         "suite": {"id": stable_id("suite", name), "name": name},
         "data": {
             "datasource": {"id": stable_id("datasource", DATASOURCE), "name": DATASOURCE},
             "asset": {"id": stable_id("asset", name), "name": name},
-            "batch_definition": {"id": stable_id("batch_definition", name),
-                                 "name": BATCH_DEFINITION},
+            "batch_definition": {
+                "id": stable_id("batch_definition", name),
+                "name": BATCH_DEFINITION,
+            },
         },
     }
 
 
 def checkpoint_json(name: str) -> dict[str, Any]:
     return {
-        "id": stable_id("checkpoint", name), "name": name,
-        "validation_definitions": [{"id": stable_id("validation_definition", name),
-                                    "name": name}],
-        "actions": [{"name": "update_data_docs", "type": "update_data_docs",
-                     "site_names": [DATA_DOCS_SITE]}],
+        "id": stable_id("checkpoint", name),
+        "name": name,
+        "validation_definitions": [{"id": stable_id("validation_definition", name), "name": name}],
+        "actions": [
+            {"name": "update_data_docs", "type": "update_data_docs", "site_names": [DATA_DOCS_SITE]}
+        ],
         "result_format": RESULT_FORMAT,
     }
 
@@ -137,8 +152,11 @@ stores:
   expectations_store:
 {_STORE.format(cls="ExpectationsStore", base="expectations/")}\
   validation_results_store:
-{_STORE.format(cls="ValidationResultsStore",
-               base=f"${{{RUNTIME_VARIABLE}}}/uncommitted/validations/")}\
+{
+    _STORE.format(
+        cls="ValidationResultsStore", base=f"${{{RUNTIME_VARIABLE}}}/uncommitted/validations/"
+    )
+}\
   checkpoint_store:
 {_STORE.format(cls="CheckpointStore", base="checkpoints/")}\
   validation_definition_store:
@@ -175,8 +193,12 @@ def project_files() -> dict[str, str]:
 
 def _existing(root: Path) -> set[str]:
     """The generated-kind files under ``root`` now: the config and the managed JSON files."""
-    found = {str(p.relative_to(root)) for d in MANAGED_DIRS if (root / d).is_dir()
-             for p in (root / d).glob("*.json")}
+    found = {
+        str(p.relative_to(root))
+        for d in MANAGED_DIRS
+        if (root / d).is_dir()
+        for p in (root / d).glob("*.json")
+    }
     if (root / "great_expectations.yml").exists():
         found.add("great_expectations.yml")
     return found
@@ -188,8 +210,11 @@ def drift(root: Path = PROJECT_DIR) -> list[str]:
     files = project_files()
     out = [f"missing {p}" for p in sorted(set(files) - _existing(root))]
     out += [f"stale {p}" for p in sorted(_existing(root) - set(files))]
-    out += [f"changed {p}" for p, text in sorted(files.items())
-            if (root / p).exists() and (root / p).read_text(encoding="utf-8") != text]
+    out += [
+        f"changed {p}"
+        for p, text in sorted(files.items())
+        if (root / p).exists() and (root / p).read_text(encoding="utf-8") != text
+    ]
     return out
 
 
@@ -225,7 +250,7 @@ def working_copy(settings: Settings, source: Path = PROJECT_DIR) -> Path:
     work = settings.gx_dir / "work"
     work.mkdir(parents=True, exist_ok=True)
     copy = Path(tempfile.mkdtemp(prefix="project-", dir=work))
-    shutil.copytree(source, copy, dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns("uncommitted", "README.md"))
+    shutil.copytree(
+        source, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns("uncommitted", "README.md")
+    )
     return copy
-

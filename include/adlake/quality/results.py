@@ -39,9 +39,20 @@ from typing import Any
 from adlake.quality import ERROR, SEVERITIES, WARN
 
 # dq_results' columns, in the registry's order.
-COLUMNS = ("dag_id", "run_id", "table", "interval_start", "interval_end", "suite",
-           "expectation", "severity", "success", "observed_value", "unexpected_count",
-           "run_time")
+COLUMNS = (
+    "dag_id",
+    "run_id",
+    "table",
+    "interval_start",
+    "interval_end",
+    "suite",
+    "expectation",
+    "severity",
+    "success",
+    "observed_value",
+    "unexpected_count",
+    "run_time",
+)
 _GX_SEVERITY = {"critical": ERROR, "warning": WARN, "info": WARN}
 # Kwargs GX adds to a result's expectation config that do not identify the expectation.
 _NOT_IDENTIFYING = ("batch_id",)
@@ -86,8 +97,9 @@ def severity_of(config: Mapping[str, Any]) -> str:
     ours = (config.get("meta") or {}).get("severity")
     if ours is not None:
         if ours not in SEVERITIES:
-            raise ValueError(f"expectation meta.severity {ours!r} is not one of "
-                             f"{', '.join(SEVERITIES)}")
+            raise ValueError(
+                f"expectation meta.severity {ours!r} is not one of {', '.join(SEVERITIES)}"
+            )
         return ours
     return _GX_SEVERITY.get(config.get("severity") or "", ERROR)
 
@@ -132,15 +144,22 @@ def result_rows(validation: Mapping[str, Any], context: RunContext) -> list[dict
     for item in validation["results"]:
         config = item["expectation_config"]
         unexpected = (item.get("result") or {}).get("unexpected_count")
-        rows.append({
-            "dag_id": context.dag_id, "run_id": context.run_id, "table": context.table,
-            "interval_start": context.interval_start, "interval_end": context.interval_end,
-            "suite": validation["suite_name"], "expectation": expectation_name(config),
-            "severity": severity_of(config), "success": bool(item["success"]),
-            "observed_value": observed_value(item),
-            "unexpected_count": None if unexpected is None else int(unexpected),
-            "run_time": context.run_time,
-        })
+        rows.append(
+            {
+                "dag_id": context.dag_id,
+                "run_id": context.run_id,
+                "table": context.table,
+                "interval_start": context.interval_start,
+                "interval_end": context.interval_end,
+                "suite": validation["suite_name"],
+                "expectation": expectation_name(config),
+                "severity": severity_of(config),
+                "success": bool(item["success"]),
+                "observed_value": observed_value(item),
+                "unexpected_count": None if unexpected is None else int(unexpected),
+                "run_time": context.run_time,
+            }
+        )
     return rows
 
 
@@ -171,11 +190,15 @@ def failure_report(validation: Mapping[str, Any], context: RunContext) -> str:
     failed = [item for item in validation["results"] if not item["success"]]
     failed.sort(key=lambda item: severity_of(item["expectation_config"]) != ERROR)
     errors = sum(severity_of(i["expectation_config"]) == ERROR for i in failed)
-    interval = ("" if context.interval_start is None
-                else f" for [{context.interval_start.isoformat()}, "
-                     f"{context.interval_end.isoformat()})")
-    lines = [f"{validation['suite_name']}: {len(failed)} expectation(s) failed ({errors} error, "
-             f"{len(failed) - errors} warn) in {context.dag_id} / {context.run_id}{interval}"]
+    interval = (
+        ""
+        if context.interval_start is None
+        else f" for [{context.interval_start.isoformat()}, {context.interval_end.isoformat()})"
+    )
+    lines = [
+        f"{validation['suite_name']}: {len(failed)} expectation(s) failed ({errors} error, "
+        f"{len(failed) - errors} warn) in {context.dag_id} / {context.run_id}{interval}"
+    ]
     for item in failed:
         config = item["expectation_config"]
         result = item.get("result") or {}

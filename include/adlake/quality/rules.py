@@ -66,8 +66,12 @@ def where(column: str, operator: str, value: Any) -> dict[str, Any]:
     """
     if operator not in ("==", "!=", "<", "<=", ">", ">="):
         raise ValueError(f"row condition operator {operator!r} is not a comparison")
-    return {"column": {"name": column}, "operator": operator, "parameter": value,
-            "type": "comparison"}
+    return {
+        "column": {"name": column},
+        "operator": operator,
+        "parameter": value,
+        "type": "comparison",
+    }
 
 
 @dataclass(frozen=True)
@@ -110,16 +114,29 @@ def _render(value: Any) -> str:
     return str(value)
 
 
-def expect(type_: str, severity: str = ERROR, description: str | None = None,
-           **kwargs: Any) -> Rule:
+def expect(
+    type_: str, severity: str = ERROR, description: str | None = None, **kwargs: Any
+) -> Rule:
     return Rule(f"expect_{type_}", kwargs, severity, description)
 
 
-def at_least(column_a: str, column_b: str, severity: str = ERROR,
-             description: str | None = None, **kwargs: Any) -> Rule:
+def at_least(
+    column_a: str,
+    column_b: str,
+    severity: str = ERROR,
+    description: str | None = None,
+    **kwargs: Any,
+) -> Rule:
     """``column_a >= column_b`` in every row (rows where both are null are skipped)."""
-    return expect("column_pair_values_a_to_be_greater_than_b", severity, description,
-                  column_A=column_a, column_B=column_b, or_equal=True, **kwargs)
+    return expect(
+        "column_pair_values_a_to_be_greater_than_b",
+        severity,
+        description,
+        column_A=column_a,
+        column_B=column_b,
+        or_equal=True,
+        **kwargs,
+    )
 
 
 def _unique(keys: tuple[str, ...]) -> Rule:
@@ -139,8 +156,7 @@ _SURGE_THRESHOLD = registry.app("click_surge").knob("threshold").default
 # Columns computed from each row before validation: (name, Spark SQL expression) per suite.
 DERIVED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "attribution_reconciliation": (
-        ("dq_match_rate",
-         "matched / nullif(matched + missing_in_realtime + extra_in_realtime, 0)"),
+        ("dq_match_rate", "matched / nullif(matched + missing_in_realtime + extra_in_realtime, 0)"),
     ),
     "surge_history": (
         ("dq_window_seconds", "(unix_millis(window_end) - unix_millis(window_start)) / 1000.0"),
@@ -149,101 +165,189 @@ DERIVED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 
 BUSINESS_RULES: dict[str, tuple[Rule, ...]] = {
     "campaign_delivery": (
-        expect("column_values_to_be_between", column="hour", min_value=0, max_value=23,
-               description="An hour of the day, UTC."),
+        expect(
+            "column_values_to_be_between",
+            column="hour",
+            min_value=0,
+            max_value=23,
+            description="An hour of the day, UTC.",
+        ),
         # A callback counts in its own hour for an impression that may lie in the hour (or the
         # day) before, so an hour can show a click and no impression: a warn, not an error.
-        at_least("impressions", "clicks", WARN,
-                 "Impressions ≥ clicks in the row's hour (a click just after an hour boundary "
-                 "counts in the next hour, so this can fail on good data)."),
-        at_least("impressions", "completes", WARN,
-                 "Impressions ≥ completes in the row's hour (as for clicks)."),
+        at_least(
+            "impressions",
+            "clicks",
+            WARN,
+            "Impressions ≥ clicks in the row's hour (a click just after an hour boundary "
+            "counts in the next hour, so this can fail on good data).",
+        ),
+        at_least(
+            "impressions",
+            "completes",
+            WARN,
+            "Impressions ≥ completes in the row's hour (as for clicks).",
+        ),
     ),
     "attribution_funnel": (
         # A count is at least the count of distinct requests among the same rows: always.
-        at_least("impressions", "filled_requests", ERROR,
-                 "Impressions ≥ filled requests: each filled request has an impression."),
-        expect("column_values_to_not_be_null", ERROR,
-               "The day's total row ('*') carries the day's requests.",
-               column="requests", row_condition=where("campaign_id", "==", "*")),
-        expect("column_values_to_be_null", ERROR,
-               "A campaign's row has no requests (a request has no campaign until filled).",
-               column="requests", row_condition=where("campaign_id", "!=", "*")),
-        expect("column_values_to_be_null", ERROR,
-               "A campaign's row has no fill rate (only the day's total has one).",
-               column="fill_rate", row_condition=where("campaign_id", "!=", "*")),
+        at_least(
+            "impressions",
+            "filled_requests",
+            ERROR,
+            "Impressions ≥ filled requests: each filled request has an impression.",
+        ),
+        expect(
+            "column_values_to_not_be_null",
+            ERROR,
+            "The day's total row ('*') carries the day's requests.",
+            column="requests",
+            row_condition=where("campaign_id", "==", "*"),
+        ),
+        expect(
+            "column_values_to_be_null",
+            ERROR,
+            "A campaign's row has no requests (a request has no campaign until filled).",
+            column="requests",
+            row_condition=where("campaign_id", "!=", "*"),
+        ),
+        expect(
+            "column_values_to_be_null",
+            ERROR,
+            "A campaign's row has no fill rate (only the day's total has one).",
+            column="fill_rate",
+            row_condition=where("campaign_id", "!=", "*"),
+        ),
         # Clicks and conversions of date D may belong to impressions of D-1 (the attribution
         # window crosses midnight), and the '*' row counts unpaired callbacks too: warns.
-        at_least("impressions", "clicks", WARN,
-                 "Funnel: impressions ≥ clicks (callbacks after midnight count on their own "
-                 "date)."),
-        at_least("clicks", "conversions", WARN,
-                 "Funnel: clicks ≥ conversions (a conversion needs no click in the data model)."),
-        at_least("requests", "filled_requests", WARN,
-                 "The day's requests ≥ its filled requests (an impression just after midnight "
-                 "fills a request of the day before).",
-                 row_condition=where("campaign_id", "==", "*")),
+        at_least(
+            "impressions",
+            "clicks",
+            WARN,
+            "Funnel: impressions ≥ clicks (callbacks after midnight count on their own date).",
+        ),
+        at_least(
+            "clicks",
+            "conversions",
+            WARN,
+            "Funnel: clicks ≥ conversions (a conversion needs no click in the data model).",
+        ),
+        at_least(
+            "requests",
+            "filled_requests",
+            WARN,
+            "The day's requests ≥ its filled requests (an impression just after midnight "
+            "fills a request of the day before).",
+            row_condition=where("campaign_id", "==", "*"),
+        ),
     ),
     "page_traffic": (
-        at_least("clicks", "distinct_users", ERROR,
-                 "Clicks ≥ distinct users: each user counted clicked at least once."),
-        expect("column_values_to_be_between", ERROR,
-               "Each minute lies within the event dates the interval touches.",
-               column="minute", min_value=param(DAY_START), max_value=param(DAY_END),
-               strict_max=True),
+        at_least(
+            "clicks",
+            "distinct_users",
+            ERROR,
+            "Clicks ≥ distinct users: each user counted clicked at least once.",
+        ),
+        expect(
+            "column_values_to_be_between",
+            ERROR,
+            "Each minute lies within the event dates the interval touches.",
+            column="minute",
+            min_value=param(DAY_START),
+            max_value=param(DAY_END),
+            strict_max=True,
+        ),
     ),
     "surge_history": (
-        expect("column_values_to_be_between", ERROR,
-               f"Windows are click_surge's tumbling {registry.SURGE_WINDOW_S}-second windows.",
-               column="dq_window_seconds", min_value=registry.SURGE_WINDOW_S,
-               max_value=registry.SURGE_WINDOW_S),
-        expect("column_values_to_be_between", ERROR,
-               "Each window starts within the event dates the interval touches.",
-               column="window_start", min_value=param(DAY_START), max_value=param(DAY_END),
-               strict_max=True),
+        expect(
+            "column_values_to_be_between",
+            ERROR,
+            f"Windows are click_surge's tumbling {registry.SURGE_WINDOW_S}-second windows.",
+            column="dq_window_seconds",
+            min_value=registry.SURGE_WINDOW_S,
+            max_value=registry.SURGE_WINDOW_S,
+        ),
+        expect(
+            "column_values_to_be_between",
+            ERROR,
+            "Each window starts within the event dates the interval touches.",
+            column="window_start",
+            min_value=param(DAY_START),
+            max_value=param(DAY_END),
+            strict_max=True,
+        ),
         # The app may be started with a lower threshold (its trigger form's knob; `make up
         # THRESHOLD=50`), so only the default is known here: a warn.
-        expect("column_values_to_be_between", WARN,
-               f"A surge's count is above click_surge's default threshold ({_SURGE_THRESHOLD}); "
-               "an app started with a lower threshold reports smaller surges.",
-               column="click_count", min_value=_SURGE_THRESHOLD, strict_min=True),
+        expect(
+            "column_values_to_be_between",
+            WARN,
+            f"A surge's count is above click_surge's default threshold ({_SURGE_THRESHOLD}); "
+            "an app started with a lower threshold reports smaller surges.",
+            column="click_count",
+            min_value=_SURGE_THRESHOLD,
+            strict_min=True,
+        ),
     ),
     "attribution_reconciliation": (
-        expect("column_values_to_be_between", WARN,
-               "Batch and real-time attribution agree on at least ADLAKE_DQ_MIN_MATCH_RATE of "
-               "the records of each date and type (the stream may lag or drop late events).",
-               column="dq_match_rate", min_value=param(MIN_MATCH_RATE)),
+        expect(
+            "column_values_to_be_between",
+            WARN,
+            "Batch and real-time attribution agree on at least ADLAKE_DQ_MIN_MATCH_RATE of "
+            "the records of each date and type (the stream may lag or drop late events).",
+            column="dq_match_rate",
+            min_value=param(MIN_MATCH_RATE),
+        ),
     ),
     "campaign_daily_totals": (
-        at_least("max_price", "min_price", ERROR,
-                 "A group's highest price is at least its lowest."),
+        at_least(
+            "max_price", "min_price", ERROR, "A group's highest price is at least its lowest."
+        ),
     ),
     "page_clicks_hourly": (
-        at_least("last_click", "first_click", ERROR,
-                 "A group's last click is not before its first."),
-        at_least("clicks", "users", WARN,
-                 "Clicks ≥ users (users is an HLL estimate, so it may overshoot a little)."),
+        at_least(
+            "last_click", "first_click", ERROR, "A group's last click is not before its first."
+        ),
+        at_least(
+            "clicks",
+            "users",
+            WARN,
+            "Clicks ≥ users (users is an HLL estimate, so it may overshoot a little).",
+        ),
     ),
     "household_reach_by_geo": (
-        at_least("requests", "households", WARN,
-                 "Requests ≥ households (households is an HLL estimate)."),
+        at_least(
+            "requests", "households", WARN, "Requests ≥ households (households is an HLL estimate)."
+        ),
     ),
 }
 
 
 # -- from the registry -------------------------------------------------------------------------
 
+
 def _gold_rules(table: registry.Table) -> list[Rule]:
     schema = table.schema
     out = [expect("column_values_to_not_be_null", column=name) for name in schema.required]
     out.append(_unique(table.keys))
-    out += [expect("column_values_to_be_in_set", column=f.name,
-                   value_set=list(registry.COLUMN_ENUMERATIONS[f.name]))
-            for f in schema.fields if f.name in registry.COLUMN_ENUMERATIONS]
+    out += [
+        expect(
+            "column_values_to_be_in_set",
+            column=f.name,
+            value_set=list(registry.COLUMN_ENUMERATIONS[f.name]),
+        )
+        for f in schema.fields
+        if f.name in registry.COLUMN_ENUMERATIONS
+    ]
     out += [_non_negative(f.name) for f in schema.fields if f.type in _NUMERIC]
-    out += [expect("column_values_to_be_between", column=name, min_value=param(FIRST_DAY),
-                   max_value=param(LAST_DAY))
-            for name in table.partition_by if schema.field(name).type == "date"]
+    out += [
+        expect(
+            "column_values_to_be_between",
+            column=name,
+            min_value=param(FIRST_DAY),
+            max_value=param(LAST_DAY),
+        )
+        for name in table.partition_by
+        if schema.field(name).type == "date"
+    ]
     return out
 
 
@@ -263,13 +367,23 @@ def _view_rules(view: registry.View) -> list[Rule]:
     out.append(_unique(view.keys))
     for agg in view.aggregates:
         if agg.kind in ("count", "approx_distinct"):
-            out += [expect("column_values_to_not_be_null", column=agg.name),
-                    _non_negative(agg.name)]
-        elif (source.schema.field(agg.column).type in _NUMERIC
-              and (topic, agg.column) in payload_rules.NON_NEGATIVE):
+            out += [
+                expect("column_values_to_not_be_null", column=agg.name),
+                _non_negative(agg.name),
+            ]
+        elif (
+            source.schema.field(agg.column).type in _NUMERIC
+            and (topic, agg.column) in payload_rules.NON_NEGATIVE
+        ):
             out.append(_non_negative(agg.name))
-    out.append(expect("column_sum_to_be_between", column=count_aggregate(view),
-                      min_value=param(SOURCE_ROWS), max_value=param(SOURCE_ROWS)))
+    out.append(
+        expect(
+            "column_sum_to_be_between",
+            column=count_aggregate(view),
+            min_value=param(SOURCE_ROWS),
+            max_value=param(SOURCE_ROWS),
+        )
+    )
     return out
 
 
@@ -284,8 +398,10 @@ def registry_rules(name: str) -> list[Rule]:
         return _view_rules(registry.view(name))
     table = registry.table(name)
     if table.layer != "gold":
-        raise KeyError(f"{name!r} is a {table.layer} table; suites cover gold tables and views: "
-                       f"{', '.join(SUITES)}")
+        raise KeyError(
+            f"{name!r} is a {table.layer} table; suites cover gold tables and views: "
+            f"{', '.join(SUITES)}"
+        )
     return _gold_rules(table)
 
 

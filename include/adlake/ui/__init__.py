@@ -29,10 +29,20 @@ from __future__ import annotations
 URL_PREFIX = "/adlake"
 
 EXTERNAL_VIEWS = [
-    {"name": "Streaming apps", "href": f"{URL_PREFIX.lstrip('/')}/apps/", "destination": "nav",
-     "url_route": "streaming-apps", "nav_top_level": True},
-    {"name": "Data quality", "href": f"{URL_PREFIX.lstrip('/')}/quality/", "destination": "nav",
-     "url_route": "data-quality", "nav_top_level": True},
+    {
+        "name": "Streaming apps",
+        "href": f"{URL_PREFIX.lstrip('/')}/apps/",
+        "destination": "nav",
+        "url_route": "streaming-apps",
+        "nav_top_level": True,
+    },
+    {
+        "name": "Data quality",
+        "href": f"{URL_PREFIX.lstrip('/')}/quality/",
+        "destination": "nav",
+        "url_route": "data-quality",
+        "nav_top_level": True,
+    },
 ]
 
 

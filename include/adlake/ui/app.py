@@ -27,8 +27,13 @@ def create_app(settings: Settings | Callable[[], Settings] | None = None) -> Fas
     :func:`adlake.config.load_settings`)."""
     from airflow.api_fastapi.core_api.security import get_user
 
-    app = FastAPI(title="Adlake", dependencies=[Depends(get_user)], docs_url=None,
-                  redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="Adlake",
+        dependencies=[Depends(get_user)],
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
     if isinstance(settings, Settings):
         app.state.settings = lambda: settings
     else:
@@ -52,5 +57,6 @@ def static_file(name: str) -> FileResponse:
     path = STATIC_DIR / name
     if "/" in name or path.suffix not in MEDIA_TYPES or not path.is_file():
         raise HTTPException(404, f"no static file {name!r}")
-    return FileResponse(path, media_type=MEDIA_TYPES[path.suffix],
-                        headers={"Cache-Control": "no-cache"})
+    return FileResponse(
+        path, media_type=MEDIA_TYPES[path.suffix], headers={"Cache-Control": "no-cache"}
+    )

@@ -54,8 +54,12 @@ def app_view(settings: Settings, app: str, now: float) -> dict:
         "progress_age_s": _age(now, _epoch(status.get("last_batch_at"))),
         "report_age_s": _age(now, _epoch(status.get("written_at"))),
         "dlq_topic": spec.dlq,
-        "actions": {"dag_id": f"app_{app}", "triggers": list(apps.TRIGGERS),
-                    "knobs": [k.name for k in spec.knobs], "buttons": buttons(app, info)},
+        "actions": {
+            "dag_id": f"app_{app}",
+            "triggers": list(apps.TRIGGERS),
+            "knobs": [k.name for k in spec.knobs],
+            "buttons": buttons(app, info),
+        },
     }
 
 
@@ -80,18 +84,33 @@ def buttons(app: str, info: dict) -> list[dict]:
     dag_id = f"app_{app}"
 
     def button(label: str, action: str, trigger: str, title: str, enabled: bool = True) -> dict:
-        return {"label": label, "title": title, "enabled": enabled, "dag_id": dag_id,
-                "path": f"api/v2/dags/{dag_id}/dagRuns",
-                "body": {"logical_date": None, "note": f"{label} from the Streaming apps page",
-                         "conf": {"action": action, "trigger": trigger, **desired["knobs"]}}}
+        return {
+            "label": label,
+            "title": title,
+            "enabled": enabled,
+            "dag_id": dag_id,
+            "path": f"api/v2/dags/{dag_id}/dagRuns",
+            "body": {
+                "logical_date": None,
+                "note": f"{label} from the Streaming apps page",
+                "conf": {"action": action, "trigger": trigger, **desired["knobs"]},
+            },
+        }
 
     return [
-        button("start", "start", desired["trigger"], f"start in {desired['trigger']}",
-               holder is None),
-        button("stop", "stop", desired["trigger"], "stop gracefully (drain, then SIGKILL)",
-               holder is not None or desired["state"] != "stopped"),
-        button("restart", "restart", desired["trigger"],
-               f"stop, then start in {desired['trigger']}"),
+        button(
+            "start", "start", desired["trigger"], f"start in {desired['trigger']}", holder is None
+        ),
+        button(
+            "stop",
+            "stop",
+            desired["trigger"],
+            "stop gracefully (drain, then SIGKILL)",
+            holder is not None or desired["state"] != "stopped",
+        ),
+        button(
+            "restart", "restart", desired["trigger"], f"stop, then start in {desired['trigger']}"
+        ),
         button(f"switch to {other}", "restart", other, f"restart in {other}"),
     ]
 
@@ -99,8 +118,14 @@ def buttons(app: str, info: dict) -> list[dict]:
 def apps_status(settings: Settings, now: float | None = None) -> dict:
     """Every ops app of the registry, in registry order."""
     now = time.time() if now is None else now
-    return {"now": now, "apps": [app_view(settings, name, now)
-                                 for name, spec in registry.APPS.items() if spec.runtime == "ops"]}
+    return {
+        "now": now,
+        "apps": [
+            app_view(settings, name, now)
+            for name, spec in registry.APPS.items()
+            if spec.runtime == "ops"
+        ],
+    }
 
 
 @router.get("/apps/", include_in_schema=False)

@@ -36,11 +36,17 @@ def run_json(run: RunSummary) -> dict:
     {'dag_id': 'lake_hourly', 'run_id': 'scheduled__2026-11-21T13:00:00+00:00'}
     """
     dag_id, _, run_id = run.run_name.partition("__")
-    return {"run_name": run.run_name, "dag_id": dag_id if run_id else None,
-            "run_id": run_id or None, "run_time": run.run_time.isoformat(),
-            "passed": run.passed, "evaluated": run.evaluated,
-            "failed_errors": run.failed_errors, "failed_warns": run.failed_warns,
-            "page": run.page}
+    return {
+        "run_name": run.run_name,
+        "dag_id": dag_id if run_id else None,
+        "run_id": run_id or None,
+        "run_time": run.run_time.isoformat(),
+        "passed": run.passed,
+        "evaluated": run.evaluated,
+        "failed_errors": run.failed_errors,
+        "failed_warns": run.failed_warns,
+        "page": run.page,
+    }
 
 
 def summary(settings: Settings, last: int = DEFAULT_RUNS) -> dict:
@@ -53,16 +59,22 @@ def summary(settings: Settings, last: int = DEFAULT_RUNS) -> dict:
     (False, None, None)
     """
     runs = recent_runs(settings, last=last)
-    kinds = {**{t: "gold" for t in GOLD_SUITES}, **{v: "view" for v in VIEW_SUITES}}
+    kinds = {**dict.fromkeys(GOLD_SUITES, "gold"), **dict.fromkeys(VIEW_SUITES, "view")}
     tables = []
     for table in [*kinds, *sorted(set(runs) - set(kinds))]:
         history = [run_json(r) for r in reversed(runs.get(table, []))]
-        tables.append({
-            "table": table, "kind": kinds.get(table, "other"), "runs": len(history),
-            "latest": history[-1] if history else None,
-            "pass_rate": (sum(r["passed"] for r in history) / len(history)) if history else None,
-            "history": history,
-        })
+        tables.append(
+            {
+                "table": table,
+                "kind": kinds.get(table, "other"),
+                "runs": len(history),
+                "latest": history[-1] if history else None,
+                "pass_rate": (sum(r["passed"] for r in history) / len(history))
+                if history
+                else None,
+                "history": history,
+            }
+        )
     return {"last": last, "data_docs": data_docs_index(settings).is_file(), "tables": tables}
 
 
@@ -72,8 +84,9 @@ def quality_page() -> FileResponse:
 
 
 @router.get("/quality/api/summary")
-def quality_summary(settings: SettingsDep,
-                    last: Annotated[int, Query(ge=1, le=500)] = DEFAULT_RUNS) -> dict:
+def quality_summary(
+    settings: SettingsDep, last: Annotated[int, Query(ge=1, le=500)] = DEFAULT_RUNS
+) -> dict:
     return summary(settings, last)
 
 
@@ -95,9 +108,12 @@ def data_docs_file(settings: Settings, path: str) -> Path:
         target = target / "index.html"
     if not target.is_file():
         if not data_docs_index(settings).is_file():
-            raise HTTPException(404, "no Data Docs yet: no quality check has run. They appear "
-                                     "after the first quality task of lake_hourly or a view's "
-                                     f"DAG (site: {site})")
+            raise HTTPException(
+                404,
+                "no Data Docs yet: no quality check has run. They appear "
+                "after the first quality task of lake_hourly or a view's "
+                f"DAG (site: {site})",
+            )
         raise HTTPException(404, f"{path or 'index.html'} is not in the Data Docs site")
     return target
 

@@ -29,8 +29,13 @@ ARRIVAL = "arrival_time"
 OUTPUT_TOPIC = registry.topic("attributed_events")
 
 
-def as_input(df: DataFrame, kind: Column, kafka_ts_col: str,
-             schema: StructType = INPUT_SCHEMA, keep: tuple[str, ...] = ()) -> DataFrame:
+def as_input(
+    df: DataFrame,
+    kind: Column,
+    kafka_ts_col: str,
+    schema: StructType = INPUT_SCHEMA,
+    keep: tuple[str, ...] = (),
+) -> DataFrame:
     """Project an event DataFrame onto the processor's input ``schema`` (plus the columns in
     ``keep`` and ``arrival_time``, the Kafka timestamp); ``kind`` says which kind of event each
     row is. Times become epoch milliseconds."""
@@ -56,9 +61,12 @@ def registry_columns(out: DataFrame) -> list:
     ms through the processor)."""
     from pyspark.sql import functions as F
 
-    return [F.col(name) if name in OUTPUT_SCHEMA.names
-            else F.timestamp_millis(F.col(f"{name}_ms")).alias(name)
-            for name in OUTPUT_TOPIC.schema.names]
+    return [
+        F.col(name)
+        if name in OUTPUT_SCHEMA.names
+        else F.timestamp_millis(F.col(f"{name}_ms")).alias(name)
+        for name in OUTPUT_TOPIC.schema.names
+    ]
 
 
 def transform_attribute(events: DataFrame, config: AttributionConfig) -> DataFrame:
@@ -66,15 +74,19 @@ def transform_attribute(events: DataFrame, config: AttributionConfig) -> DataFra
     fields, with the Python processor (a batch query here; the app streams)."""
     from spark_apps.common.attribution.processor import AttributionProcessor
 
-    out = (events.groupBy("request_id")
-           .transformWithState(AttributionProcessor(config), OUTPUT_SCHEMA, "Append",
-                               "EventTime"))
+    out = events.groupBy("request_id").transformWithState(
+        AttributionProcessor(config), OUTPUT_SCHEMA, "Append", "EventTime"
+    )
     return out.select(*registry_columns(out))
 
 
-def attribute_batch(requests: DataFrame, impressions: DataFrame, callbacks: DataFrame,
-                    config: AttributionConfig | None = None,
-                    kafka_ts_col: str = "kafka_timestamp") -> DataFrame:
+def attribute_batch(
+    requests: DataFrame,
+    impressions: DataFrame,
+    callbacks: DataFrame,
+    config: AttributionConfig | None = None,
+    kafka_ts_col: str = "kafka_timestamp",
+) -> DataFrame:
     """Attribution over typed batch DataFrames (e.g. one day of silver events): the same
     processor as the stream, so both sides can be reconciled. All timers fire at the end of the
     input, so every request is closed and every unmatched item is an orphan.
@@ -89,7 +101,9 @@ def attribute_batch(requests: DataFrame, impressions: DataFrame, callbacks: Data
     # streaming manager does: without this touch a batch-only session fails to load state
     # (RpcEndpointNotFoundException: StateStoreCoordinator).
     _ = requests.sparkSession.streams.active
-    events = (as_input(requests, F.lit(REQUEST), kafka_ts_col)
-              .unionByName(as_input(impressions, F.lit(IMPRESSION), kafka_ts_col))
-              .unionByName(as_input(callbacks, F.lit(CALLBACK), kafka_ts_col)))
+    events = (
+        as_input(requests, F.lit(REQUEST), kafka_ts_col)
+        .unionByName(as_input(impressions, F.lit(IMPRESSION), kafka_ts_col))
+        .unionByName(as_input(callbacks, F.lit(CALLBACK), kafka_ts_col))
+    )
     return transform_attribute(events, config)

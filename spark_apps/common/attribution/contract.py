@@ -37,8 +37,9 @@ KINDS = (REQUEST, IMPRESSION, CALLBACK)
 
 # Declared once in the registry (the quality suites check attribution_reconciliation against it).
 RECORD_TYPES = registry.RECORD_TYPES
-(ATTRIBUTED_IMPRESSION, ATTRIBUTED_CALLBACK, REQUEST_CLOSED, ORPHAN_IMPRESSION,
- ORPHAN_CALLBACK) = RECORD_TYPES
+(ATTRIBUTED_IMPRESSION, ATTRIBUTED_CALLBACK, REQUEST_CLOSED, ORPHAN_IMPRESSION, ORPHAN_CALLBACK) = (
+    RECORD_TYPES
+)
 # Records emitted when the watermark passes a time (a close, or what was still waiting then),
 # not when an event arrives.
 TIMER_DRIVEN = (REQUEST_CLOSED, ORPHAN_IMPRESSION, ORPHAN_CALLBACK)
@@ -47,8 +48,13 @@ TIMER_DRIVEN = (REQUEST_CLOSED, ORPHAN_IMPRESSION, ORPHAN_CALLBACK)
 # stateful operator, one sink: see spark_apps/ops/attribution.py): such an input row has kind
 # REJECT and is emitted at once as a REJECTED record carrying the DLQ fields below.
 REJECT, REJECTED = "reject", "rejected"
-DLQ_FIELDS = ((RAW, StringType()), (REASON, StringType()), ("source_topic", StringType()),
-              ("source_partition", IntegerType()), ("source_offset", LongType()))
+DLQ_FIELDS = (
+    (RAW, StringType()),
+    (REASON, StringType()),
+    ("source_topic", StringType()),
+    ("source_partition", IntegerType()),
+    ("source_offset", LongType()),
+)
 REJECT_KEY = "reject_key"
 
 
@@ -57,25 +63,39 @@ def _struct(*fields: tuple[str, object]) -> StructType:
 
 
 INPUT_SCHEMA = _struct(
-    ("kind", StringType()), ("request_id", StringType()), ("impression_id", StringType()),
-    ("callback_id", StringType()), ("campaign_id", StringType()), ("creative_id", StringType()),
-    ("event_type", StringType()), ("value", DoubleType()), ("event_time_ms", LongType()),
+    ("kind", StringType()),
+    ("request_id", StringType()),
+    ("impression_id", StringType()),
+    ("callback_id", StringType()),
+    ("campaign_id", StringType()),
+    ("creative_id", StringType()),
+    ("event_type", StringType()),
+    ("value", DoubleType()),
+    ("event_time_ms", LongType()),
     ("kafka_ts_ms", LongType()),
 )
 
 OUTPUT_SCHEMA = _struct(
-    ("record_type", StringType()), ("request_id", StringType()), ("impression_id", StringType()),
-    ("callback_id", StringType()), ("campaign_id", StringType()), ("creative_id", StringType()),
-    ("event_type", StringType()), ("value", DoubleType()), ("request_time_ms", LongType()),
-    ("impression_time_ms", LongType()), ("callback_time_ms", LongType()),
-    ("impressions", LongType()), ("callbacks", LongType()), ("filled", BooleanType()),
+    ("record_type", StringType()),
+    ("request_id", StringType()),
+    ("impression_id", StringType()),
+    ("callback_id", StringType()),
+    ("campaign_id", StringType()),
+    ("creative_id", StringType()),
+    ("event_type", StringType()),
+    ("value", DoubleType()),
+    ("request_time_ms", LongType()),
+    ("impression_time_ms", LongType()),
+    ("callback_time_ms", LongType()),
+    ("impressions", LongType()),
+    ("callbacks", LongType()),
+    ("filled", BooleanType()),
     ("source_kafka_ts_ms", LongType()),
 )
 
 # The streaming query's rows: the rules' rows plus the DLQ fields of a rejected record.
 QUERY_INPUT_SCHEMA = StructType(INPUT_SCHEMA.fields + [StructField(n, t) for n, t in DLQ_FIELDS])
-QUERY_OUTPUT_SCHEMA = StructType(OUTPUT_SCHEMA.fields
-                                 + [StructField(n, t) for n, t in DLQ_FIELDS])
+QUERY_OUTPUT_SCHEMA = StructType(OUTPUT_SCHEMA.fields + [StructField(n, t) for n, t in DLQ_FIELDS])
 # The grouping key: the request, or a rejected record's own Kafka coordinates.
 KEY_SCHEMA = _struct(("request_id", StringType()), (REJECT_KEY, StringType()))
 
@@ -83,12 +103,19 @@ KEY_SCHEMA = _struct(("request_id", StringType()), (REJECT_KEY, StringType()))
 REQUEST_STATE = _struct(("event_time_ms", LongType()), ("kafka_ts_ms", LongType()))
 ID_KEY = _struct(("id", StringType()))
 IMPRESSION_STATE = _struct(
-    ("campaign_id", StringType()), ("creative_id", StringType()), ("event_time_ms", LongType()),
-    ("kafka_ts_ms", LongType()), ("attributed", BooleanType()),
+    ("campaign_id", StringType()),
+    ("creative_id", StringType()),
+    ("event_time_ms", LongType()),
+    ("kafka_ts_ms", LongType()),
+    ("attributed", BooleanType()),
 )
 CALLBACK_STATE = _struct(
-    ("impression_id", StringType()), ("event_type", StringType()), ("value", DoubleType()),
-    ("event_time_ms", LongType()), ("kafka_ts_ms", LongType()), ("attributed", BooleanType()),
+    ("impression_id", StringType()),
+    ("event_type", StringType()),
+    ("value", DoubleType()),
+    ("event_time_ms", LongType()),
+    ("kafka_ts_ms", LongType()),
+    ("attributed", BooleanType()),
 )
 # close_at_ms: when the open key closes; tombstone_until_ms: when a closed key's tombstone goes.
 TIMER_STATE = _struct(("close_at_ms", LongType()), ("tombstone_until_ms", LongType()))
@@ -97,27 +124,44 @@ CLOSED_ID_STATE = _struct(("kind", StringType()))
 EXPIRY_STATE = _struct(("expire_at_ms", LongType()))
 
 STATE_NAMES = ("request", "impressions", "callbacks", "timers", "closed_ids", "expiry")
-_STATE_SCHEMAS = {"request": REQUEST_STATE, "id_key": ID_KEY, "impression": IMPRESSION_STATE,
-                  "callback": CALLBACK_STATE, "timers": TIMER_STATE,
-                  "closed_id": CLOSED_ID_STATE, "expiry": EXPIRY_STATE}
+_STATE_SCHEMAS = {
+    "request": REQUEST_STATE,
+    "id_key": ID_KEY,
+    "impression": IMPRESSION_STATE,
+    "callback": CALLBACK_STATE,
+    "timers": TIMER_STATE,
+    "closed_id": CLOSED_ID_STATE,
+    "expiry": EXPIRY_STATE,
+}
 
 
-def contract_json(input_schema: StructType = INPUT_SCHEMA,
-                  output_schema: StructType = OUTPUT_SCHEMA) -> str:
+def contract_json(
+    input_schema: StructType = INPUT_SCHEMA, output_schema: StructType = OUTPUT_SCHEMA
+) -> str:
     """Everything the JVM processor needs to know by name, as one JSON document: ``schemas``
     (input, output, key and one per state variable) and ``names`` (kinds, record types, the
     reject kind and record type, the DLQ fields, in that order of use)."""
-    schemas = {"input": input_schema, "output": output_schema, "key": KEY_SCHEMA,
-               **_STATE_SCHEMAS}
+    schemas = {"input": input_schema, "output": output_schema, "key": KEY_SCHEMA, **_STATE_SCHEMAS}
     names = {
-        "request": REQUEST, "impression": IMPRESSION, "callback": CALLBACK,
+        "request": REQUEST,
+        "impression": IMPRESSION,
+        "callback": CALLBACK,
         "attributed_impression": ATTRIBUTED_IMPRESSION,
-        "attributed_callback": ATTRIBUTED_CALLBACK, "request_closed": REQUEST_CLOSED,
-        "orphan_impression": ORPHAN_IMPRESSION, "orphan_callback": ORPHAN_CALLBACK,
-        "reject": REJECT, "rejected": REJECTED, "reject_key": REJECT_KEY,
+        "attributed_callback": ATTRIBUTED_CALLBACK,
+        "request_closed": REQUEST_CLOSED,
+        "orphan_impression": ORPHAN_IMPRESSION,
+        "orphan_callback": ORPHAN_CALLBACK,
+        "reject": REJECT,
+        "rejected": REJECTED,
+        "reject_key": REJECT_KEY,
     }
-    return json.dumps({"schemas": {n: s.jsonValue() for n, s in schemas.items()},
-                       "names": names, "dlq_fields": [name for name, _ in DLQ_FIELDS]})
+    return json.dumps(
+        {
+            "schemas": {n: s.jsonValue() for n, s in schemas.items()},
+            "names": names,
+            "dlq_fields": [name for name, _ in DLQ_FIELDS],
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -143,7 +187,8 @@ class AttributionConfig:
         if self.ttl_ms <= 2 * self.window_ms + self.lateness_ms:
             raise ValueError(
                 f"ttl_ms={self.ttl_ms} must exceed 2 * window_ms + lateness_ms "
-                f"({2 * self.window_ms + self.lateness_ms}): it is a safety net, not the close")
+                f"({2 * self.window_ms + self.lateness_ms}): it is a safety net, not the close"
+            )
 
     def in_window(self, partner_ms: int, item_ms: int) -> bool:
         return -self.skew_ms <= item_ms - partner_ms <= self.window_ms

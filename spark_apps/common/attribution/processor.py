@@ -83,7 +83,7 @@ _ARRIVAL_RANK = {kind: rank for rank, kind in enumerate(KINDS)}
 
 
 def _out(record_type: str, request_id: str, **fields: object) -> Row:
-    values = {name: None for name in OUTPUT_SCHEMA.names}
+    values = dict.fromkeys(OUTPUT_SCHEMA.names)
     values.update(record_type=record_type, request_id=request_id, **fields)
     return Row(**{name: values[name] for name in OUTPUT_SCHEMA.names})
 
@@ -102,8 +102,14 @@ class AttributionProcessor(StatefulProcessor):
         self.timers = CachedValue(handle.getValueState("timers", TIMER_STATE))
         self.closed_ids = CachedMap(handle.getMapState("closed_ids", ID_KEY, CLOSED_ID_STATE))
         self.expiry = CachedValue(handle.getValueState("expiry", EXPIRY_STATE))
-        self._states = (self.request, self.impressions, self.callbacks, self.timers,
-                        self.closed_ids, self.expiry)
+        self._states = (
+            self.request,
+            self.impressions,
+            self.callbacks,
+            self.timers,
+            self.closed_ids,
+            self.expiry,
+        )
 
     def _begin(self) -> None:
         """A call for a (possibly different) key begins: forget the cached copies."""
@@ -112,14 +118,22 @@ class AttributionProcessor(StatefulProcessor):
 
     # -- input ---------------------------------------------------------------------------------
 
-    def handleInputRows(self, key: tuple, rows: Iterator[Row], timerValues: TimerValues
-                        ) -> Iterator[Row]:
+    def handleInputRows(
+        self, key: tuple, rows: Iterator[Row], timerValues: TimerValues
+    ) -> Iterator[Row]:
         self._begin()
         request_id = key[0]
         watermark = timerValues.getCurrentWatermarkInMs()
-        ordered = sorted(rows, key=lambda r: (r.kafka_ts_ms, _ARRIVAL_RANK[r.kind],
-                                              r.event_time_ms, r.impression_id or "",
-                                              r.callback_id or ""))
+        ordered = sorted(
+            rows,
+            key=lambda r: (
+                r.kafka_ts_ms,
+                _ARRIVAL_RANK[r.kind],
+                r.event_time_ms,
+                r.impression_id or "",
+                r.callback_id or "",
+            ),
+        )
         if self.config.close_at_end_of_input:
             for row in ordered:
                 yield from self._on_row(request_id, row)
@@ -168,8 +182,14 @@ class AttributionProcessor(StatefulProcessor):
         cb_id = row.callback_id
         if self.callbacks.containsKey((cb_id,)):
             return  # duplicate
-        cb = (row.impression_id, row.event_type, row.value, row.event_time_ms, row.kafka_ts_ms,
-              False)
+        cb = (
+            row.impression_id,
+            row.event_type,
+            row.value,
+            row.event_time_ms,
+            row.kafka_ts_ms,
+            False,
+        )
         self.callbacks.updateValue((cb_id,), cb)
         yield from self._try_callback(request_id, cb_id, cb)
 
@@ -181,9 +201,16 @@ class AttributionProcessor(StatefulProcessor):
         if not self.config.in_window(req_ms, imp_ms):
             return  # stays waiting; an orphan at close
         self.impressions.updateValue((imp_id,), (campaign, creative, imp_ms, imp_kafka, True))
-        yield _out(ATTRIBUTED_IMPRESSION, request_id, impression_id=imp_id, campaign_id=campaign,
-                   creative_id=creative, request_time_ms=req_ms, impression_time_ms=imp_ms,
-                   source_kafka_ts_ms=max(req_kafka, imp_kafka))
+        yield _out(
+            ATTRIBUTED_IMPRESSION,
+            request_id,
+            impression_id=imp_id,
+            campaign_id=campaign,
+            creative_id=creative,
+            request_time_ms=req_ms,
+            impression_time_ms=imp_ms,
+            source_kafka_ts_ms=max(req_kafka, imp_kafka),
+        )
 
     def _try_callback(self, request_id: str, cb_id: str, cb: tuple) -> Iterator[Row]:
         imp_id, event_type, value, cb_ms, cb_kafka, attributed = cb
@@ -197,10 +224,20 @@ class AttributionProcessor(StatefulProcessor):
             return
         self.callbacks.updateValue((cb_id,), (imp_id, event_type, value, cb_ms, cb_kafka, True))
         req = self.request.get() if self.request.exists() else None
-        yield _out(ATTRIBUTED_CALLBACK, request_id, impression_id=imp_id, callback_id=cb_id,
-                   campaign_id=campaign, creative_id=creative, event_type=event_type, value=value,
-                   request_time_ms=req[0] if req else None, impression_time_ms=imp_ms,
-                   callback_time_ms=cb_ms, source_kafka_ts_ms=max(cb_kafka, imp_kafka))
+        yield _out(
+            ATTRIBUTED_CALLBACK,
+            request_id,
+            impression_id=imp_id,
+            callback_id=cb_id,
+            campaign_id=campaign,
+            creative_id=creative,
+            event_type=event_type,
+            value=value,
+            request_time_ms=req[0] if req else None,
+            impression_time_ms=imp_ms,
+            callback_time_ms=cb_ms,
+            source_kafka_ts_ms=max(cb_kafka, imp_kafka),
+        )
 
     # -- closing -------------------------------------------------------------------------------
 
@@ -234,8 +271,9 @@ class AttributionProcessor(StatefulProcessor):
         self.handle.registerTimer(close_at)
         self.timers.update((close_at, None))
 
-    def handleExpiredTimer(self, key: tuple, timerValues: TimerValues,
-                           expiredTimerInfo: ExpiredTimerInfo) -> Iterator[Row]:
+    def handleExpiredTimer(
+        self, key: tuple, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+    ) -> Iterator[Row]:
         self._begin()
         request_id = key[0]
         expiry = expiredTimerInfo.getExpiryTimeInMs()
@@ -260,25 +298,45 @@ class AttributionProcessor(StatefulProcessor):
             req_ms, req_kafka = self.request.get()
             imps = [v for _, v in self.impressions.iterator() if v[4]]
             cbs = [v for _, v in self.callbacks.iterator() if v[5]]
-            yield _out(REQUEST_CLOSED, request_id, request_time_ms=req_ms,
-                       impressions=len(imps), callbacks=len(cbs), filled=bool(imps),
-                       source_kafka_ts_ms=max([req_kafka] + [v[3] for v in imps]
-                                              + [v[4] for v in cbs]))
+            yield _out(
+                REQUEST_CLOSED,
+                request_id,
+                request_time_ms=req_ms,
+                impressions=len(imps),
+                callbacks=len(cbs),
+                filled=bool(imps),
+                source_kafka_ts_ms=max([req_kafka] + [v[3] for v in imps] + [v[4] for v in cbs]),
+            )
             closed[request_id] = REQUEST
-        for (imp_id,), (campaign, creative, imp_ms, imp_kafka, attributed) in \
-                list(self.impressions.iterator()):
+        for (imp_id,), (campaign, creative, imp_ms, imp_kafka, attributed) in list(
+            self.impressions.iterator()
+        ):
             closed[imp_id] = IMPRESSION
             if not attributed:
-                yield _out(ORPHAN_IMPRESSION, request_id, impression_id=imp_id,
-                           campaign_id=campaign, creative_id=creative, impression_time_ms=imp_ms,
-                           source_kafka_ts_ms=imp_kafka)
-        for (cb_id,), (imp_id, event_type, value, cb_ms, cb_kafka, attributed) in \
-                list(self.callbacks.iterator()):
+                yield _out(
+                    ORPHAN_IMPRESSION,
+                    request_id,
+                    impression_id=imp_id,
+                    campaign_id=campaign,
+                    creative_id=creative,
+                    impression_time_ms=imp_ms,
+                    source_kafka_ts_ms=imp_kafka,
+                )
+        for (cb_id,), (imp_id, event_type, value, cb_ms, cb_kafka, attributed) in list(
+            self.callbacks.iterator()
+        ):
             closed[cb_id] = CALLBACK
             if not attributed:
-                yield _out(ORPHAN_CALLBACK, request_id, impression_id=imp_id, callback_id=cb_id,
-                           event_type=event_type, value=value, callback_time_ms=cb_ms,
-                           source_kafka_ts_ms=cb_kafka)
+                yield _out(
+                    ORPHAN_CALLBACK,
+                    request_id,
+                    impression_id=imp_id,
+                    callback_id=cb_id,
+                    event_type=event_type,
+                    value=value,
+                    callback_time_ms=cb_ms,
+                    source_kafka_ts_ms=cb_kafka,
+                )
         close_at = self.timers.get()[0] if self.timers.exists() else None
         self._clear_all()
         if not tombstone:
@@ -292,27 +350,46 @@ class AttributionProcessor(StatefulProcessor):
 
     def _after_close(self, request_id: str, row: Row) -> Iterator[Row]:
         """An event for a key that was already closed: emitted at once (once), never dropped."""
-        item_id = {REQUEST: request_id, IMPRESSION: row.impression_id,
-                   CALLBACK: row.callback_id}[row.kind]
+        item_id = {REQUEST: request_id, IMPRESSION: row.impression_id, CALLBACK: row.callback_id}[
+            row.kind
+        ]
         if self.closed_ids.containsKey((item_id,)):
             return  # already accounted for when the key closed
         self.closed_ids.updateValue((item_id,), (row.kind,))
         if row.kind == REQUEST:
-            yield _out(REQUEST_CLOSED, request_id, request_time_ms=row.event_time_ms,
-                       impressions=0, callbacks=0, filled=False,
-                       source_kafka_ts_ms=row.kafka_ts_ms)
+            yield _out(
+                REQUEST_CLOSED,
+                request_id,
+                request_time_ms=row.event_time_ms,
+                impressions=0,
+                callbacks=0,
+                filled=False,
+                source_kafka_ts_ms=row.kafka_ts_ms,
+            )
         elif row.kind == IMPRESSION:
-            yield _out(ORPHAN_IMPRESSION, request_id, impression_id=row.impression_id,
-                       campaign_id=row.campaign_id, creative_id=row.creative_id,
-                       impression_time_ms=row.event_time_ms, source_kafka_ts_ms=row.kafka_ts_ms)
+            yield _out(
+                ORPHAN_IMPRESSION,
+                request_id,
+                impression_id=row.impression_id,
+                campaign_id=row.campaign_id,
+                creative_id=row.creative_id,
+                impression_time_ms=row.event_time_ms,
+                source_kafka_ts_ms=row.kafka_ts_ms,
+            )
         else:
-            yield _out(ORPHAN_CALLBACK, request_id, impression_id=row.impression_id,
-                       callback_id=row.callback_id, event_type=row.event_type, value=row.value,
-                       callback_time_ms=row.event_time_ms, source_kafka_ts_ms=row.kafka_ts_ms)
+            yield _out(
+                ORPHAN_CALLBACK,
+                request_id,
+                impression_id=row.impression_id,
+                callback_id=row.callback_id,
+                event_type=row.event_type,
+                value=row.value,
+                callback_time_ms=row.event_time_ms,
+                source_kafka_ts_ms=row.kafka_ts_ms,
+            )
 
     def _clear_all(self) -> None:
-        for state in (self.request, self.impressions, self.callbacks, self.timers,
-                      self.closed_ids):
+        for state in (self.request, self.impressions, self.callbacks, self.timers, self.closed_ids):
             state.clear()
 
     def _forget(self, firing: int) -> None:
@@ -329,13 +406,19 @@ class AttributionProcessor(StatefulProcessor):
         pass
 
 
-def input_row(kind: str, request_id: str, event_time_ms: int, kafka_ts_ms: int | None = None,
-              **fields: object) -> Row:
+def input_row(
+    kind: str, request_id: str, event_time_ms: int, kafka_ts_ms: int | None = None, **fields: object
+) -> Row:
     """An input row (tests, the batch path): unspecified fields are null, the Kafka timestamp
     defaults to the event time."""
-    values = {name: None for name in INPUT_SCHEMA.names}
-    values.update(kind=kind, request_id=request_id, event_time_ms=event_time_ms,
-                  kafka_ts_ms=event_time_ms if kafka_ts_ms is None else kafka_ts_ms, **fields)
+    values = dict.fromkeys(INPUT_SCHEMA.names)
+    values.update(
+        kind=kind,
+        request_id=request_id,
+        event_time_ms=event_time_ms,
+        kafka_ts_ms=event_time_ms if kafka_ts_ms is None else kafka_ts_ms,
+        **fields,
+    )
     return Row(**{name: values[name] for name in INPUT_SCHEMA.names})
 
 

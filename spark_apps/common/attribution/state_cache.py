@@ -62,16 +62,16 @@ class CachedMap:
             self.entries = {tuple(k): tuple(v) for k, v in self.state.iterator()}
         return self.entries
 
-    def containsKey(self, key: tuple) -> bool:  # noqa: N802 - MapState's API
+    def containsKey(self, key: tuple) -> bool:
         return tuple(key) in self._load()
 
-    def getValue(self, key: tuple) -> tuple | None:  # noqa: N802
+    def getValue(self, key: tuple) -> tuple | None:
         return self._load().get(tuple(key))
 
     def iterator(self) -> Iterator[tuple[tuple, tuple]]:
         return iter(list(self._load().items()))
 
-    def updateValue(self, key: tuple, value: tuple) -> None:  # noqa: N802
+    def updateValue(self, key: tuple, value: tuple) -> None:
         self.state.updateValue(key, value)
         self._load()[tuple(key)] = tuple(value)
 

@@ -27,7 +27,18 @@ from spark_apps.common.streaming.triggers import (
 )
 
 __all__ = [
-    "DEFAULT_RTM_INTERVAL", "TRIGGER_MODES", "GracefulStop", "StatusReporter", "TaskSlotsError",
-    "TriggerConfig", "attach_listener", "check_task_slots", "dlq_value", "json_value",
-    "observe_latency", "read_kafka", "required_slots", "write_kafka",
+    "DEFAULT_RTM_INTERVAL",
+    "TRIGGER_MODES",
+    "GracefulStop",
+    "StatusReporter",
+    "TaskSlotsError",
+    "TriggerConfig",
+    "attach_listener",
+    "check_task_slots",
+    "dlq_value",
+    "json_value",
+    "observe_latency",
+    "read_kafka",
+    "required_slots",
+    "write_kafka",
 ]

@@ -20,19 +20,26 @@ if TYPE_CHECKING:
     from spark_apps.common.streaming.triggers import TriggerConfig
 
 
-def read_kafka(spark: SparkSession, settings: Settings, topics: list[str],
-               starting_offsets: str = "earliest", max_offsets: int | None = None) -> DataFrame:
+def read_kafka(
+    spark: SparkSession,
+    settings: Settings,
+    topics: list[str],
+    starting_offsets: str = "earliest",
+    max_offsets: int | None = None,
+) -> DataFrame:
     """A streaming DataFrame of raw Kafka records (key, value, topic, partition, offset,
     timestamp) of the registered ``topics``."""
     for name in topics:
         registry.topic(name)
-    reader = (spark.readStream.format("kafka")
-              .option("kafka.bootstrap.servers", settings.kafka_bootstrap)
-              .option("subscribe", ",".join(topics))
-              .option("startingOffsets", starting_offsets)
-              # A topic deleted and recreated under a running app is an operator's decision, not
-              # a reason to stop the app; Spark logs the offsets it could not read.
-              .option("failOnDataLoss", "false"))
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", settings.kafka_bootstrap)
+        .option("subscribe", ",".join(topics))
+        .option("startingOffsets", starting_offsets)
+        # A topic deleted and recreated under a running app is an operator's decision, not
+        # a reason to stop the app; Spark logs the offsets it could not read.
+        .option("failOnDataLoss", "false")
+    )
     if max_offsets:
         reader = reader.option("maxOffsetsPerTrigger", str(max_offsets))
     return reader.load()
@@ -59,23 +66,35 @@ def dlq_value(dlq_topic: registry.Topic):
 
     from spark_apps.common.parsing import RAW, REASON
 
-    fields = {"raw_value": F.col(RAW), "reason": F.col(REASON),
-              "source_topic": F.col("topic"), "source_partition": F.col("partition"),
-              "source_offset": F.col("offset"), "source_kafka_ts": F.col("timestamp")}
-    return F.to_json(F.struct(*[fields[n].alias(n) for n in dlq_topic.schema.names]),
-                     _JSON_OPTIONS)
+    fields = {
+        "raw_value": F.col(RAW),
+        "reason": F.col(REASON),
+        "source_topic": F.col("topic"),
+        "source_partition": F.col("partition"),
+        "source_offset": F.col("offset"),
+        "source_kafka_ts": F.col("timestamp"),
+    }
+    return F.to_json(F.struct(*[fields[n].alias(n) for n in dlq_topic.schema.names]), _JSON_OPTIONS)
 
 
-def write_kafka(df: DataFrame, settings: Settings, checkpoint: Path, trigger: TriggerConfig,
-                output_mode: str, query_name: str) -> StreamingQuery:
+def write_kafka(
+    df: DataFrame,
+    settings: Settings,
+    checkpoint: Path,
+    trigger: TriggerConfig,
+    output_mode: str,
+    query_name: str,
+) -> StreamingQuery:
     """Start the query writing ``df`` (columns topic, key, value) to Kafka."""
-    return (df.writeStream.format("kafka")
-            .option("kafka.bootstrap.servers", settings.kafka_bootstrap)
-            # A DLQ record carries its raw value JSON-escaped, up to six times the record limit
-            # (adlake.config): above the producer's default 1 MiB, within the broker's limit.
-            .option("kafka.max.request.size", str(KAFKA_MAX_MESSAGE_BYTES))
-            .option("checkpointLocation", str(checkpoint))
-            .outputMode(output_mode)
-            .queryName(query_name)
-            .trigger(**trigger.kwargs())
-            .start())
+    return (
+        df.writeStream.format("kafka")
+        .option("kafka.bootstrap.servers", settings.kafka_bootstrap)
+        # A DLQ record carries its raw value JSON-escaped, up to six times the record limit
+        # (adlake.config): above the producer's default 1 MiB, within the broker's limit.
+        .option("kafka.max.request.size", str(KAFKA_MAX_MESSAGE_BYTES))
+        .option("checkpointLocation", str(checkpoint))
+        .outputMode(output_mode)
+        .queryName(query_name)
+        .trigger(**trigger.kwargs())
+        .start()
+    )

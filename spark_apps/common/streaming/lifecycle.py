@@ -35,7 +35,7 @@ class GracefulStop:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
 
-    def _on_signal(self, signum, frame) -> None:  # noqa: ARG002
+    def _on_signal(self, signum, frame) -> None:
         self.reason = signal.Signals(signum).name
         self.requested.set()
 
@@ -59,8 +59,11 @@ class GracefulStop:
             return
         deadline = time.monotonic() + drain_timeout_s
         running = _last_batch_id(query)
-        while (query.status.get("isTriggerActive") and _last_batch_id(query) == running
-               and time.monotonic() < deadline):
+        while (
+            query.status.get("isTriggerActive")
+            and _last_batch_id(query) == running
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.1)
         query.stop()
         if self.marker is not None:

@@ -64,9 +64,15 @@ class StatusReporter:
     does not look fresh to the supervisor.
     """
 
-    def __init__(self, settings: Settings, app: str, mode: str, window: int = 50,
-                 outputs: tuple[str, ...] | None = None,
-                 probe_every_s: float = latency.PROBE_EVERY_S) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        app: str,
+        mode: str,
+        window: int = 50,
+        outputs: tuple[str, ...] | None = None,
+        probe_every_s: float = latency.PROBE_EVERY_S,
+    ) -> None:
         self.settings, self.app, self.mode = settings, app, mode
         self.latencies: deque[float] = deque(maxlen=window)
         self.late_rows_total = 0
@@ -84,34 +90,41 @@ class StatusReporter:
         self.e2e: dict | None = previous.get("e2e_latency")
         # the history survives a restart: the last hour of the previous run's points
         since = time.time() - latency.HISTORY_S
-        self.history: list = [p for p in previous.get("latency_history") or []
-                              if isinstance(p, list) and len(p) == 3 and p[0] > since]
+        self.history: list = [
+            p
+            for p in previous.get("latency_history") or []
+            if isinstance(p, list) and len(p) == 3 and p[0] > since
+        ]
 
     def registry_app(self) -> registry.App | None:
         """The registry app this query runs: by name, else by its knobs."""
         if self.app in registry.APPS:
             return registry.APPS[self.app]
         knobs = {k for k in self.extra if not k.startswith("_")}
-        return next((a for a in registry.APPS.values()
-                     if a.knobs and {k.name for k in a.knobs} <= knobs), None)
+        return next(
+            (a for a in registry.APPS.values() if a.knobs and {k.name for k in a.knobs} <= knobs),
+            None,
+        )
 
     def waiting(self, state_rows: int | None, watermark: str | None) -> dict:
         spec = self.registry_app()
-        return latency.waiting_in_state(spec.name if spec else self.app, state_rows, watermark,
-                                        self.extra)
+        return latency.waiting_in_state(
+            spec.name if spec else self.app, state_rows, watermark, self.extra
+        )
 
     def update(self, progress: dict) -> dict:
         self.batches += 1
         rows, memory_mb, late = _state_totals(progress)
         self.late_rows_total += late
         metrics = (progress.get("observedMetrics") or {}).get("latency") or {}
-        commit_ms = _parse_ts_ms(progress.get("timestamp")) + \
-            (progress.get("batchDuration") or 0)
+        commit_ms = _parse_ts_ms(progress.get("timestamp")) + (progress.get("batchDuration") or 0)
         for key in ("src_p50", "src_p05", "src_p01"):
             if metrics.get(key) is not None:
                 self.latencies.append(max(0.0, commit_ms - float(metrics[key])))
         status = {
-            "state": "running", "mode": self.mode, "batch_id": progress.get("batchId"),
+            "state": "running",
+            "mode": self.mode,
+            "batch_id": progress.get("batchId"),
             "last_batch_at": progress.get("timestamp"),
             "input_rows": progress.get("numInputRows"),
             "input_rows_per_s": _round(progress.get("inputRowsPerSecond")),
@@ -124,26 +137,35 @@ class StatusReporter:
             # boundary breakdown
             "state_operator_metrics": [
                 {k: v for k, v in op.items() if k.endswith("TimeMs") or k == "customMetrics"}
-                for op in progress.get("stateOperators") or []],
-            "state_rows": rows, "state_memory_mb": round(memory_mb, 2),
+                for op in progress.get("stateOperators") or []
+            ],
+            "state_rows": rows,
+            "state_memory_mb": round(memory_mb, 2),
             "watermark": (progress.get("eventTime") or {}).get("watermark"),
             "late_rows": self.late_rows_total,
             "latency_p50_ms": _round(_percentile(list(self.latencies), 0.50)),
             "latency_p95_ms": _round(_percentile(list(self.latencies), 0.95)),
             "latency_p99_ms": _round(_percentile(list(self.latencies), 0.99)),
-            "batches": self.batches, **self.extra,
+            "batches": self.batches,
+            **self.extra,
         }
         status["batch_latency_bound"] = {
-            "p50_ms": status["latency_p50_ms"], "p95_ms": status["latency_p95_ms"],
-            "p99_ms": status["latency_p99_ms"], "what": BATCH_BOUND_WHAT}
+            "p50_ms": status["latency_p50_ms"],
+            "p95_ms": status["latency_p95_ms"],
+            "p99_ms": status["latency_p99_ms"],
+            "what": BATCH_BOUND_WHAT,
+        }
         status["waiting_in_state"] = self.waiting(rows, status["watermark"])
         with self._lock:
             status.update(e2e_latency=self.e2e, latency_history=self.history, **self.dlq)
             write_status(self.settings, self.app, status)
         phases = status["batch_phases_ms"] or {}
-        print(f"[{self.app}] batch {status['batch_id']}: {status['input_rows']} rows in "
-              f"{status['batch_duration_ms']} ms (addBatch {phases.get('addBatch')} ms), "
-              f"state {rows} rows", flush=True)
+        print(
+            f"[{self.app}] batch {status['batch_id']}: {status['input_rows']} rows in "
+            f"{status['batch_duration_ms']} ms (addBatch {phases.get('addBatch')} ms), "
+            f"state {rows} rows",
+            flush=True,
+        )
         return status
 
     def heartbeat(self, now: float | None = None) -> dict:
@@ -178,16 +200,24 @@ class StatusReporter:
         if probe is None:
             if self._probe is None:
                 spec = self.registry_app()
-                topics = self.outputs if self.outputs is not None else (
-                    spec.outputs if spec else ())
-                self._probe = latency.LatencyProbe(self.settings.kafka_bootstrap, topics,
-                                                   dlq=spec.dlq if spec else None)
+                topics = (
+                    self.outputs if self.outputs is not None else (spec.outputs if spec else ())
+                )
+                self._probe = latency.LatencyProbe(
+                    self.settings.kafka_bootstrap, topics, dlq=spec.dlq if spec else None
+                )
             probe = self._probe
         try:
             figures = probe.measure()
         except Exception as exc:  # noqa: BLE001 - a probe must never stop the app
-            figures = {"p50_ms": None, "p99_ms": None, "samples": 0, "window_s": None,
-                       "measured_at": round(time.time(), 3), "error": str(exc)}
+            figures = {
+                "p50_ms": None,
+                "p99_ms": None,
+                "samples": 0,
+                "window_s": None,
+                "measured_at": round(time.time(), 3),
+                "error": str(exc),
+            }
         dlq = self.dlq_once(probe, figures["measured_at"])
         with self._lock:
             self.e2e, self.dlq = figures, dlq
@@ -234,9 +264,11 @@ class StatusReporter:
         self._probe_stop.set()
 
 
-BATCH_BOUND_WHAT = ("upper bound per batch: batch commit time - source Kafka timestamps seen "
-                    "(in Real-Time Mode a batch is the whole checkpoint interval); the measured "
-                    "figure is e2e_latency")
+BATCH_BOUND_WHAT = (
+    "upper bound per batch: batch commit time - source Kafka timestamps seen "
+    "(in Real-Time Mode a batch is the whole checkpoint interval); the measured "
+    "figure is e2e_latency"
+)
 
 
 def _round(value: float | None) -> float | None:
@@ -269,18 +301,18 @@ def attach_listener(spark: SparkSession, reporter: StatusReporter) -> object:
     from pyspark.sql.streaming import StreamingQueryListener
 
     class _Listener(StreamingQueryListener):
-        def onQueryStarted(self, event):  # noqa: N802 - Spark's API
+        def onQueryStarted(self, event):
             reporter.final("starting")
 
-        def onQueryProgress(self, event):  # noqa: N802
+        def onQueryProgress(self, event):
             import json
 
             reporter.update(json.loads(event.progress.json))
 
-        def onQueryIdle(self, event):  # noqa: N802
+        def onQueryIdle(self, event):
             reporter.heartbeat()
 
-        def onQueryTerminated(self, event):  # noqa: N802
+        def onQueryTerminated(self, event):
             reporter.final("failed" if event.exception else "stopped", event.exception)
 
     listener = _Listener()

@@ -67,39 +67,72 @@ def _starting_offsets(text: str) -> str:
     except json.JSONDecodeError:
         offsets = None
     if not isinstance(offsets, dict) or not all(
-            isinstance(parts, dict) and all(isinstance(o, int) for o in parts.values())
-            for parts in offsets.values()):
+        isinstance(parts, dict) and all(isinstance(o, int) for o in parts.values())
+        for parts in offsets.values()
+    ):
         raise argparse.ArgumentTypeError(
             f"{text!r} is not earliest, latest or a JSON object of offsets per topic and "
-            'partition, e.g. {"page_clicks": {"0": 42, "1": 40}}')
+            'partition, e.g. {"page_clicks": {"0": 42, "1": 40}}'
+        )
     return text
 
 
 def build_parser(spec: StreamingApp) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=spec.app.module, description=spec.description,
-                                     formatter_class=HelpFormatter)
-    parser.add_argument("--trigger", choices=TRIGGER_MODES, default=spec.app.default_trigger,
-                        help="realtime: Real-Time Mode; processing_time: micro-batches")
-    parser.add_argument("--trigger-interval", default=None,
-                        help=f"realtime: checkpoint interval ({DEFAULT_RTM_INTERVAL} when "
-                             "unset); processing_time: batch interval (0 seconds when unset)")
-    parser.add_argument("--checkpoint", default=None, type=Path,
-                        help="checkpoint directory; a relative path is under "
-                             "<runtime>/checkpoints/ (unset: <runtime>/checkpoints/<query name>)")
-    parser.add_argument("--starting-offsets", default="earliest", type=_starting_offsets,
-                        help="where a new checkpoint starts reading: earliest, latest, or "
-                             "Spark's JSON of offsets per topic and partition (a mode switch "
-                             "to a new checkpoint starts at the old one's committed offsets)")
-    parser.add_argument("--max-offsets-per-trigger", type=int, default=None,
-                        help="cap on records per micro-batch (unset: no cap)")
-    parser.add_argument("--stop-after-s", type=float, default=None,
-                        help="stop gracefully after this many seconds (tests, benchmarks)")
-    parser.add_argument("--query-name", default=spec.app.name,
-                        help="names the query, its status file, stop marker and default "
-                             "checkpoint")
+    parser = argparse.ArgumentParser(
+        prog=spec.app.module, description=spec.description, formatter_class=HelpFormatter
+    )
+    parser.add_argument(
+        "--trigger",
+        choices=TRIGGER_MODES,
+        default=spec.app.default_trigger,
+        help="realtime: Real-Time Mode; processing_time: micro-batches",
+    )
+    parser.add_argument(
+        "--trigger-interval",
+        default=None,
+        help=f"realtime: checkpoint interval ({DEFAULT_RTM_INTERVAL} when "
+        "unset); processing_time: batch interval (0 seconds when unset)",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        default=None,
+        type=Path,
+        help="checkpoint directory; a relative path is under "
+        "<runtime>/checkpoints/ (unset: <runtime>/checkpoints/<query name>)",
+    )
+    parser.add_argument(
+        "--starting-offsets",
+        default="earliest",
+        type=_starting_offsets,
+        help="where a new checkpoint starts reading: earliest, latest, or "
+        "Spark's JSON of offsets per topic and partition (a mode switch "
+        "to a new checkpoint starts at the old one's committed offsets)",
+    )
+    parser.add_argument(
+        "--max-offsets-per-trigger",
+        type=int,
+        default=None,
+        help="cap on records per micro-batch (unset: no cap)",
+    )
+    parser.add_argument(
+        "--stop-after-s",
+        type=float,
+        default=None,
+        help="stop gracefully after this many seconds (tests, benchmarks)",
+    )
+    parser.add_argument(
+        "--query-name",
+        default=spec.app.name,
+        help="names the query, its status file, stop marker and default checkpoint",
+    )
     for knob in spec.app.knobs:
-        parser.add_argument(knob.flag, type=_KNOB_TYPES[knob.type], default=knob.default,
-                            choices=knob.choices or None, help=knob.description)
+        parser.add_argument(
+            knob.flag,
+            type=_KNOB_TYPES[knob.type],
+            default=knob.default,
+            choices=knob.choices or None,
+            help=knob.description,
+        )
     spec.add_arguments(parser)
     return parser
 
@@ -125,8 +158,7 @@ def knob_values(spec: StreamingApp, args: argparse.Namespace) -> dict[str, Any]:
     return {knob.name: getattr(args, knob.name) for knob in spec.app.knobs}
 
 
-def resolve_checkpoint(settings: Settings, checkpoint: Path | str | None, query_name: str
-                       ) -> Path:
+def resolve_checkpoint(settings: Settings, checkpoint: Path | str | None, query_name: str) -> Path:
     """The checkpoint directory ``--checkpoint`` means, the same for every app.
 
     >>> from adlake.config import load_settings
@@ -144,8 +176,7 @@ def resolve_checkpoint(settings: Settings, checkpoint: Path | str | None, query_
     return path if path.is_absolute() else settings.checkpoints_dir / path
 
 
-def run(spec: StreamingApp, argv: list[str] | None = None,
-        settings: Settings | None = None) -> int:
+def run(spec: StreamingApp, argv: list[str] | None = None, settings: Settings | None = None) -> int:
     """Parse ``argv``, start the app's query and block until it stops; returns the exit status
     (0 after a graceful stop; a failed query raises)."""
     from adlake.spark_session import get_session
@@ -168,13 +199,21 @@ def run(spec: StreamingApp, argv: list[str] | None = None,
     reporter = StatusReporter(settings, name, trigger.mode)
     reporter.extra.update(knobs)
     attach_listener(spark, reporter)
-    raw = read_kafka(spark, settings, list(spec.app.inputs), args.starting_offsets,
-                     args.max_offsets_per_trigger)
-    query = write_kafka(spec.build(raw, args, trigger), settings, checkpoint, trigger,
-                        spec.output_mode(trigger), name)
+    raw = read_kafka(
+        spark, settings, list(spec.app.inputs), args.starting_offsets, args.max_offsets_per_trigger
+    )
+    query = write_kafka(
+        spec.build(raw, args, trigger),
+        settings,
+        checkpoint,
+        trigger,
+        spec.output_mode(trigger),
+        name,
+    )
     shown = " ".join(f"{k}={v}" for k, v in knobs.items())
-    print(f"[{name}] running: trigger={trigger.kwargs()} {shown} checkpoint={checkpoint}",
-          flush=True)
+    print(
+        f"[{name}] running: trigger={trigger.kwargs()} {shown} checkpoint={checkpoint}", flush=True
+    )
     stop.run(query)
     print(f"[{name}] stopped ({stop.reason or 'query ended'})", flush=True)
     spark.stop()

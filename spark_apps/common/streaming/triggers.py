@@ -32,8 +32,10 @@ class TriggerConfig:
 
     def __post_init__(self) -> None:
         if self.mode not in TRIGGER_MODES:
-            raise ValueError(f"trigger mode {self.mode!r} is not valid: allowed values are "
-                             f"{', '.join(TRIGGER_MODES)}")
+            raise ValueError(
+                f"trigger mode {self.mode!r} is not valid: allowed values are "
+                f"{', '.join(TRIGGER_MODES)}"
+            )
 
     def kwargs(self) -> dict:
         if self.mode == "realtime":
@@ -72,4 +74,5 @@ def check_task_slots(settings: Settings, app: registry.App) -> None:
             f"({needed - settings.shuffle_partitions} source partitions + "
             f"{settings.shuffle_partitions} shuffle partitions) but "
             f"ADLAKE_SPARK_MASTER_OPS={settings.spark_master_ops} has {slots}; raise N in "
-            "local[N] or lower ADLAKE_SHUFFLE_PARTITIONS")
+            "local[N] or lower ADLAKE_SHUFFLE_PARTITIONS"
+        )

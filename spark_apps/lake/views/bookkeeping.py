@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC
 from functools import reduce
 from typing import TYPE_CHECKING
 
 from adlake import registry
 from adlake.config import Settings
-from spark_apps.lake.tables import delta_snapshot as _snapshot, table_path
+from spark_apps.lake.tables import delta_snapshot as _snapshot
+from spark_apps.lake.tables import table_path
 from spark_apps.lake.views.layout import COUNT, view_columns
 
 if TYPE_CHECKING:
@@ -50,8 +52,13 @@ def read_version(spark: SparkSession, path: str, version: int) -> DataFrame:
 
 def read_changes(spark: SparkSession, path: str, start: int, end: int) -> DataFrame:
     """The change feed of versions ``start..end`` (both included)."""
-    return (spark.read.format("delta").option("readChangeFeed", "true")
-            .option("startingVersion", start).option("endingVersion", end).load(path))
+    return (
+        spark.read.format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", start)
+        .option("endingVersion", end)
+        .load(path)
+    )
 
 
 def _is_delta(spark: SparkSession, path: str) -> bool:
@@ -71,13 +78,17 @@ def recorded_version(spark: SparkSession, settings: Settings, view: registry.Vie
     path = _progress_path(settings)
     if not _is_delta(spark, path):
         return None
-    row = (spark.read.format("delta").load(path).filter(F.col("view") == view.name)
-           .orderBy(F.col("refreshed_at").desc(), F.col("source_version").desc()).first())
+    row = (
+        spark.read.format("delta")
+        .load(path)
+        .filter(F.col("view") == view.name)
+        .orderBy(F.col("refreshed_at").desc(), F.col("source_version").desc())
+        .first()
+    )
     return None if row is None else row.source_version
 
 
-def committed_version(spark: SparkSession, settings: Settings, view: registry.View
-                      ) -> int | None:
+def committed_version(spark: SparkSession, settings: Settings, view: registry.View) -> int | None:
     """The source version the view table itself records (see :func:`_view_state`), or None."""
     return _view_state(spark, settings, view)[0]
 
@@ -86,8 +97,9 @@ def _txn_app_id(view: registry.View) -> str:
     return f"view:{view.name}"
 
 
-def _view_state(spark: SparkSession, settings: Settings, view: registry.View
-                ) -> tuple[int | None, int | None]:
+def _view_state(
+    spark: SparkSession, settings: Settings, view: registry.View
+) -> tuple[int | None, int | None]:
     """``(source version the view reflects, latest version of the view table)``, both from one
     snapshot of the view table: the ``txnVersion`` its last MERGE or full refresh recorded under
     ``view:<name>``. A table without it (last written before full refreshes recorded it) falls
@@ -102,14 +114,20 @@ def _view_state(spark: SparkSession, settings: Settings, view: registry.View
     return _view_history(spark, path, view)
 
 
-def _view_history(spark: SparkSession, path: str, view: registry.View
-                  ) -> tuple[int | None, int | None]:
+def _view_history(
+    spark: SparkSession, path: str, view: registry.View
+) -> tuple[int | None, int | None]:
     """``(source version in the userMetadata of the engine's newest commit among the last
     ``HISTORY_LOOKBACK``, latest version of the view table)``."""
     from delta.tables import DeltaTable
 
-    rows = (DeltaTable.forPath(spark, path).history(HISTORY_LOOKBACK)
-            .select("version", "userMetadata").orderBy("version", ascending=False).collect())
+    rows = (
+        DeltaTable.forPath(spark, path)
+        .history(HISTORY_LOOKBACK)
+        .select("version", "userMetadata")
+        .orderBy("version", ascending=False)
+        .collect()
+    )
     for row in rows:
         try:
             meta = json.loads(row.userMetadata or "")
@@ -120,22 +138,27 @@ def _view_history(spark: SparkSession, path: str, view: registry.View
     return None, rows[0].version
 
 
-def record_progress(spark: SparkSession, settings: Settings, view: registry.View,
-                    source_version: int) -> None:
+def record_progress(
+    spark: SparkSession, settings: Settings, view: registry.View, source_version: int
+) -> None:
     """Append ``(view, source_version, refreshed_at)`` to the progress table (an append-only log:
     appends of different views never conflict; the newest row of a view is its state)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from delta.tables import DeltaTable
     from pyspark.sql import types as T
 
-    schema = T.StructType([T.StructField("view", T.StringType()),
-                           T.StructField("source_version", T.LongType()),
-                           T.StructField("refreshed_at", T.TimestampType())])
+    schema = T.StructType(
+        [
+            T.StructField("view", T.StringType()),
+            T.StructField("source_version", T.LongType()),
+            T.StructField("refreshed_at", T.TimestampType()),
+        ]
+    )
     path = _progress_path(settings)
     if table_version(spark, path) is None:
         DeltaTable.createIfNotExists(spark).location(path).addColumns(schema).execute()
-    row = (view.name, source_version, datetime.now(timezone.utc).replace(tzinfo=None))
+    row = (view.name, source_version, datetime.now(UTC).replace(tzinfo=None))
     spark.createDataFrame([row], schema).write.format("delta").mode("append").save(path)
 
 
@@ -156,9 +179,16 @@ def _metadata(view: registry.View, source_version: int, mode: str) -> str:
     return json.dumps({"adlake_view": view.name, "source_version": source_version, "mode": mode})
 
 
-def merge_into_view(spark: SparkSession, path: str, view: registry.View, new_state: DataFrame,
-                    source_version: int, *, local: bool = False,
-                    target_filter: Column | None = None) -> dict[str, int] | None:
+def merge_into_view(
+    spark: SparkSession,
+    path: str,
+    view: registry.View,
+    new_state: DataFrame,
+    source_version: int,
+    *,
+    local: bool = False,
+    target_filter: Column | None = None,
+) -> dict[str, int] | None:
     """MERGE ``new_state`` (``transform_new_state``) into the view at ``path``: update the
     matched groups, insert the new ones, delete the groups whose count is 0. Returns Delta's
     metrics row, or None when Delta skipped the MERGE because a commit with the same
@@ -170,17 +200,25 @@ def merge_into_view(spark: SparkSession, path: str, view: registry.View, new_sta
     from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
-    cond = reduce(lambda a, b: a & b, [F.col(f"t.`{k}`").eqNullSafe(F.col(f"s.`{k}`"))
-                                       for k in view.keys])
+    cond = reduce(
+        lambda a, b: a & b, [F.col(f"t.`{k}`").eqNullSafe(F.col(f"s.`{k}`")) for k in view.keys]
+    )
     if target_filter is not None:
         cond = cond & target_filter
     values = {f"`{c}`": f"s.`{c}`" for c in view_columns(view)}
-    merge = (DeltaTable.forPath(spark, path).alias("t").merge(new_state.alias("s"), cond)
-             .whenMatchedDelete(condition=f"s.{COUNT} = 0")
-             .whenMatchedUpdate(set=values)
-             .whenNotMatchedInsert(condition=f"s.{COUNT} > 0", values=values))
-    options = {_TXN_APP_ID: _txn_app_id(view), _TXN_VERSION: str(source_version),
-               _USER_METADATA: _metadata(view, source_version, "incremental")}
+    merge = (
+        DeltaTable.forPath(spark, path)
+        .alias("t")
+        .merge(new_state.alias("s"), cond)
+        .whenMatchedDelete(condition=f"s.{COUNT} = 0")
+        .whenMatchedUpdate(set=values)
+        .whenNotMatchedInsert(condition=f"s.{COUNT} > 0", values=values)
+    )
+    options = {
+        _TXN_APP_ID: _txn_app_id(view),
+        _TXN_VERSION: str(source_version),
+        _USER_METADATA: _metadata(view, source_version, "incremental"),
+    }
     if local:
         # A local relation is deterministic and already in memory: nothing to materialize.
         options[_MATERIALIZE_SOURCE] = "none"

@@ -1,8 +1,8 @@
 """The command: refresh, full-refresh or verify registered views, one line each.
 
-    .venv/lake/bin/python -m spark_apps.lake.views --all
-    .venv/lake/bin/python -m spark_apps.lake.views --view campaign_daily_totals --full-refresh
-    .venv/lake/bin/python -m spark_apps.lake.views --all --verify
+.venv/lake/bin/python -m spark_apps.lake.views --all
+.venv/lake/bin/python -m spark_apps.lake.views --view campaign_daily_totals --full-refresh
+.venv/lake/bin/python -m spark_apps.lake.views --all --verify
 """
 
 from __future__ import annotations
@@ -26,22 +26,37 @@ MODES = registry.VIEW_MODE.choices
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     from spark_apps.lake import views  # the package: its docstring describes the command
 
-    parser = argparse.ArgumentParser(prog="spark_apps.lake.views",
-                                     description=views.__doc__.split("\n\n")[0],
-                                     formatter_class=HelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="spark_apps.lake.views",
+        description=views.__doc__.split("\n\n")[0],
+        formatter_class=HelpFormatter,
+    )
     which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--view", action="append", choices=sorted(registry.VIEWS),
-                       help="a registered view (repeatable)")
+    which.add_argument(
+        "--view",
+        action="append",
+        choices=sorted(registry.VIEWS),
+        help="a registered view (repeatable)",
+    )
     which.add_argument("--all", action="store_true", help="every registered view")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--full-refresh", action="store_true",
-                      help="recompute from the source instead of applying the change feed")
-    mode.add_argument("--verify", action="store_true",
-                      help="recompute in memory and report groups where the view differs "
-                           "(exit status 1 if any)")
-    mode.add_argument("--mode", choices=MODES, default=None,
-                      help="the same as a flag: incremental (the default), full-refresh or "
-                           "verify (the view DAGs' trigger form passes it)")
+    mode.add_argument(
+        "--full-refresh",
+        action="store_true",
+        help="recompute from the source instead of applying the change feed",
+    )
+    mode.add_argument(
+        "--verify",
+        action="store_true",
+        help="recompute in memory and report groups where the view differs (exit status 1 if any)",
+    )
+    mode.add_argument(
+        "--mode",
+        choices=MODES,
+        default=None,
+        help="the same as a flag: incremental (the default), full-refresh or "
+        "verify (the view DAGs' trigger form passes it)",
+    )
     args = parser.parse_args(argv)
     args.full_refresh = args.full_refresh or args.mode == "full-refresh"
     args.verify = args.verify or args.mode == "verify"
@@ -62,8 +77,10 @@ def main(argv: Sequence[str] | None = None, settings: Settings | None = None) ->
             differences = verify(spark, settings, view)
             if differences:
                 status = 1
-                print(f"{name}: {len(differences)} group(s) differ from a recomputation "
-                      f"(first {min(len(differences), 20)}):")
+                print(
+                    f"{name}: {len(differences)} group(s) differ from a recomputation "
+                    f"(first {min(len(differences), 20)}):"
+                )
                 for diff in differences[:20]:
                     print(f"  {diff}")
             else:
@@ -73,8 +90,9 @@ def main(argv: Sequence[str] | None = None, settings: Settings | None = None) ->
     return status
 
 
-def refresh_view(spark: SparkSession, settings: Settings, view: registry.View,
-                 full: bool = False) -> RefreshReport:
+def refresh_view(
+    spark: SparkSession, settings: Settings, view: registry.View, full: bool = False
+) -> RefreshReport:
     """One refresh (``full``: a full refresh) of ``view`` as the command runs it.
 
     Two refreshes of one view at once (a manual run beside the DAG's, or a retried task beside
@@ -94,6 +112,8 @@ def refresh_view(spark: SparkSession, settings: Settings, view: registry.View,
     path = table_path(settings, view.name)
     tables = [settings.table_path(name) for name in (view.name, view.source, PROGRESS_TABLE)]
     with diagnosed(f"view {view.name}", settings.runtime_dir, tables=tables):
-        return retry_on_conflict(f"view {view.name}", path,
-                                 lambda: (full_refresh if full else refresh)(spark, settings,
-                                                                             view))
+        return retry_on_conflict(
+            f"view {view.name}",
+            path,
+            lambda: (full_refresh if full else refresh)(spark, settings, view),
+        )

@@ -12,16 +12,33 @@ from typing import TYPE_CHECKING, Any
 from adlake import registry
 from adlake.config import Settings
 from spark_apps.lake.tables import table_path
-from spark_apps.lake.views.bookkeeping import (_TXN_APP_ID, _TXN_VERSION, _USER_METADATA,
-                                               _commit_options, _is_delta, _metadata,
-                                               _txn_app_id, _view_state, committed_version,
-                                               latest_version, merge_into_view, read_changes,
-                                               read_version, record_progress, recorded_version,
-                                               table_version)
+from spark_apps.lake.views.bookkeeping import (
+    _TXN_APP_ID,
+    _TXN_VERSION,
+    _USER_METADATA,
+    _commit_options,
+    _is_delta,
+    _metadata,
+    _txn_app_id,
+    _view_state,
+    committed_version,
+    latest_version,
+    merge_into_view,
+    read_changes,
+    read_version,
+    record_progress,
+    recorded_version,
+    table_version,
+)
 from spark_apps.lake.views.layout import COUNT, _null_safe_join, needs_recompute
-from spark_apps.lake.views.transforms import (transform_aggregate, transform_change_groups,
-                                              transform_changes, transform_compare,
-                                              transform_new_state, transform_project)
+from spark_apps.lake.views.transforms import (
+    transform_aggregate,
+    transform_change_groups,
+    transform_changes,
+    transform_compare,
+    transform_new_state,
+    transform_project,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
@@ -79,20 +96,33 @@ class RefreshReport:
     jobs: dict[str, int] | None = None
 
     def line(self) -> str:
-        versions = (f"v{self.to_version}" if self.from_version is None
-                    else f"v{self.from_version}→v{self.to_version}")
+        versions = (
+            f"v{self.to_version}"
+            if self.from_version is None
+            else f"v{self.from_version}→v{self.to_version}"
+        )
         parts = [f"{self.view}: {self.mode} {versions}"]
         if self.mode == "incremental":
-            parts.append(f"{self.change_rows:,} change rows, {self.groups_touched:,} groups "
-                         f"touched, {self.groups_recomputed:,} recomputed")
+            parts.append(
+                f"{self.change_rows:,} change rows, {self.groups_touched:,} groups "
+                f"touched, {self.groups_recomputed:,} recomputed"
+            )
         if self.merge:
-            parts.append("merge " + " ".join(f"{k.removeprefix('num_').removesuffix('_rows')}="
-                                             f"{v:,}" for k, v in self.merge.items()))
+            parts.append(
+                "merge "
+                + " ".join(
+                    f"{k.removeprefix('num_').removesuffix('_rows')}={v:,}"
+                    for k, v in self.merge.items()
+                )
+            )
         parts.append(f"{self.seconds:.1f} s")
         if self.phases:
             jobs = self.jobs or {}
-            parts.append("(" + " ".join(f"{k} {v:.2f} s/{jobs.get(k, '?')} jobs"
-                                        for k, v in self.phases.items()) + ")")
+            parts.append(
+                "("
+                + " ".join(f"{k} {v:.2f} s/{jobs.get(k, '?')} jobs" for k, v in self.phases.items())
+                + ")"
+            )
         return ", ".join(parts) + "".join(f"\n  note: {n}" for n in self.notes)
 
 
@@ -107,8 +137,11 @@ class Difference:
 
     def __str__(self) -> str:
         keys = ", ".join(f"{k}={v!r}" for k, v in self.keys.items())
-        return (f"group ({keys}): {', '.join(self.columns)} differ; view {self.view}, "
-                f"expected {self.expected}")
+        return (
+            f"group ({keys}): {', '.join(self.columns)} differ; view {self.view}, "
+            f"expected {self.expected}"
+        )
+
 
 def jobs_started(spark: SparkSession) -> int:
     """How many Spark jobs this application has started so far (the scheduler's next job id):
@@ -124,8 +157,10 @@ def _source_path(settings: Settings, view: registry.View) -> str:
 
 def _require_source(spark: SparkSession, path: str, view: registry.View) -> None:
     if not _is_delta(spark, path):
-        raise FileNotFoundError(f"view {view.name!r}: its source {view.source!r} is not a Delta "
-                                f"table at {path}; create it first (spark_apps.lake.tables)")
+        raise FileNotFoundError(
+            f"view {view.name!r}: its source {view.source!r} is not a Delta "
+            f"table at {path}; create it first (spark_apps.lake.tables)"
+        )
 
 
 def full_refresh(spark: SparkSession, settings: Settings, view: registry.View) -> RefreshReport:
@@ -153,26 +188,34 @@ def full_refresh(spark: SparkSession, settings: Settings, view: registry.View) -
     previous = committed_version(spark, settings, view)
     if previous is not None and version < previous:
         shutil.rmtree(dst)
-        notes.append(f"source at v{version} is older than the v{previous} the view reflected "
-                     "(recreated): view table recreated")
+        notes.append(
+            f"source at v{version} is older than the v{previous} the view reflected "
+            "(recreated): view table recreated"
+        )
         previous = None
     # Persisted: the range partitioning samples its input with a job of its own, which would
     # otherwise aggregate the whole source once more.
-    state = transform_aggregate(transform_project(read_version(spark, src, version), view),
-                                view).persist()
+    state = transform_aggregate(
+        transform_project(read_version(spark, src, version), view), view
+    ).persist()
     options = {_USER_METADATA: _metadata(view, version, "full")}
     if previous is None or version > previous:
         options |= {_TXN_APP_ID: _txn_app_id(view), _TXN_VERSION: str(version)}
     try:
         with _commit_options(spark, options):
-            (state.repartitionByRange(VIEW_FILES, F.col(f"`{view.time_key}`"))
-             .write.format("delta").mode("overwrite").option("overwriteSchema", "true")
-             .save(dst))
+            (
+                state.repartitionByRange(VIEW_FILES, F.col(f"`{view.time_key}`"))
+                .write.format("delta")
+                .mode("overwrite")
+                .option("overwriteSchema", "true")
+                .save(dst)
+            )
     finally:
         state.unpersist()
     record_progress(spark, settings, view, version)
-    return RefreshReport(view.name, "full", None, version, seconds=time.monotonic() - start,
-                         notes=tuple(notes))
+    return RefreshReport(
+        view.name, "full", None, version, seconds=time.monotonic() - start, notes=tuple(notes)
+    )
 
 
 def _plain_keys(view: registry.View) -> list[str]:
@@ -190,8 +233,10 @@ def _value_set(key: Column, name: str, where: Column | None = None) -> list[Colu
     value, is_null = key, key.isNull()
     if where is not None:
         value, is_null = F.when(where, value), F.when(where, is_null)
-    return [F.slice(F.collect_set(value), 1, KEY_FILTER_LIMIT + 1).alias(f"__values_{name}"),
-            F.coalesce(F.max(is_null), F.lit(False)).alias(f"__null_{name}")]
+    return [
+        F.slice(F.collect_set(value), 1, KEY_FILTER_LIMIT + 1).alias(f"__values_{name}"),
+        F.coalesce(F.max(is_null), F.lit(False)).alias(f"__null_{name}"),
+    ]
 
 
 def _in_value_set(column: Column, stats: Any, name: str) -> Column | None:
@@ -210,9 +255,14 @@ def _change_value_sets(view: registry.View, retracting: Column) -> list[Column]:
     (``touched``)."""
     from pyspark.sql import functions as F
 
-    return [*(agg for k in _plain_keys(view)
-              for agg in _value_set(F.col(f"`{k}`"), f"retracted_{k}", retracting)),
-            *_value_set(F.col(f"`{view.time_key}`"), "touched")]
+    return [
+        *(
+            agg
+            for k in _plain_keys(view)
+            for agg in _value_set(F.col(f"`{k}`"), f"retracted_{k}", retracting)
+        ),
+        *_value_set(F.col(f"`{view.time_key}`"), "touched"),
+    ]
 
 
 def _key_filter(view: registry.View, stats: Any) -> Column | None:
@@ -224,8 +274,11 @@ def _key_filter(view: registry.View, stats: Any) -> Column | None:
     reads the affected files, not the table. Where keys are NULL, ``IS NULL`` is kept too."""
     from pyspark.sql import functions as F
 
-    conds = [c for k in _plain_keys(view)
-             if (c := _in_value_set(F.col(f"`{k}`"), stats, f"retracted_{k}")) is not None]
+    conds = [
+        c
+        for k in _plain_keys(view)
+        if (c := _in_value_set(F.col(f"`{k}`"), stats, f"retracted_{k}")) is not None
+    ]
     return reduce(lambda a, b: a & b, conds) if conds else None
 
 
@@ -242,8 +295,9 @@ def _view_filter(view: registry.View, stats: Any, alias: str | None = None) -> C
     return _in_value_set(F.col(f"{alias}.{key}" if alias else key), stats, "touched")
 
 
-def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
-            fail_at: str | None = None) -> RefreshReport:
+def refresh(
+    spark: SparkSession, settings: Settings, view: registry.View, *, fail_at: str | None = None
+) -> RefreshReport:
     """Bring ``view`` up to date with its source's latest version; see the package docstring.
 
     A view never refreshed (or whose table is gone) gets a :func:`full_refresh`. ``fail_at``
@@ -276,18 +330,23 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
         if v0 is None:
             return full_refresh(spark, settings, view)
     if v1 < v0:
-        raise SourceRewound(f"view {view.name!r} reflects {view.source} v{v0} but the source is "
-                            f"at v{v1} (recreated?): run with --full-refresh")
+        raise SourceRewound(
+            f"view {view.name!r} reflects {view.source} v{v0} but the source is "
+            f"at v{v1} (recreated?): run with --full-refresh"
+        )
     if v1 == v0:
         notes = ()
         recorded = recorded_version(spark, settings, view)
         if recorded != v0:
             # The last run committed its MERGE but crashed before its bookkeeping.
             record_progress(spark, settings, view, v0)
-            notes = (f"progress repaired: the view's last commit reflects v{v0}, the progress "
-                     f"table said {recorded}",)
-        return RefreshReport(view.name, "up_to_date", v0, v1,
-                             seconds=time.monotonic() - start, notes=notes)
+            notes = (
+                f"progress repaired: the view's last commit reflects v{v0}, the progress "
+                f"table said {recorded}",
+            )
+        return RefreshReport(
+            view.name, "up_to_date", v0, v1, seconds=time.monotonic() - start, notes=notes
+        )
 
     phases: dict[str, float] = {}
     jobs: dict[str, int] = {}
@@ -304,14 +363,17 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
         changes = transform_changes(read_changes(spark, src, v0 + 1, v1), view)
         delta = transform_change_groups(changes, view).persist()
         retracting = F.col("__retract")
-        stats = delta.agg(F.count(F.lit(1)).alias("groups"),
-                          F.coalesce(F.sum("__rows"), F.lit(0)).alias("rows"),
-                          F.coalesce(F.sum(retracting.cast("int")), F.lit(0)).alias("retracting"),
-                          *_change_value_sets(view, retracting)).first()
+        stats = delta.agg(
+            F.count(F.lit(1)).alias("groups"),
+            F.coalesce(F.sum("__rows"), F.lit(0)).alias("rows"),
+            F.coalesce(F.sum(retracting.cast("int")), F.lit(0)).alias("retracting"),
+            *_change_value_sets(view, retracting),
+        ).first()
     except AnalysisException as e:
         raise ChangeFeedUnavailable(
             f"view {view.name!r}: cannot read the change feed of {view.source} versions "
-            f"{v0 + 1}..{v1}: {e}; run with --full-refresh") from e
+            f"{v0 + 1}..{v1}: {e}; run with --full-refresh"
+        ) from e
     mark("change")
     try:
         recomputed, n_recompute = None, 0
@@ -325,8 +387,13 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
             pruning = _key_filter(view, stats)
             if pruning is not None:
                 source = source.filter(pruning)
-            rows = transform_project(source, view).alias("s").join(
-                F.broadcast(keys).alias("k"), _null_safe_join("s", "k", view.keys), "left_semi")
+            rows = (
+                transform_project(source, view)
+                .alias("s")
+                .join(
+                    F.broadcast(keys).alias("k"), _null_safe_join("s", "k", view.keys), "left_semi"
+                )
+            )
             recomputed, n_recompute = transform_aggregate(rows, view), stats.retracting
         # The view as the MERGE will see it: its latest snapshot (the one writer is this run),
         # shared with the MERGE instead of a time-travel snapshot rebuilt from the log.
@@ -337,11 +404,15 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
         new_state = transform_new_state(delta, existing, recomputed, view)
         # A negative count means the view did not reflect v0 (edited behind the engine's back):
         # fail the MERGE itself rather than spend a pass over the new state checking first.
-        inconsistent = (f"view {view.name!r}: applying {view.source} v{v0 + 1}..{v1} leaves a "
-                        f"negative count: the view does not reflect v{v0}; run with "
-                        "--full-refresh")
-        new_state = new_state.withColumn(COUNT, F.when(F.col(COUNT) >= 0, F.col(COUNT))
-                                         .otherwise(F.raise_error(F.lit(inconsistent))))
+        inconsistent = (
+            f"view {view.name!r}: applying {view.source} v{v0 + 1}..{v1} leaves a "
+            f"negative count: the view does not reflect v{v0}; run with "
+            "--full-refresh"
+        )
+        new_state = new_state.withColumn(
+            COUNT,
+            F.when(F.col(COUNT) >= 0, F.col(COUNT)).otherwise(F.raise_error(F.lit(inconsistent))),
+        )
         mark("recompute_keys")
         if fail_at == "before_merge":
             raise InjectedFailure("before_merge")
@@ -353,9 +424,19 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
                 # (a join reading the view it is about to rewrite) nor plans a shuffle join to
                 # find the files it touches: it broadcasts the few rows.
                 new_state = spark.createDataFrame(new_state.collect(), new_state.schema)
-            metrics = (merge_into_view(spark, dst, view, new_state, v1, local=local,
-                                       target_filter=_view_filter(view, stats, "t"))
-                       if stats.groups else None)
+            metrics = (
+                merge_into_view(
+                    spark,
+                    dst,
+                    view,
+                    new_state,
+                    v1,
+                    local=local,
+                    target_filter=_view_filter(view, stats, "t"),
+                )
+                if stats.groups
+                else None
+            )
         except Exception as e:
             if inconsistent in str(e):
                 raise ViewInconsistent(inconsistent) from None
@@ -369,13 +450,20 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
             now = committed_version(spark, settings, view)
             if now is not None and now >= v1:
                 record_progress(spark, settings, view, now)
-                return RefreshReport(view.name, "up_to_date", v0, now,
-                                     seconds=time.monotonic() - start,
-                                     notes=(f"a concurrent refresh applied v{v0 + 1}..v{v1} "
-                                            "first; this one skipped it",))
+                return RefreshReport(
+                    view.name,
+                    "up_to_date",
+                    v0,
+                    now,
+                    seconds=time.monotonic() - start,
+                    notes=(
+                        f"a concurrent refresh applied v{v0 + 1}..v{v1} first; this one skipped it",
+                    ),
+                )
             raise SourceRewound(
                 f"view {view.name!r}: Delta skipped the MERGE for v{v1} as already applied, "
-                f"but the view reflects v{v0}: delete {dst} and run with --full-refresh")
+                f"but the view reflects v{v0}: delete {dst} and run with --full-refresh"
+            )
         if fail_at == "after_merge":
             # The view now reflects v1 (its commit says so) but the progress table does not.
             raise InjectedFailure("after_merge")
@@ -384,14 +472,24 @@ def refresh(spark: SparkSession, settings: Settings, view: registry.View, *,
     mark("merge")
     record_progress(spark, settings, view, v1)
     mark("progress")
-    return RefreshReport(view.name, "incremental", v0, v1, change_rows=stats.rows,
-                         groups_touched=stats.groups, groups_recomputed=n_recompute,
-                         merge=metrics, seconds=time.monotonic() - start, phases=phases,
-                         jobs=jobs)
+    return RefreshReport(
+        view.name,
+        "incremental",
+        v0,
+        v1,
+        change_rows=stats.rows,
+        groups_touched=stats.groups,
+        groups_recomputed=n_recompute,
+        merge=metrics,
+        seconds=time.monotonic() - start,
+        phases=phases,
+        jobs=jobs,
+    )
 
 
-def verify(spark: SparkSession, settings: Settings, view: registry.View, *,
-           limit: int = 1000) -> list[Difference]:
+def verify(
+    spark: SparkSession, settings: Settings, view: registry.View, *, limit: int = 1000
+) -> list[Difference]:
     """Recompute ``view`` in memory from its source at the version the view reflects and list
     the groups that differ (at most ``limit``); an empty list means the view is consistent.
 
@@ -403,14 +501,19 @@ def verify(spark: SparkSession, settings: Settings, view: registry.View, *,
     if version is None:
         version = recorded_version(spark, settings, view)
     if version is None or not _is_delta(spark, dst):
-        raise ViewNotMaterialized(f"view {view.name!r} has never been refreshed; run a refresh "
-                                  "first")
+        raise ViewNotMaterialized(
+            f"view {view.name!r} has never been refreshed; run a refresh first"
+        )
     src = _source_path(settings, view)
-    expected = transform_aggregate(transform_project(read_version(spark, src, version), view),
-                                   view)
+    expected = transform_aggregate(transform_project(read_version(spark, src, version), view), view)
     actual = read_version(spark, dst, view_version)
     rows = transform_compare(actual, expected, view).limit(limit).collect()
-    return [Difference(keys={k: r[k] for k in view.keys}, columns=tuple(r["__differs"]),
-                       view=r["__view"].asDict() if r["__view"] else None,
-                       expected=r["__expected"].asDict() if r["__expected"] else None)
-            for r in rows]
+    return [
+        Difference(
+            keys={k: r[k] for k in view.keys},
+            columns=tuple(r["__differs"]),
+            view=r["__view"].asDict() if r["__view"] else None,
+            expected=r["__expected"].asDict() if r["__expected"] else None,
+        )
+        for r in rows
+    ]

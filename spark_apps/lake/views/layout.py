@@ -55,8 +55,12 @@ def helper_columns(agg: registry.Aggregate) -> list[str]:
 
 def view_columns(view: registry.View) -> list[str]:
     """The columns of a view's table, in order: keys, visible aggregates, ``__count``, helpers."""
-    return [*view.keys, *(a.name for a in view.aggregates), COUNT,
-            *(h for a in view.aggregates for h in helper_columns(a))]
+    return [
+        *view.keys,
+        *(a.name for a in view.aggregates),
+        COUNT,
+        *(h for a in view.aggregates for h in helper_columns(a)),
+    ]
 
 
 def needs_recompute(view: registry.View) -> bool:
@@ -80,5 +84,7 @@ def _null_safe_join(left: str, right: str, keys: Sequence[str]) -> Column:
     from pyspark.sql import functions as F
 
     # Keys may be NULL (a NULL key is a group, as in GROUP BY): match them null-safely.
-    return reduce(lambda a, b: a & b,
-                  [F.col(f"{left}.`{k}`").eqNullSafe(F.col(f"{right}.`{k}`")) for k in keys])
+    return reduce(
+        lambda a, b: a & b,
+        [F.col(f"{left}.`{k}`").eqNullSafe(F.col(f"{right}.`{k}`")) for k in keys],
+    )

@@ -7,8 +7,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from adlake import registry
-from spark_apps.lake.views.layout import (COUNT, HLL_LG_CONFIG_K, _hll, _hll_estimate, _in,
-                                          _null_safe_join, _sum_cols, view_columns)
+from spark_apps.lake.views.layout import (
+    COUNT,
+    HLL_LG_CONFIG_K,
+    _hll,
+    _hll_estimate,
+    _in,
+    _null_safe_join,
+    _sum_cols,
+    view_columns,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -95,10 +103,12 @@ def transform_changes(cdf: DataFrame, view: registry.View) -> DataFrame:
     from pyspark.sql import functions as F
 
     kind = F.col("_change_type")
-    sign = (F.when(kind.isin(*(k for k, s in SIGNS.items() if s > 0)), F.lit(1))
-            .when(kind.isin(*(k for k, s in SIGNS.items() if s < 0)), F.lit(-1)))
-    return transform_project(cdf.filter(F.col("_change_type").isin(*SIGNS)), view,
-                             sign.alias("__sign"))
+    sign = F.when(kind.isin(*(k for k, s in SIGNS.items() if s > 0)), F.lit(1)).when(
+        kind.isin(*(k for k, s in SIGNS.items() if s < 0)), F.lit(-1)
+    )
+    return transform_project(
+        cdf.filter(F.col("_change_type").isin(*SIGNS)), view, sign.alias("__sign")
+    )
 
 
 def transform_change_groups(changes: DataFrame, view: registry.View) -> DataFrame:
@@ -115,26 +125,33 @@ def transform_change_groups(changes: DataFrame, view: registry.View) -> DataFram
     from pyspark.sql import functions as F
 
     sign = F.col("__sign")
-    exprs = [F.count(F.lit(1)).alias("__rows"), F.sum(sign).alias("__d_count"),
-             F.max(sign < 0).alias("__retract")]
+    exprs = [
+        F.count(F.lit(1)).alias("__rows"),
+        F.sum(sign).alias("__d_count"),
+        F.max(sign < 0).alias("__retract"),
+    ]
     for agg in view.aggregates:
         col = F.col(_in(agg)) if agg.column else None
         if agg.kind in ("sum", "avg"):
             total, n = _sum_cols(agg)
-            exprs += [F.sum(col * sign).alias(f"__d_{total}"),
-                      F.sum(F.when(col.isNotNull(), sign).otherwise(0)).alias(f"__d_{n}")]
+            exprs += [
+                F.sum(col * sign).alias(f"__d_{total}"),
+                F.sum(F.when(col.isNotNull(), sign).otherwise(0)).alias(f"__d_{n}"),
+            ]
         elif agg.kind == "min":
             exprs.append(F.min(F.when(sign > 0, col)).alias(f"__i_{agg.name}"))
         elif agg.kind == "max":
             exprs.append(F.max(F.when(sign > 0, col)).alias(f"__i_{agg.name}"))
         elif agg.kind == "approx_distinct":
-            exprs.append(F.hll_sketch_agg(F.when(sign > 0, col), HLL_LG_CONFIG_K)
-                         .alias(f"__i_{_hll(agg)}"))
+            exprs.append(
+                F.hll_sketch_agg(F.when(sign > 0, col), HLL_LG_CONFIG_K).alias(f"__i_{_hll(agg)}")
+            )
     return changes.groupBy(*view.keys).agg(*exprs)
 
 
-def transform_new_state(delta: DataFrame, existing: DataFrame, recomputed: DataFrame | None,
-                        view: registry.View) -> DataFrame:
+def transform_new_state(
+    delta: DataFrame, existing: DataFrame, recomputed: DataFrame | None, view: registry.View
+) -> DataFrame:
     """The new state of every group the change touched: the MERGE source.
 
     ``existing`` is the view as stored, ``recomputed`` the full state (``transform_aggregate``)
@@ -151,8 +168,9 @@ def transform_new_state(delta: DataFrame, existing: DataFrame, recomputed: DataF
     from pyspark.sql import functions as F
 
     recompute = recomputed is not None
-    joined = delta.alias("d").join(existing.alias("o"), _null_safe_join("d", "o", view.keys),
-                                   "left")
+    joined = delta.alias("d").join(
+        existing.alias("o"), _null_safe_join("d", "o", view.keys), "left"
+    )
     if recompute:
         joined = joined.join(recomputed.alias("r"), _null_safe_join("d", "r", view.keys), "left")
     retract = F.col("d.__retract") if recompute else F.lit(False)
@@ -164,16 +182,21 @@ def transform_new_state(delta: DataFrame, existing: DataFrame, recomputed: DataF
     # A recomputed group with no source row left has no `r` row: count 0, so the MERGE deletes
     # it (its other columns are NULL and never stored).
     new_count = F.coalesce(old(COUNT), F.lit(0)) + d("__d_count")
-    state = {COUNT: F.when(retract, F.coalesce(F.col(f"r.{COUNT}"), F.lit(0))).otherwise(new_count)
-             if recompute else new_count}
+    state = {
+        COUNT: F.when(retract, F.coalesce(F.col(f"r.{COUNT}"), F.lit(0))).otherwise(new_count)
+        if recompute
+        else new_count
+    }
     for agg in view.aggregates:
         if agg.kind in ("sum", "avg"):
             total, n = _sum_cols(agg)
             new_n = F.coalesce(old(n), F.lit(0)) + d(f"__d_{n}")
             # Once no non-null value is left the sum is NULL (SQL's sum of nothing), whatever
             # rounding residue the additions and subtractions of doubles left behind.
-            new_total = F.when(new_n > 0, F.coalesce(old(total), F.lit(0))
-                               + F.coalesce(d(f"__d_{total}"), F.lit(0)))
+            new_total = F.when(
+                new_n > 0,
+                F.coalesce(old(total), F.lit(0)) + F.coalesce(d(f"__d_{total}"), F.lit(0)),
+            )
             state[n], state[total] = pick(n, new_n), pick(total, new_total)
         elif agg.kind in ("min", "max"):
             combine = F.least if agg.kind == "min" else F.greatest  # both skip NULLs
@@ -181,17 +204,20 @@ def transform_new_state(delta: DataFrame, existing: DataFrame, recomputed: DataF
         elif agg.kind == "approx_distinct":
             h = _hll(agg)
             inserted = d(f"__i_{h}")
-            state[h] = pick(h, F.when(old(h).isNull(), inserted)
-                            .otherwise(F.hll_union(old(h), inserted)))
+            state[h] = pick(
+                h, F.when(old(h).isNull(), inserted).otherwise(F.hll_union(old(h), inserted))
+            )
     stored_types = dict(existing.dtypes)
-    new = joined.select(*(F.col(f"d.`{k}`").alias(k) for k in view.keys),
-                        *(col.cast(stored_types[name]).alias(name)
-                          for name, col in state.items()))
+    new = joined.select(
+        *(F.col(f"d.`{k}`").alias(k) for k in view.keys),
+        *(col.cast(stored_types[name]).alias(name) for name, col in state.items()),
+    )
     return _finalize(new, view)
 
 
-def transform_compare(actual: DataFrame, expected: DataFrame, view: registry.View,
-                      rel_tolerance: float = 1e-9) -> DataFrame:
+def transform_compare(
+    actual: DataFrame, expected: DataFrame, view: registry.View, rel_tolerance: float = 1e-9
+) -> DataFrame:
     """Groups where the view (``actual``) and a recomputation (``expected``) differ.
 
     Columns: the keys, ``__differs`` (names of the differing columns), ``__view`` and
@@ -214,24 +240,31 @@ def transform_compare(actual: DataFrame, expected: DataFrame, view: registry.Vie
 
     checks = [(COUNT, differs(a(COUNT), e(COUNT), False))]
     for agg in view.aggregates:
-        checks.append((agg.name, differs(a(agg.name), e(agg.name),
-                                         types[agg.name] in ("double", "float"))))
+        checks.append(
+            (agg.name, differs(a(agg.name), e(agg.name), types[agg.name] in ("double", "float")))
+        )
         if agg.kind in ("sum", "avg"):
             n = _sum_cols(agg)[1]
             checks.append((n, differs(a(n), e(n), False)))
         if agg.kind == "approx_distinct":
             h = _hll(agg)
             checks.append((h, differs(_hll_estimate(a(h)), _hll_estimate(e(h)), False)))
-    names = F.filter(F.array(*(F.when(cond, F.lit(name)) for name, cond in checks)),
-                     lambda x: x.isNotNull())
+    names = F.filter(
+        F.array(*(F.when(cond, F.lit(name)) for name, cond in checks)), lambda x: x.isNotNull()
+    )
     shown = [*(agg.name for agg in view.aggregates), COUNT]
 
     def side(col: Any, alias: str) -> Column:
-        return F.when(col(COUNT).isNotNull(), F.struct(*(col(c).alias(c) for c in shown))
-                      ).alias(alias)
+        return F.when(col(COUNT).isNotNull(), F.struct(*(col(c).alias(c) for c in shown))).alias(
+            alias
+        )
 
-    joined = actual.alias("a").join(expected.alias("e"), _null_safe_join("a", "e", view.keys),
-                                    "full_outer")
-    return (joined.select(*(F.coalesce(a(k), e(k)).alias(k) for k in view.keys),
-                          names.alias("__differs"), side(a, "__view"), side(e, "__expected"))
-            .filter(F.size("__differs") > 0))
+    joined = actual.alias("a").join(
+        expected.alias("e"), _null_safe_join("a", "e", view.keys), "full_outer"
+    )
+    return joined.select(
+        *(F.coalesce(a(k), e(k)).alias(k) for k in view.keys),
+        names.alias("__differs"),
+        side(a, "__view"),
+        side(e, "__expected"),
+    ).filter(F.size("__differs") > 0)

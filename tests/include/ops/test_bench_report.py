@@ -37,59 +37,113 @@ def latency_quantiles(p50: float, p99: float, top: float) -> list[float]:
 
 def ops_run(app: str, mode: str, p50: float, p99: float, top: float, boundaries: list[float]):
     stalled = [any(t <= b < t + 5 for b in boundaries) for t in range(0, 120, 5)]
-    timeline = [{"t_s": t * 5, "n": 5000, "p50": p50, "p99": top * 0.8 if stall else p99 * 0.8,
-                 "max": top if stall else p99} for t, stall in enumerate(stalled)]
+    timeline = [
+        {
+            "t_s": t * 5,
+            "n": 5000,
+            "p50": p50,
+            "p99": top * 0.8 if stall else p99 * 0.8,
+            "max": top if stall else p99,
+        }
+        for t, stall in enumerate(stalled)
+    ]
     return {
-        "app": app, "mode": mode, "rate": 1000.0, "duration_s": 120.0,
+        "app": app,
+        "mode": mode,
+        "rate": 1000.0,
+        "duration_s": 120.0,
         "whole": {"p50": p50, "p95": p99 / 2, "p99": p99, "max": top, "n": 120000},
         "between_boundaries": {"p50": p50, "p99": p99 / 4, "max": top / 4, "n": 100000},
-        "quantiles_ms": latency_quantiles(p50, p99, top), "timeline": timeline,
-        "boundaries": [{"t_s": b, "stall_ms": 2100.0 + i,
-                        "durations_ms": {"queryPlanning": 700.0, "latestOffset": 400.0,
-                                         "addBatch": 900.0, "commitOffsets": 40.0,
-                                         "walCommit": 30.0},
-                        "timers_fired": 1200 + i} for i, b in enumerate(boundaries)],
+        "quantiles_ms": latency_quantiles(p50, p99, top),
+        "timeline": timeline,
+        "boundaries": [
+            {
+                "t_s": b,
+                "stall_ms": 2100.0 + i,
+                "durations_ms": {
+                    "queryPlanning": 700.0,
+                    "latestOffset": 400.0,
+                    "addBatch": 900.0,
+                    "commitOffsets": 40.0,
+                    "walCommit": 30.0,
+                },
+                "timers_fired": 1200 + i,
+            }
+            for i, b in enumerate(boundaries)
+        ],
         "load_average": [1.5, 2.25],
     }
 
 
 def goal(name: str, met: bool) -> dict:
-    return {"goal": name, "target": "≤ 1.5 s", "measured": "1.2 s", "met": met,
-            "bound": "Delta's MERGE commit"}
+    return {
+        "goal": name,
+        "target": "≤ 1.5 s",
+        "measured": "1.2 s",
+        "met": met,
+        "bound": "Delta's MERGE commit",
+    }
 
 
 def synthetic() -> dict[str, dict]:
     """One JSON per benchmark, shaped as the contract says."""
-    views = {"cases": [
-        {"case": case, "rows": rows, "change_rows": change, "incremental_s": inc, "full_s": full,
-         "ratio": None if full is None else full / inc,
-         "phases": {"bookkeeping": 0.4, "change": 0.6, "merge": inc - 1.0},
-         "jobs": {"bookkeeping": 2, "change": 3, "merge": 7}, "commits": 1,
-         "verify_differences": 0, "load_average": [0.5, 1.0]}
-        for case, rows, change, inc, full in [
-            ("delete_update", 10_000_000, 129_879, 8.0, 13.4),
-            ("append", 10_000_000, 100_000, 2.1, 13.0),
-            ("fixed_change", 10_000_000, 100_000, 2.0, 12.8),
-            ("fixed_change", 30_000_000, 100_000, 2.3, 36.0),
-            ("fixed_change", 100_000_000, 100_000, 2.7, 118.0),
-            ("one_row", 10_000_000, 1, 1.3, None)]],
-        "goals": [goal("1-row refresh", True), goal("append-only at 10M ≥ 5× full", False)]}
+    views = {
+        "cases": [
+            {
+                "case": case,
+                "rows": rows,
+                "change_rows": change,
+                "incremental_s": inc,
+                "full_s": full,
+                "ratio": None if full is None else full / inc,
+                "phases": {"bookkeeping": 0.4, "change": 0.6, "merge": inc - 1.0},
+                "jobs": {"bookkeeping": 2, "change": 3, "merge": 7},
+                "commits": 1,
+                "verify_differences": 0,
+                "load_average": [0.5, 1.0],
+            }
+            for case, rows, change, inc, full in [
+                ("delete_update", 10_000_000, 129_879, 8.0, 13.4),
+                ("append", 10_000_000, 100_000, 2.1, 13.0),
+                ("fixed_change", 10_000_000, 100_000, 2.0, 12.8),
+                ("fixed_change", 30_000_000, 100_000, 2.3, 36.0),
+                ("fixed_change", 100_000_000, 100_000, 2.7, 118.0),
+                ("one_row", 10_000_000, 1, 1.3, None),
+            ]
+        ],
+        "goals": [goal("1-row refresh", True), goal("append-only at 10M ≥ 5× full", False)],
+    }
     bronze = {
-        "records": 1_000_000, "partitions": 8, "startup_s": 6.5,
-        "steady_records_per_s": 104_000.0, "wall_records_per_s": 71_000.0,
+        "records": 1_000_000,
+        "partitions": 8,
+        "startup_s": 6.5,
+        "steady_records_per_s": 104_000.0,
+        "wall_records_per_s": 71_000.0,
         "batches": [{"records": 250_000, "seconds": s} for s in (3.1, 2.4, 2.3, 2.5)],
         "fixed_cost_s": {"bronze": 7.2, "silver": 11.4},
-        "goal": {"goal": "bronze steady-state ingest", "target": "≥ 100,000 records/s",
-                 "measured": "104,000 records/s", "met": True, "bound": "2 cores"},
-        "load_average": [0.75, 1.25]}
+        "goal": {
+            "goal": "bronze steady-state ingest",
+            "target": "≥ 100,000 records/s",
+            "measured": "104,000 records/s",
+            "met": True,
+            "bound": "2 cores",
+        },
+        "load_average": [0.75, 1.25],
+    }
     ops = {
-        "runs": [ops_run("click_surge", "realtime", 31, 60, 122, [30, 60, 90]),
-                 ops_run("click_surge", "processing_time", 743, 1730, 2624, []),
-                 ops_run("attribution", "realtime", 36, 1413, 2366, [25, 55, 85, 115])],
-        "kafka_hop": {"rate": 1000.0, "duration_s": 120.0,
-                      "whole": {"p50": 3.0, "p95": 5.0, "p99": 8.0, "max": 20.0, "n": 120000},
-                      "quantiles_ms": latency_quantiles(3.0, 8.0, 20.0)},
-        "goals": [goal("attribution RTM whole-run p99 ≤ 250 ms", False)]}
+        "runs": [
+            ops_run("click_surge", "realtime", 31, 60, 122, [30, 60, 90]),
+            ops_run("click_surge", "processing_time", 743, 1730, 2624, []),
+            ops_run("attribution", "realtime", 36, 1413, 2366, [25, 55, 85, 115]),
+        ],
+        "kafka_hop": {
+            "rate": 1000.0,
+            "duration_s": 120.0,
+            "whole": {"p50": 3.0, "p95": 5.0, "p99": 8.0, "max": 20.0, "n": 120000},
+            "quantiles_ms": latency_quantiles(3.0, 8.0, 20.0),
+        },
+        "goals": [goal("attribution RTM whole-run p99 ≤ 250 ms", False)],
+    }
     return {"views.json": views, "bronze.json": bronze, "ops.json": ops}
 
 
@@ -112,16 +166,20 @@ def test_the_report_has_a_table_per_benchmark_the_goals_and_every_plot(tmp_path)
     report = report_path.read_text()
 
     views = section(report, "View refresh")
-    assert "| `fixed_change` | 100,000,000 | 100,000 | 2.70 s | 118.00 s | 43.7× | 12 | 1 | 0 |" \
+    assert (
+        "| `fixed_change` | 100,000,000 | 100,000 | 2.70 s | 118.00 s | 43.7× | 12 | 1 | 0 |"
         in views
+    )
     assert "| `one_row` | 10,000,000 | 1 | 1.30 s | – | – |" in views
     assert "| bookkeeping | change | merge |" in views  # the phases' columns
     bronze = section(report, "Bronze and silver")
     assert "| 1,000,000 | 8 | 6.50 s | 104,000 records/s | 71,000 records/s | 4 |" in bronze
     assert "| `silver` | 11.40 s |" in bronze
     ops = section(report, "Operational apps")
-    assert "| attribution | Real-Time Mode | 1,000/s | 120 s | 36 ms | 706 ms | 1,413 ms | " \
-           "2,366 ms | 120,000 | 36 ms | 353 ms | 592 ms | 4 | 1.5 → 2.2 |" in ops
+    assert (
+        "| attribution | Real-Time Mode | 1,000/s | 120 s | 36 ms | 706 ms | 1,413 ms | "
+        "2,366 ms | 120,000 | 36 ms | 353 ms | 592 ms | 4 | 1.5 → 2.2 |" in ops
+    )
     assert "| bare Kafka hop (produce → consume) | – | 1,000/s | 120 s | 3.0 ms |" in ops
     assert "| click_surge Real-Time Mode | 10.3× | 7.5× |" in ops  # 31/3, 60/8
     assert "**Boundaries of attribution Real-Time Mode" in ops
@@ -130,8 +188,10 @@ def test_the_report_has_a_table_per_benchmark_the_goals_and_every_plot(tmp_path)
     goals = section(report, "Goals")
     assert "| views | 1-row refresh | ≤ 1.5 s | 1.2 s | yes | Delta's MERGE commit |" in goals
     assert "| views | append-only at 10M ≥ 5× full | ≤ 1.5 s | 1.2 s | **no** |" in goals
-    assert "| bronze | bronze steady-state ingest | ≥ 100,000 records/s | 104,000 records/s " \
-           "| yes | 2 cores |" in goals
+    assert (
+        "| bronze | bronze steady-state ingest | ≥ 100,000 records/s | 104,000 records/s "
+        "| yes | 2 cores |" in goals
+    )
     assert "| ops | attribution RTM whole-run p99 ≤ 250 ms |" in goals
 
     machine = section(report, "Machine and run")
@@ -151,8 +211,12 @@ def test_the_report_has_a_table_per_benchmark_the_goals_and_every_plot(tmp_path)
 def test_a_run_that_measured_no_output_is_a_row_of_dashes_with_its_note(tmp_path):
     files = synthetic()
     attribution = files["ops.json"]["runs"][2]
-    attribution.update(whole={"p50": None, "p95": None, "p99": None, "max": None, "n": 0},
-                       quantiles_ms=[], timeline=[], notes=["no output measured; see its log"])
+    attribution.update(
+        whole={"p50": None, "p95": None, "p99": None, "max": None, "n": 0},
+        quantiles_ms=[],
+        timeline=[],
+        notes=["no output measured; see its log"],
+    )
     attribution["boundaries"][0]["stall_ms"] = None
     report = build(write(tmp_path / "in", files), tmp_path / "out").read_text()
 
@@ -210,28 +274,51 @@ def test_the_boundary_analysis_is_linked_when_it_is_beside_the_report(tmp_path):
     assert "[attribution-boundary.md](attribution-boundary.md)" in report
 
 
-@pytest.mark.parametrize(("file", "damage", "message"), [
-    ("ops.json", lambda d: d["runs"][1]["whole"].pop("p99"),
-     "ops.json: runs[1].whole.p99: missing"),
-    ("ops.json", lambda d: d["runs"][0].update(quantiles_ms=[1.0, 2.0]),
-     "ops.json: runs[0].quantiles_ms: expected 1001 numbers"),
-    ("ops.json", lambda d: d["runs"][2].update(mode="continuous"),
-     "ops.json: runs[2].mode: expected one of"),
-    ("views.json", lambda d: d["cases"][3].update(incremental_s="2.3 s"),
-     "views.json: cases[3].incremental_s: expected a number, got '2.3 s'"),
-    ("views.json", lambda d: d["goals"][0].update(met="yes"),
-     "views.json: goals[0].met: expected true or false, got 'yes'"),
-    ("bronze.json", lambda d: d.update(load_average=[1.0]),
-     "bronze.json: load_average: expected 2 numbers"),
-    ("bronze.json", lambda d: d.pop("goal"), "bronze.json: goal: missing"),
-])
+@pytest.mark.parametrize(
+    ("file", "damage", "message"),
+    [
+        (
+            "ops.json",
+            lambda d: d["runs"][1]["whole"].pop("p99"),
+            "ops.json: runs[1].whole.p99: missing",
+        ),
+        (
+            "ops.json",
+            lambda d: d["runs"][0].update(quantiles_ms=[1.0, 2.0]),
+            "ops.json: runs[0].quantiles_ms: expected 1001 numbers",
+        ),
+        (
+            "ops.json",
+            lambda d: d["runs"][2].update(mode="continuous"),
+            "ops.json: runs[2].mode: expected one of",
+        ),
+        (
+            "views.json",
+            lambda d: d["cases"][3].update(incremental_s="2.3 s"),
+            "views.json: cases[3].incremental_s: expected a number, got '2.3 s'",
+        ),
+        (
+            "views.json",
+            lambda d: d["goals"][0].update(met="yes"),
+            "views.json: goals[0].met: expected true or false, got 'yes'",
+        ),
+        (
+            "bronze.json",
+            lambda d: d.update(load_average=[1.0]),
+            "bronze.json: load_average: expected 2 numbers",
+        ),
+        ("bronze.json", lambda d: d.pop("goal"), "bronze.json: goal: missing"),
+    ],
+)
 def test_a_malformed_json_names_its_file_and_field(tmp_path, file, damage, message):
     files = synthetic()
     damage(files[file])
     write(tmp_path / "in", files)
 
-    with pytest.raises(MalformedReport, match="^" + message.replace("[", r"\[").replace(
-            "]", r"\]").replace(".", r"\.")):
+    with pytest.raises(
+        MalformedReport,
+        match="^" + message.replace("[", r"\[").replace("]", r"\]").replace(".", r"\."),
+    ):
         build(tmp_path / "in", tmp_path / "out")
     assert not (tmp_path / "out" / "REPORT.md").exists()
 
@@ -257,8 +344,14 @@ def test_the_command_writes_the_report_beside_the_json_by_default(tmp_path, caps
 # -- the smoke test: make bench-quick end to end --------------------------------------------------
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-SECTIONS = ("## Machine and run", "## Goals", "## View refresh", "## Bronze and silver",
-            "## Operational apps", "## Plots")
+SECTIONS = (
+    "## Machine and run",
+    "## Goals",
+    "## View refresh",
+    "## Bronze and silver",
+    "## Operational apps",
+    "## Plots",
+)
 
 
 @pytest.mark.integration  # make starts the benchmarks' brokers and Spark as subprocesses
@@ -267,15 +360,24 @@ def test_make_bench_quick_writes_every_section_and_plot(tmp_path):
     own, under a runtime directory of this test's), then the report. No figure is asserted."""
     settings = private_settings(tmp_path / "runtime")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ADLAKE_")} | {
-        "ADLAKE_PROFILE": "local", "ADLAKE_RUNTIME_DIR": str(settings.runtime_dir),
+        "ADLAKE_PROFILE": "local",
+        "ADLAKE_RUNTIME_DIR": str(settings.runtime_dir),
         "ADLAKE_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
-        "ADLAKE_KAFKA_CONTROLLER_PORT": str(settings.kafka_controller_port)}
+        "ADLAKE_KAFKA_CONTROLLER_PORT": str(settings.kafka_controller_port),
+    }
     out = tmp_path / "bench-quick"
     log = tmp_path / "make.log"
     with open(log, "wb") as sink:
-        done = subprocess.run(["make", "--no-print-directory", "bench-quick", f"BENCH_DIR={out}"],
-                              cwd=REPO_ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, timeout=30 * 60)
+        done = subprocess.run(
+            ["make", "--no-print-directory", "bench-quick", f"BENCH_DIR={out}"],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            timeout=30 * 60,
+            check=False,
+        )
     assert done.returncode == 0, log.read_text()[-6000:]
 
     for name in bench_report.FILES:

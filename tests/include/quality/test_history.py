@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from adlake.quality.history import recent_runs, summarize, validations_dir
 
@@ -14,16 +14,22 @@ def store(settings, table: str, run_name: str, run_time: datetime, failed: list[
     stamp = run_time.strftime("%Y%m%dT%H%M%S.%fZ")
     path = validations_dir(settings) / table / run_name / stamp / f"adlake_spark-{table}.json"
     path.parent.mkdir(parents=True)
-    results = [{"success": False, "expectation_config": {"meta": {"severity": s}}}
-               for s in failed]
+    results = [{"success": False, "expectation_config": {"meta": {"severity": s}}} for s in failed]
     results.append({"success": True, "expectation_config": {"meta": {"severity": "error"}}})
-    path.write_text(json.dumps({
-        "suite_name": table, "success": not failed, "results": results,
-        "meta": {"run_id": {"run_name": run_name, "run_time": run_time.isoformat()}}}))
+    path.write_text(
+        json.dumps(
+            {
+                "suite_name": table,
+                "success": not failed,
+                "results": results,
+                "meta": {"run_id": {"run_name": run_name, "run_time": run_time.isoformat()}},
+            }
+        )
+    )
 
 
 def at(hour: int) -> datetime:
-    return datetime(2026, 11, 21, hour, 5, tzinfo=timezone.utc)
+    return datetime(2026, 11, 21, hour, 5, tzinfo=UTC)
 
 
 def test_recent_runs_newest_first_and_a_warn_failure_still_passes(settings, tmp_path):
@@ -35,14 +41,17 @@ def test_recent_runs_newest_first_and_a_warn_failure_still_passes(settings, tmp_
     store(lake, "page_clicks_hourly", "view_page_clicks_hourly__a", at(13), [])
 
     runs = recent_runs(lake, last=2)
-    assert [(r.run_name, r.passed, r.failed_errors, r.failed_warns)
-            for r in runs["page_traffic"]] == [("lake_hourly__r15", False, 1, 1),
-                                                ("lake_hourly__r14", True, 0, 1)]
+    assert [
+        (r.run_name, r.passed, r.failed_errors, r.failed_warns) for r in runs["page_traffic"]
+    ] == [("lake_hourly__r15", False, 1, 1), ("lake_hourly__r14", True, 0, 1)]
     assert runs["page_traffic"][0].page == (
         "validations/page_traffic/lake_hourly__r15/20261121T150500.000000Z/"
-        "adlake_spark-page_traffic.html")
+        "adlake_spark-page_traffic.html"
+    )
     summary = summarize(r for rs in recent_runs(lake).values() for r in rs)
-    assert {t: (s["latest"].run_name, round(s["pass_rate"], 2), s["runs"])
-            for t, s in summary.items()} == {
+    assert {
+        t: (s["latest"].run_name, round(s["pass_rate"], 2), s["runs"]) for t, s in summary.items()
+    } == {
         "page_clicks_hourly": ("view_page_clicks_hourly__a", 1.0, 1),
-        "page_traffic": ("lake_hourly__r15", 0.67, 3)}
+        "page_traffic": ("lake_hourly__r15", 0.67, 3),
+    }

@@ -6,8 +6,14 @@ import pytest
 
 from adlake import registry
 from adlake.quality import rules
-from adlake.quality.rules import (DERIVED_COLUMNS, GOLD_PARAMETERS, VIEW_PARAMETERS, Rule,
-                                  parameters, suite_rules)
+from adlake.quality.rules import (
+    DERIVED_COLUMNS,
+    GOLD_PARAMETERS,
+    VIEW_PARAMETERS,
+    Rule,
+    parameters,
+    suite_rules,
+)
 
 
 def names(suite: str, severity: str | None = None) -> list[str]:
@@ -15,8 +21,9 @@ def names(suite: str, severity: str | None = None) -> list[str]:
 
 
 def test_every_gold_table_and_view_has_a_suite():
-    assert set(rules.SUITES) == ({t.name for t in registry.TABLES.values() if t.layer == "gold"}
-                                 | set(registry.VIEWS))
+    assert set(rules.SUITES) == (
+        {t.name for t in registry.TABLES.values() if t.layer == "gold"} | set(registry.VIEWS)
+    )
 
 
 def test_a_gold_suite_follows_the_registry():
@@ -32,17 +39,21 @@ def test_a_gold_suite_follows_the_registry():
         " attributed_callback, request_closed, orphan_impression, orphan_callback])",
         "expect_column_values_to_be_between(column=matched, min_value=0)",
     ]
-    assert ("expect_column_values_to_be_between(column=event_date, min_value=$first_day, "
-            "max_value=$last_day)") in got
+    assert (
+        "expect_column_values_to_be_between(column=event_date, min_value=$first_day, "
+        "max_value=$last_day)"
+    ) in got
 
 
 def test_optional_fields_are_not_required_and_the_funnel_rules_say_where_they_are_null():
     got = names("attribution_funnel")
     assert "expect_column_values_to_not_be_null(column=requests)" not in got
-    assert ("expect_column_values_to_not_be_null(column=requests, "
-            "row_condition=campaign_id == '*')") in got
-    assert ("expect_column_values_to_be_null(column=requests, "
-            "row_condition=campaign_id != '*')") in got
+    assert (
+        "expect_column_values_to_not_be_null(column=requests, row_condition=campaign_id == '*')"
+    ) in got
+    assert (
+        "expect_column_values_to_be_null(column=requests, row_condition=campaign_id != '*')"
+    ) in got
 
 
 def test_a_view_suite_checks_keys_aggregates_and_its_count_against_the_source():
@@ -61,17 +72,22 @@ def test_a_view_suite_checks_keys_aggregates_and_its_count_against_the_source():
     ]
     # win_price is non-negative in the payload rules, so are the aggregates over it.
     assert "expect_column_values_to_be_between(column=spend, min_value=0)" in names(
-        "campaign_daily_totals")
+        "campaign_daily_totals"
+    )
 
 
 def test_thresholds_come_from_the_registry_and_the_configuration():
     surge = {r.name: r for r in suite_rules("surge_history")}
     threshold = registry.app("click_surge").knob("threshold").default
-    name = (f"expect_column_values_to_be_between(column=click_count, min_value={threshold}, "
-            "strict_min=true)")
+    name = (
+        f"expect_column_values_to_be_between(column=click_count, min_value={threshold}, "
+        "strict_min=true)"
+    )
     assert surge[name].severity == "warn"
-    assert ("expect_column_values_to_be_between(column=dq_window_seconds, "
-            f"min_value={registry.SURGE_WINDOW_S}, max_value={registry.SURGE_WINDOW_S})") in surge
+    assert (
+        "expect_column_values_to_be_between(column=dq_window_seconds, "
+        f"min_value={registry.SURGE_WINDOW_S}, max_value={registry.SURGE_WINDOW_S})"
+    ) in surge
     assert "min_match_rate" in parameters("attribution_reconciliation")
 
 

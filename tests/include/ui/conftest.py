@@ -18,7 +18,7 @@ def runtime(settings, tmp_path):
 
 
 @pytest.fixture(scope="session")
-def auth_manager(airflow_db):  # noqa: F811
+def auth_manager(airflow_db):
     from airflow.api_fastapi.app import init_auth_manager
 
     return init_auth_manager()

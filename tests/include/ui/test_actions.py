@@ -13,7 +13,7 @@ from tests.dags.conftest import DAGS_DIR
 
 
 @pytest.fixture(scope="module")
-def airflow_api(airflow_db, token):  # noqa: F811
+def airflow_api(airflow_db, token):
     from airflow.api_fastapi.app import create_app
     from airflow.dag_processing.bundles.manager import DagBundlesManager
     from airflow.dag_processing.dagbag import sync_bag_to_db
@@ -36,7 +36,11 @@ def test_every_button_is_a_dag_run_by_the_user(airflow_api, runtime, app):
         assert response.status_code == 200, (button["label"], response.text)
         run = response.json()
         assert (run["dag_id"], run["conf"], run["triggering_user_name"], run["note"]) == (
-            f"app_{app}", button["body"]["conf"], "admin", button["body"]["note"])
+            f"app_{app}",
+            button["body"]["conf"],
+            "admin",
+            button["body"]["note"],
+        )
         assert run["run_type"] == "manual" and run["logical_date"] is None
         url = f"/api/v2/dags/app_{app}/dagRuns/{run['dag_run_id']}"
         polled = airflow_api.get(url)  # as the page polls it

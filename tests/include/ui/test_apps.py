@@ -27,8 +27,17 @@ def hold_lock(runtime):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.write(fd, json.dumps({"pid": os.getpid(), "mode": mode, "started_at": started_at,
-                                 "argv": ["click_surge"]}).encode())
+        os.write(
+            fd,
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "mode": mode,
+                    "started_at": started_at,
+                    "argv": ["click_surge"],
+                }
+            ).encode(),
+        )
         held.append(fd)
         return os.getpid()
 
@@ -38,9 +47,13 @@ def hold_lock(runtime):
 
 
 def desire(settings, app: str, state: str, trigger: str, **knobs) -> None:
-    apps.write_desired(settings, app, apps.Desired(state, trigger,
-                                                   {**apps.default_knobs(app), **knobs},
-                                                   time.time() - 600, "user"))
+    apps.write_desired(
+        settings,
+        app,
+        apps.Desired(
+            state, trigger, {**apps.default_knobs(app), **knobs}, time.time() - 600, "user"
+        ),
+    )
 
 
 def by_app(user) -> dict[str, dict]:
@@ -54,23 +67,47 @@ def test_a_running_app_with_the_probes_figures(user, runtime, hold_lock):
     desire(runtime, "click_surge", "running", "realtime", threshold=50)
     pid = hold_lock("click_surge", "realtime", now - 3600)
     history = [[now - 120, 35.0, 80.0], [now - 60, 40.0, 95.0]]
-    write_status(runtime, "click_surge", {
-        "state": "running", "mode": "realtime", "batch_id": 7,
-        "last_batch_at": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(now - 20)),
-        "input_rows_per_s": 200.0, "processed_rows_per_s": 210.5, "state_rows": 28364,
-        "state_memory_mb": 12.5, "watermark": "2026-11-23T16:00:00.000Z", "late_rows": 3,
-        "latency_p50_ms": 30752.0, "latency_p99_ms": 31000.0, "error": None,
-        "e2e_latency": {"p50_ms": 35.0, "p99_ms": 90.0, "samples": 500, "window_s": 60,
-                        "measured_at": now - 5},
-        "latency_history": history,
-        "waiting_in_state": {"rows": 28364, "oldest_event_time": "2026-11-23T15:58:00Z",
-                             "closes_at": "2026-11-23T16:03:00Z",
-                             "why": "windows close when the watermark passes their end"},
-    }, now=now - 10)
+    write_status(
+        runtime,
+        "click_surge",
+        {
+            "state": "running",
+            "mode": "realtime",
+            "batch_id": 7,
+            "last_batch_at": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(now - 20)),
+            "input_rows_per_s": 200.0,
+            "processed_rows_per_s": 210.5,
+            "state_rows": 28364,
+            "state_memory_mb": 12.5,
+            "watermark": "2026-11-23T16:00:00.000Z",
+            "late_rows": 3,
+            "latency_p50_ms": 30752.0,
+            "latency_p99_ms": 31000.0,
+            "error": None,
+            "e2e_latency": {
+                "p50_ms": 35.0,
+                "p99_ms": 90.0,
+                "samples": 500,
+                "window_s": 60,
+                "measured_at": now - 5,
+            },
+            "latency_history": history,
+            "waiting_in_state": {
+                "rows": 28364,
+                "oldest_event_time": "2026-11-23T15:58:00Z",
+                "closes_at": "2026-11-23T16:03:00Z",
+                "why": "windows close when the watermark passes their end",
+            },
+        },
+        now=now - 10,
+    )
 
     app = by_app(user)["click_surge"]
     assert (app["state"], app["desired"]["state"], app["desired"]["trigger"]) == (
-        "running", "running", "realtime")
+        "running",
+        "running",
+        "realtime",
+    )
     assert (app["holder"]["pid"], app["holder"]["mode"]) == (pid, "realtime")
     assert 3600 <= app["uptime_s"] < 3700
     assert 20 <= app["progress_age_s"] < 120 and 10 <= app["report_age_s"] < 110
@@ -79,29 +116,65 @@ def test_a_running_app_with_the_probes_figures(user, runtime, hold_lock):
     assert status["latency_history"] == history
     assert status["waiting_in_state"]["rows"] == 28364
     assert (status["input_rows_per_s"], status["state_rows"], status["latency_p50_ms"]) == (
-        200.0, 28364, 30752.0)
+        200.0,
+        28364,
+        30752.0,
+    )
     actions = app["actions"]
     assert (actions["dag_id"], actions["triggers"], actions["knobs"]) == (
-        "app_click_surge", ["realtime", "processing_time"], ["threshold"])
+        "app_click_surge",
+        ["realtime", "processing_time"],
+        ["threshold"],
+    )
     # each button is a run of the app's DAG that keeps the app's knobs; start is off while it runs
-    assert [(b["label"], b["enabled"], b["path"], b["body"]["conf"], b["body"]["logical_date"])
-            for b in actions["buttons"]] == [
-        ("start", False, "api/v2/dags/app_click_surge/dagRuns",
-         {"action": "start", "trigger": "realtime", "threshold": 50}, None),
-        ("stop", True, "api/v2/dags/app_click_surge/dagRuns",
-         {"action": "stop", "trigger": "realtime", "threshold": 50}, None),
-        ("restart", True, "api/v2/dags/app_click_surge/dagRuns",
-         {"action": "restart", "trigger": "realtime", "threshold": 50}, None),
-        ("switch to processing_time", True, "api/v2/dags/app_click_surge/dagRuns",
-         {"action": "restart", "trigger": "processing_time", "threshold": 50}, None)]
+    assert [
+        (b["label"], b["enabled"], b["path"], b["body"]["conf"], b["body"]["logical_date"])
+        for b in actions["buttons"]
+    ] == [
+        (
+            "start",
+            False,
+            "api/v2/dags/app_click_surge/dagRuns",
+            {"action": "start", "trigger": "realtime", "threshold": 50},
+            None,
+        ),
+        (
+            "stop",
+            True,
+            "api/v2/dags/app_click_surge/dagRuns",
+            {"action": "stop", "trigger": "realtime", "threshold": 50},
+            None,
+        ),
+        (
+            "restart",
+            True,
+            "api/v2/dags/app_click_surge/dagRuns",
+            {"action": "restart", "trigger": "realtime", "threshold": 50},
+            None,
+        ),
+        (
+            "switch to processing_time",
+            True,
+            "api/v2/dags/app_click_surge/dagRuns",
+            {"action": "restart", "trigger": "processing_time", "threshold": 50},
+            None,
+        ),
+    ]
     assert app["log"] == str(runtime.logs_dir / "click_surge.log")
     assert app["dlq_topic"] == "page_clicks_dlq"
 
 
 def test_a_stopped_app(user, runtime):
     desire(runtime, "attribution", "stopped", "processing_time")
-    write_status(runtime, "attribution", {"state": "stopped", "mode": "processing_time",
-                                          "last_batch_at": "2026-11-23T15:00:00.000Z"})
+    write_status(
+        runtime,
+        "attribution",
+        {
+            "state": "stopped",
+            "mode": "processing_time",
+            "last_batch_at": "2026-11-23T15:00:00.000Z",
+        },
+    )
     app = by_app(user)["attribution"]
     assert (app["state"], app["holder"], app["uptime_s"]) == ("stopped", None, None)
     assert app["status"]["state"] == "stopped"
@@ -112,11 +185,19 @@ def test_a_stopped_app(user, runtime):
 def test_a_failed_app_then_waiting_for_its_backoff(user, runtime):
     now = time.time()
     desire(runtime, "attribution", "running", "processing_time")
-    write_status(runtime, "attribution", {"state": "failed", "mode": "processing_time",
-                                          "error": "StreamingQueryException: boom"},
-                 now=now - 100)
-    restarts = apps.record_restart(runtime, apps.read_restarts(runtime, "attribution"),
-                                   now - 100, "crashed", "exit code 1: boom")
+    write_status(
+        runtime,
+        "attribution",
+        {"state": "failed", "mode": "processing_time", "error": "StreamingQueryException: boom"},
+        now=now - 100,
+    )
+    restarts = apps.record_restart(
+        runtime,
+        apps.read_restarts(runtime, "attribution"),
+        now - 100,
+        "crashed",
+        "exit code 1: boom",
+    )
     restarts.next_allowed_at = now - 1  # its backoff is over: failed, to be restarted
     _write_restarts(runtime, "attribution", restarts)
 
@@ -124,7 +205,10 @@ def test_a_failed_app_then_waiting_for_its_backoff(user, runtime):
     assert (app["state"], app["holder"]) == ("failed", None)
     assert app["status"]["error"] == "StreamingQueryException: boom"
     assert {k: app["restarts"][k] for k in ("count", "reason", "last_error")} == {
-        "count": 1, "reason": "crashed", "last_error": "exit code 1: boom"}
+        "count": 1,
+        "reason": "crashed",
+        "last_error": "exit code 1: boom",
+    }
 
     restarts.next_allowed_at = now + 300
     _write_restarts(runtime, "attribution", restarts)
@@ -136,7 +220,11 @@ def test_a_never_started_app(user, runtime):
     assert [a["app"] for a in body["apps"]] == ["attribution", "click_surge"]
     app = body["apps"][1]
     assert (app["state"], app["holder"], app["status"], app["restarts"]["count"]) == (
-        "stopped", None, None, 0)
+        "stopped",
+        None,
+        None,
+        0,
+    )
     assert (app["uptime_s"], app["progress_age_s"], app["report_age_s"]) == (None, None, None)
     assert app["desired"]["reason"] == "default"
 

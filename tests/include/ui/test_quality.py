@@ -8,8 +8,7 @@ from adlake.quality.rules import GOLD_SUITES, VIEW_SUITES
 from tests.include.quality.test_history import at, store
 
 
-def test_summary_lists_every_gold_table_and_view_with_its_latest_run_and_pass_rate(
-        user, runtime):
+def test_summary_lists_every_gold_table_and_view_with_its_latest_run_and_pass_rate(user, runtime):
     store(runtime, "page_traffic", "lake_hourly__r13", at(13), [])
     store(runtime, "page_traffic", "lake_hourly__r14", at(14), ["warn"])
     store(runtime, "page_traffic", "lake_hourly__r15", at(15), ["error", "warn"])
@@ -22,25 +21,43 @@ def test_summary_lists_every_gold_table_and_view_with_its_latest_run_and_pass_ra
     assert traffic["kind"] == "gold" and traffic["runs"] == 3
     assert round(traffic["pass_rate"], 2) == 0.67
     assert traffic["latest"] == {
-        "run_name": "lake_hourly__r15", "dag_id": "lake_hourly", "run_id": "r15",
+        "run_name": "lake_hourly__r15",
+        "dag_id": "lake_hourly",
+        "run_id": "r15",
         "run_time": "2026-11-21T15:05:00+00:00",
-        "passed": False, "evaluated": 3, "failed_errors": 1, "failed_warns": 1,
+        "passed": False,
+        "evaluated": 3,
+        "failed_errors": 1,
+        "failed_warns": 1,
         "page": "validations/page_traffic/lake_hourly__r15/20261121T150500.000000Z/"
-                "adlake_spark-page_traffic.html"}
+        "adlake_spark-page_traffic.html",
+    }
     assert [r["run_name"] for r in traffic["history"]] == [  # oldest first, for the chart
-        "lake_hourly__r13", "lake_hourly__r14", "lake_hourly__r15"]
+        "lake_hourly__r13",
+        "lake_hourly__r14",
+        "lake_hourly__r15",
+    ]
     assert [r["passed"] for r in traffic["history"]] == [True, True, False]
     clicks = tables["page_clicks_hourly"]
     assert (clicks["kind"], clicks["pass_rate"], clicks["latest"]["failed_warns"]) == (
-        "view", 1.0, 0)
+        "view",
+        1.0,
+        0,
+    )
     never = tables["campaign_delivery"]
     assert (never["latest"], never["pass_rate"], never["runs"], never["history"]) == (
-        None, None, 0, [])
+        None,
+        None,
+        0,
+        [],
+    )
     assert body["data_docs"] is False
 
     last = user.get("/adlake/quality/api/summary", params={"last": 1}).json()
     assert {t["table"]: t["runs"] for t in last["tables"] if t["runs"]} == {
-        "page_traffic": 1, "page_clicks_hourly": 1}
+        "page_traffic": 1,
+        "page_clicks_hourly": 1,
+    }
 
 
 def test_quality_page_and_its_scripts_are_served(user):
@@ -71,13 +88,17 @@ def test_data_docs_are_served_and_nothing_outside_the_site(user, runtime):
 
     assert user.get("/adlake/data-docs/").text == "<html>index of runs</html>"
     assert user.get("/adlake/data-docs/index.html").text == "<html>index of runs</html>"
-    assert user.get("/adlake/data-docs/validations/page_traffic/r/t/b.html").text == \
-        "<html>one run</html>"
+    assert (
+        user.get("/adlake/data-docs/validations/page_traffic/r/t/b.html").text
+        == "<html>one run</html>"
+    )
     assert user.get("/adlake/data-docs/validations/missing.html").status_code == 404
     assert user.get("/adlake/quality/api/summary").json()["data_docs"] is True
-    for sneaky in ("/adlake/data-docs/%2e%2e/%2e%2e/%2e%2e/secret.txt",
-                   "/adlake/data-docs/..%2F..%2F..%2Fsecret.txt",
-                   "/adlake/data-docs/%2Fetc%2Fpasswd"):
+    for sneaky in (
+        "/adlake/data-docs/%2e%2e/%2e%2e/%2e%2e/secret.txt",
+        "/adlake/data-docs/..%2F..%2F..%2Fsecret.txt",
+        "/adlake/data-docs/%2Fetc%2Fpasswd",
+    ):
         response = user.get(sneaky)
         assert response.status_code == 404, sneaky
         assert "not for the browser" not in response.text

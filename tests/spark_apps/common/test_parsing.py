@@ -32,14 +32,20 @@ def test_a_value_is_exactly_one_json_object(spark):
 
     parsed = parse_json(df, registry.topic("page_clicks")).select(RAW, REASON, "click_id")
 
-    assertDataFrameEqual(parsed, spark.createDataFrame([
-        (ok, None, "c1"),
-        (ok + " xyz", "invalid_json", "c1"),
-        (ok + ok, "invalid_json", "c1"),
-        (" \n" + ok + "\t ", None, "c1"),
-        (f"[{ok}]", "invalid_json", None),
-        ('"c1"', "invalid_json", None),
-    ], f"{RAW} string, {REASON} string, click_id string"))
+    assertDataFrameEqual(
+        parsed,
+        spark.createDataFrame(
+            [
+                (ok, None, "c1"),
+                (ok + " xyz", "invalid_json", "c1"),
+                (ok + ok, "invalid_json", "c1"),
+                (" \n" + ok + "\t ", None, "c1"),
+                (f"[{ok}]", "invalid_json", None),
+                ('"c1"', "invalid_json", None),
+            ],
+            f"{RAW} string, {REASON} string, click_id string",
+        ),
+    )
 
 
 def test_parse_json_gives_every_case_of_the_shared_vector_its_reason(spark):
@@ -73,8 +79,9 @@ def test_a_too_large_value_is_never_parsed_and_keeps_its_head_and_size(spark, va
     accents = sized(click(), MAX_BYTES + 2, filler="\u00e9")  # 131,036 characters
     not_utf8 = b"\xff" * (MAX_BYTES + 1)
     values = [big, accents, click()] + ([not_utf8] if value_type == "binary" else [])
-    df = spark.createDataFrame([(v if value_type == "binary" else v.decode(),) for v in values],
-                               f"value {value_type}")
+    df = spark.createDataFrame(
+        [(v if value_type == "binary" else v.decode(),) for v in values], f"value {value_type}"
+    )
 
     parsed = parse_json(df, registry.topic("page_clicks"), max_bytes=MAX_BYTES)
 
@@ -83,6 +90,8 @@ def test_a_too_large_value_is_never_parsed_and_keeps_its_head_and_size(spark, va
         (accents.decode()[:1024] + " ... [too_large: 262145 bytes]", "too_large", None),
         (click().decode(), None, "c1"),
         ("\ufffd" * 1024 + " ... [too_large: 262145 bytes]", "too_large", None),
-    ][:len(values)]
-    assertDataFrameEqual(parsed.select(RAW, REASON, "click_id"), spark.createDataFrame(
-        expected, f"{RAW} string, {REASON} string, click_id string"))
+    ][: len(values)]
+    assertDataFrameEqual(
+        parsed.select(RAW, REASON, "click_id"),
+        spark.createDataFrame(expected, f"{RAW} string, {REASON} string, click_id string"),
+    )

@@ -38,23 +38,46 @@ def request(req: str, when: datetime) -> dict:
 
 
 def impression(imp: str, req: str, campaign: str, when: datetime) -> dict:
-    return {"impression_id": imp, "request_id": req, "campaign_id": campaign,
-            "creative_id": campaign.lower() + "1", "event_time": when}
+    return {
+        "impression_id": imp,
+        "request_id": req,
+        "campaign_id": campaign,
+        "creative_id": campaign.lower() + "1",
+        "event_time": when,
+    }
 
 
 def callback(cb: str, imp: str, req: str, event_type: str, when: datetime) -> dict:
-    return {"callback_id": cb, "impression_id": imp, "request_id": req,
-            "event_type": event_type, "event_time": when}
+    return {
+        "callback_id": cb,
+        "impression_id": imp,
+        "request_id": req,
+        "event_type": event_type,
+        "event_time": when,
+    }
 
 
-def realtime(record_type: str, req: str, imp: str | None, cb: str | None,
-             request_time: datetime | None, impression_time: datetime | None = None,
-             callback_time: datetime | None = None) -> dict:
+def realtime(
+    record_type: str,
+    req: str,
+    imp: str | None,
+    cb: str | None,
+    request_time: datetime | None,
+    impression_time: datetime | None = None,
+    callback_time: datetime | None = None,
+) -> dict:
     """A real-time attributed_events record; it reached Kafka with its latest event."""
     times = [t for t in (request_time, impression_time, callback_time) if t]
-    return {"record_type": record_type, "request_id": req, "impression_id": imp,
-            "callback_id": cb, "request_time": request_time, "impression_time": impression_time,
-            "callback_time": callback_time, "source_kafka_ts": max(times)}
+    return {
+        "record_type": record_type,
+        "request_id": req,
+        "impression_id": imp,
+        "callback_id": cb,
+        "request_time": request_time,
+        "impression_time": impression_time,
+        "callback_time": callback_time,
+        "source_kafka_ts": max(times),
+    }
 
 
 # r1 and i1 just before midnight of the 20th; their callbacks after it, the conversion on the
@@ -93,29 +116,48 @@ SILVER = {
     ],
     "attributed_events": [
         realtime("attributed_impression", "r1", "i1", None, at("23:59:50", day=20), I1),
-        realtime("attributed_callback", "r1", "i1", "c1", at("23:59:50", day=20), I1,
-                 at("00:00:10")),
-        realtime("attributed_impression", "r3", "i3", None, at("23:59:58"),
-                 at("00:00:02", day=22)),
+        realtime(
+            "attributed_callback", "r1", "i1", "c1", at("23:59:50", day=20), I1, at("00:00:10")
+        ),
+        realtime("attributed_impression", "r3", "i3", None, at("23:59:58"), at("00:00:02", day=22)),
         realtime("request_closed", "r3", None, None, at("23:59:58")),
         realtime("orphan_callback", "r-none", "i-none", "c7", None, None, at("00:02:00")),
-        realtime("attributed_impression", "r9", "i9", None, at("09:00:00"),
-                 at("09:00:01")),  # only in real time
+        realtime(
+            "attributed_impression", "r9", "i9", None, at("09:00:00"), at("09:00:01")
+        ),  # only in real time
     ],
     "page_clicks": [
-        {"click_id": "k1", "page_id": "home", "event_time": at("23:59:59.500", day=20),
-         "user_id": "u1"},
+        {
+            "click_id": "k1",
+            "page_id": "home",
+            "event_time": at("23:59:59.500", day=20),
+            "user_id": "u1",
+        },
         {"click_id": "k2", "page_id": "home", "event_time": at("00:00:00"), "user_id": "u1"},
         {"click_id": "k3", "page_id": "home", "event_time": at("00:00:30"), "user_id": "u2"},
         {"click_id": "k4", "page_id": "news", "event_time": at("23:59:59.999"), "user_id": "u3"},
-        {"click_id": "k5", "page_id": "news", "event_time": at("00:00:00.001", day=22),
-         "user_id": "u3"},
+        {
+            "click_id": "k5",
+            "page_id": "news",
+            "event_time": at("00:00:00.001", day=22),
+            "user_id": "u3",
+        },
     ],
     "page_surges": [
-        {"page_id": "home", "window_start": start, "window_end": start + timedelta(seconds=5),
-         "click_count": count, "max_event_time": start, "source_kafka_ts": start}
-        for start, count in [(at("23:59:58", day=20), 11), (at("23:59:58", day=20), 14),
-                             (at("23:59:59"), 12), (at("00:00:01", day=22), 20)]
+        {
+            "page_id": "home",
+            "window_start": start,
+            "window_end": start + timedelta(seconds=5),
+            "click_count": count,
+            "max_event_time": start,
+            "source_kafka_ts": start,
+        }
+        for start, count in [
+            (at("23:59:58", day=20), 11),
+            (at("23:59:58", day=20), 14),
+            (at("23:59:59"), 12),
+            (at("00:00:01", day=22), 20),
+        ]
     ],
 }
 
@@ -147,8 +189,9 @@ def test_a_days_partition_is_the_same_whatever_interval_rebuilt_it(spark, lake, 
         gold.rebuild(spark, lake, name, start, end)
         for n in range((end - start).days):
             day = start + timedelta(days=n)
-            assertDataFrameEqual(partition(spark, lake, name, day),
-                                 spark.createDataFrame(expected[day], schema))
+            assertDataFrameEqual(
+                partition(spark, lake, name, day), spark.createDataFrame(expected[day], schema)
+            )
 
 
 def rebuilt_alone(spark, lake, name: str, day: date):
@@ -158,35 +201,53 @@ def rebuilt_alone(spark, lake, name: str, day: date):
 
 
 def test_funnel_counts_callbacks_after_midnight_for_the_campaign_of_the_day_before(spark, lake):
-    assertDataFrameEqual(rebuilt_alone(spark, lake, "attribution_funnel", d(21)),
-                         frame(spark, "attribution_funnel", [
-        # campaign, date, requests, filled_requests, impressions, clicks, conversions, fill_rate
-        ("A", d(21), None, 0, 0, 1, 1, None),  # c1, c2 of i1 (the 20th); c8 is too late
-        ("B", d(21), None, 1, 1, 1, 0, None),  # c6 (complete), before i4 of the 22nd
-        ("*", d(21), 3, 1, 1, 4, 1, 1 / 3),  # every callback of the day: c1-c4, c6-c8
-    ]))
+    assertDataFrameEqual(
+        rebuilt_alone(spark, lake, "attribution_funnel", d(21)),
+        frame(
+            spark,
+            "attribution_funnel",
+            [
+                # campaign, date, requests, filled_requests, impressions, clicks, conversions, fill_rate
+                ("A", d(21), None, 0, 0, 1, 1, None),  # c1, c2 of i1 (the 20th); c8 is too late
+                ("B", d(21), None, 1, 1, 1, 0, None),  # c6 (complete), before i4 of the 22nd
+                ("*", d(21), 3, 1, 1, 4, 1, 1 / 3),  # every callback of the day: c1-c4, c6-c8
+            ],
+        ),
+    )
 
 
 def test_delivery_counts_a_callback_in_its_hour_for_an_impression_across_midnight(spark, lake):
-    assertDataFrameEqual(rebuilt_alone(spark, lake, "campaign_delivery", d(21)),
-                         frame(spark, "campaign_delivery", [
-        # campaign, creative, date, hour, impressions, clicks, first_quartiles, midpoints,
-        # third_quartiles, completes, conversions, click_through_rate, completion_rate
-        ("A", "a1", d(21), 0, 0, 1, 1, 0, 0, 0, 1, None, None),
-        ("B", "b1", d(21), 10, 1, 1, 0, 0, 0, 0, 0, 1.0, 0.0),
-        ("B", "b1", d(21), 23, 0, 0, 0, 0, 0, 1, 0, None, None),
-    ]))
+    assertDataFrameEqual(
+        rebuilt_alone(spark, lake, "campaign_delivery", d(21)),
+        frame(
+            spark,
+            "campaign_delivery",
+            [
+                # campaign, creative, date, hour, impressions, clicks, first_quartiles, midpoints,
+                # third_quartiles, completes, conversions, click_through_rate, completion_rate
+                ("A", "a1", d(21), 0, 0, 1, 1, 0, 0, 0, 1, None, None),
+                ("B", "b1", d(21), 10, 1, 1, 0, 0, 0, 0, 0, 1.0, 0.0),
+                ("B", "b1", d(21), 23, 0, 0, 0, 0, 0, 1, 0, None, None),
+            ],
+        ),
+    )
 
 
 def test_reconciliation_attributes_chains_across_midnight_in_batch(spark, lake):
-    assertDataFrameEqual(rebuilt_alone(spark, lake, "attribution_reconciliation", d(21)),
-                         frame(spark, "attribution_reconciliation", [
-        # date, record_type, matched, missing_in_realtime, extra_in_realtime
-        (d(21), "attributed_impression", 1, 2, 1),  # r3 matched; r2, r4 missing; r9 extra
-        (d(21), "attributed_callback", 0, 3, 0),  # c4, c5, c6 (r1's are the 20th's)
-        (d(21), "request_closed", 1, 2, 0),  # r3 matched; r2, r4 missing
-        (d(21), "orphan_callback", 1, 1, 0),  # c7 matched; c8, past i1's window, missing
-    ]))
+    assertDataFrameEqual(
+        rebuilt_alone(spark, lake, "attribution_reconciliation", d(21)),
+        frame(
+            spark,
+            "attribution_reconciliation",
+            [
+                # date, record_type, matched, missing_in_realtime, extra_in_realtime
+                (d(21), "attributed_impression", 1, 2, 1),  # r3 matched; r2, r4 missing; r9 extra
+                (d(21), "attributed_callback", 0, 3, 0),  # c4, c5, c6 (r1's are the 20th's)
+                (d(21), "request_closed", 1, 2, 0),  # r3 matched; r2, r4 missing
+                (d(21), "orphan_callback", 1, 1, 0),  # c7 matched; c8, past i1's window, missing
+            ],
+        ),
+    )
 
 
 def test_a_callback_belongs_to_its_impression_within_the_attribution_window(spark):
@@ -194,32 +255,41 @@ def test_a_callback_belongs_to_its_impression_within_the_attribution_window(spar
     ``in_window``: from one skew before the impression to one window after it, both included."""
     shown, ms = at("10:00:00"), timedelta(milliseconds=1)
     impressions = silver(spark, "ad_impressions", [impression("i1", "r1", "A", shown)])
-    callbacks = silver(spark, "ad_callbacks", [
-        callback("earliest", "i1", "r1", "click", shown - SKEW),
-        callback("too-early", "i1", "r1", "click", shown - SKEW - ms),
-        callback("latest", "i1", "r1", "conversion", shown + WINDOW),
-        callback("too-late", "i1", "r1", "conversion", shown + WINDOW + ms),
-        callback("elsewhere", "i2", "r2", "click", shown),  # its impression is not given
-    ])
+    callbacks = silver(
+        spark,
+        "ad_callbacks",
+        [
+            callback("earliest", "i1", "r1", "click", shown - SKEW),
+            callback("too-early", "i1", "r1", "click", shown - SKEW - ms),
+            callback("latest", "i1", "r1", "conversion", shown + WINDOW),
+            callback("too-late", "i1", "r1", "conversion", shown + WINDOW + ms),
+            callback("elsewhere", "i2", "r2", "click", shown),  # its impression is not given
+        ],
+    )
 
     assertDataFrameEqual(
-        gold.transform_paired_callbacks(impressions, callbacks)
-        .select("callback_id", "event_type", "campaign_id", "creative_id"),
-        spark.createDataFrame([("earliest", "click", "A", "a1"),
-                               ("latest", "conversion", "A", "a1")],
-                              "callback_id string, event_type string, campaign_id string, "
-                              "creative_id string"))
+        gold.transform_paired_callbacks(impressions, callbacks).select(
+            "callback_id", "event_type", "campaign_id", "creative_id"
+        ),
+        spark.createDataFrame(
+            [("earliest", "click", "A", "a1"), ("latest", "conversion", "A", "a1")],
+            "callback_id string, event_type string, campaign_id string, creative_id string",
+        ),
+    )
 
 
-@pytest.mark.parametrize(("start", "end", "days"), [
-    # The hourly lake DAG's intervals: each hour rebuilds its whole day, the last one included.
-    ("2026-11-21T13:00:00+00:00", "2026-11-21T14:00:00+00:00", (d(21), d(22))),
-    ("2026-11-21T23:00:00+00:00", "2026-11-22T00:00:00+00:00", (d(21), d(22))),
-    # A backfill by days, in dates or timestamps; an offset is converted to UTC first.
-    ("2026-11-20", "2026-11-23", (d(20), d(23))),
-    ("2026-11-20T00:00:00Z", "2026-11-22T12:00:00Z", (d(20), d(23))),
-    ("2026-11-21T22:00:00-02:00", "2026-11-22T01:00:00Z", (d(22), d(23))),
-])
+@pytest.mark.parametrize(
+    ("start", "end", "days"),
+    [
+        # The hourly lake DAG's intervals: each hour rebuilds its whole day, the last one included.
+        ("2026-11-21T13:00:00+00:00", "2026-11-21T14:00:00+00:00", (d(21), d(22))),
+        ("2026-11-21T23:00:00+00:00", "2026-11-22T00:00:00+00:00", (d(21), d(22))),
+        # A backfill by days, in dates or timestamps; an offset is converted to UTC first.
+        ("2026-11-20", "2026-11-23", (d(20), d(23))),
+        ("2026-11-20T00:00:00Z", "2026-11-22T12:00:00Z", (d(20), d(23))),
+        ("2026-11-21T22:00:00-02:00", "2026-11-22T01:00:00Z", (d(22), d(23))),
+    ],
+)
 def test_an_interval_rebuilds_every_day_it_touches(start, end, days):
     args = gold.parse_args(["--start", start, "--end", end])
     assert (args.start, args.end) == days

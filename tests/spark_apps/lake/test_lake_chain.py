@@ -28,8 +28,17 @@ def chain(tmp_path_factory, spark):
     broker.start()
     broker.create_topics()
     config = generator.GeneratorConfig(
-        rate=3000, count=1200, seed=11, out_of_order=0.05, duplicates=0.05, late=0.02,
-        malformed=0.05, orphans=0.05, surge_pages=1, surge_rate=200)
+        rate=3000,
+        count=1200,
+        seed=11,
+        out_of_order=0.05,
+        duplicates=0.05,
+        late=0.02,
+        malformed=0.05,
+        orphans=0.05,
+        surge_pages=1,
+        surge_rate=200,
+    )
     report = generator.run(config, settings.kafka_bootstrap, progress=False)
     try:
         yield settings, report
@@ -50,6 +59,7 @@ def test_bronze_then_silver_account_for_every_record(spark, chain):
     from spark_apps.lake import bronze, silver
 
     settings, report = chain
+
     def interrupted(query) -> None:
         """Stop a run after its first committed batch, as a crash or a kill would."""
         while query.isActive and not query.recentProgress:
@@ -64,8 +74,12 @@ def test_bronze_then_silver_account_for_every_record(spark, chain):
     bronze.run(spark, settings, list(INPUTS))  # a rerun finds nothing new
     for topic in INPUTS:
         assert len(rows(spark, settings, f"bronze_{topic}")) == report["sent"][topic], topic
-        coords = (read_table(spark, settings, f"bronze_{topic}")
-                  .groupBy("partition", "offset").count().where("count > 1"))
+        coords = (
+            read_table(spark, settings, f"bronze_{topic}")
+            .groupBy("partition", "offset")
+            .count()
+            .where("count > 1")
+        )
         assert coords.count() == 0, f"{topic}: a Kafka record landed twice in bronze"
 
     interrupted(silver.start_refine(spark, settings, "ad_callbacks", max_files=1))
@@ -84,11 +98,17 @@ def test_bronze_then_silver_account_for_every_record(spark, chain):
             "silver": report["sent"][topic] - malformed - by_kind["duplicate"],
         }, topic
         # Every quarantined row names a reason of the kind the generator injected.
-        rules = (read_table(spark, settings, "quarantine")
-                 .where(F.col("source_table") == f"silver_{topic}")
-                 .select(F.split("reason", ":")[0].alias("kind")).groupBy("kind").count().collect())
+        rules = (
+            read_table(spark, settings, "quarantine")
+            .where(F.col("source_table") == f"silver_{topic}")
+            .select(F.split("reason", ":")[0].alias("kind"))
+            .groupBy("kind")
+            .count()
+            .collect()
+        )
         assert {r.kind: r["count"] for r in rules} == {
-            k: by_kind[k] for k in MALFORMED if by_kind[k]}, topic
+            k: by_kind[k] for k in MALFORMED if by_kind[k]
+        }, topic
 
 
 def interval(report) -> tuple[dt.date, dt.date]:

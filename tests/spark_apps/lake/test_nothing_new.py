@@ -27,14 +27,16 @@ def checkpoint(root: Path, offsets: dict[int, object], commits: list[int]) -> Pa
 
 
 def test_bronze_reads_the_newest_committed_batchs_end_offsets(tmp_path):
-    root = checkpoint(tmp_path, {0: {"page_clicks": {"0": 3, "1": 4}},
-                                 1: {"page_clicks": {"0": 9, "1": 4}}}, [0, 1])
+    root = checkpoint(
+        tmp_path,
+        {0: {"page_clicks": {"0": 3, "1": 4}}, 1: {"page_clicks": {"0": 9, "1": 4}}},
+        [0, 1],
+    )
     assert bronze.committed_offsets(root, "page_clicks") == {0: 9, 1: 4}
 
 
 def test_bronze_planned_but_uncommitted_batch_is_never_skipped(tmp_path):
-    root = checkpoint(tmp_path, {0: {"page_clicks": {"0": 3}}, 1: {"page_clicks": {"0": 9}}},
-                      [0])
+    root = checkpoint(tmp_path, {0: {"page_clicks": {"0": 3}}, 1: {"page_clicks": {"0": 9}}}, [0])
     assert bronze.committed_offsets(root, "page_clicks") is None
     assert not bronze.nothing_new(None, {0: (0, 9)})
 
@@ -51,29 +53,33 @@ def test_bronze_unreadable_offsets_leave_it_to_the_query(tmp_path):
 
 def test_bronze_skips_only_when_every_partition_is_read_to_its_end():
     assert bronze.nothing_new({0: 9, 1: 4}, {0: (0, 9), 1: (2, 4)})
-    assert not bronze.nothing_new({0: 9, 1: 4}, {0: (0, 10), 1: (2, 4)})   # one new record
-    assert not bronze.nothing_new({0: 9}, {0: (0, 9), 1: (0, 1)})          # new partition, data
-    assert bronze.nothing_new({0: 9}, {0: (0, 9), 1: (0, 0)})              # new partition, empty
-    assert not bronze.nothing_new({0: 9, 5: 1}, {0: (0, 9)})               # partition gone
-    assert not bronze.nothing_new({0: 12}, {0: (0, 9)})                    # topic recreated
-    assert not bronze.nothing_new({0: 9}, None)                            # broker silent
+    assert not bronze.nothing_new({0: 9, 1: 4}, {0: (0, 10), 1: (2, 4)})  # one new record
+    assert not bronze.nothing_new({0: 9}, {0: (0, 9), 1: (0, 1)})  # new partition, data
+    assert bronze.nothing_new({0: 9}, {0: (0, 9), 1: (0, 0)})  # new partition, empty
+    assert not bronze.nothing_new({0: 9, 5: 1}, {0: (0, 9)})  # partition gone
+    assert not bronze.nothing_new({0: 12}, {0: (0, 9)})  # topic recreated
+    assert not bronze.nothing_new({0: 9}, None)  # broker silent
 
 
 def test_silver_skips_only_at_the_start_of_the_version_after_bronzes_latest(tmp_path):
-    read_all = {"sourceVersion": 1, "reservoirId": "b", "reservoirVersion": 12, "index": -1,
-                "isStartingVersion": False}
+    read_all = {
+        "sourceVersion": 1,
+        "reservoirId": "b",
+        "reservoirVersion": 12,
+        "index": -1,
+        "isStartingVersion": False,
+    }
     root = checkpoint(tmp_path, {0: read_all}, [0])
     offset = bronze.committed_source_offset(root)
     assert silver.bronze_read_to_end(offset, "b", 11)
-    assert not silver.bronze_read_to_end(offset, "b", 12)        # bronze committed since
-    assert not silver.bronze_read_to_end(offset, "other", 11)    # another table at that path
+    assert not silver.bronze_read_to_end(offset, "b", 12)  # bronze committed since
+    assert not silver.bronze_read_to_end(offset, "other", 11)  # another table at that path
     assert not silver.bronze_read_to_end({**read_all, "index": 3}, "b", 11)
     assert not silver.bronze_read_to_end({**read_all, "isStartingVersion": True}, "b", 11)
 
 
 def test_silver_planned_but_uncommitted_batch_is_never_skipped(tmp_path):
-    offset = {"reservoirId": "b", "reservoirVersion": 12, "index": -1,
-              "isStartingVersion": False}
+    offset = {"reservoirId": "b", "reservoirVersion": 12, "index": -1, "isStartingVersion": False}
     assert bronze.committed_source_offset(checkpoint(tmp_path, {0: offset, 1: offset}, [0])) is None
     assert not silver.bronze_read_to_end(None, "b", 11)
 
@@ -86,20 +92,26 @@ def delta_commit(table: Path, version: int, *actions: dict) -> None:
 
 def test_the_sinks_newest_commit_records_the_checkpoints_batch(tmp_path):
     delta_commit(tmp_path, 0, {"commitInfo": {}}, {"txn": {"appId": "q", "version": 6}})
-    delta_commit(tmp_path, 1, {"commitInfo": {}}, {"txn": {"appId": "q", "version": 7}},
-                 {"add": {"path": "a.parquet"}})
+    delta_commit(
+        tmp_path,
+        1,
+        {"commitInfo": {}},
+        {"txn": {"appId": "q", "version": 7}},
+        {"add": {"path": "a.parquet"}},
+    )
     assert bronze.sink_recorded_in_newest_commit(tmp_path, "q", 7)
-    assert not bronze.sink_recorded_in_newest_commit(tmp_path, "q", 8)      # commit 8 lost
+    assert not bronze.sink_recorded_in_newest_commit(tmp_path, "q", 8)  # commit 8 lost
     assert not bronze.sink_recorded_in_newest_commit(tmp_path, "other", 7)
     delta_commit(tmp_path, 2, {"commitInfo": {"operation": "OPTIMIZE"}})
-    assert not bronze.sink_recorded_in_newest_commit(tmp_path, "q", 7)      # ask the snapshot
+    assert not bronze.sink_recorded_in_newest_commit(tmp_path, "q", 7)  # ask the snapshot
 
 
 def test_bronzes_latest_version_and_id_come_from_its_newest_commit_and_checksum(tmp_path):
     delta_commit(tmp_path, 0, {"commitInfo": {}})
     delta_commit(tmp_path, 1, {"commitInfo": {}})
-    assert silver.latest_from_files(tmp_path) is None                       # no checksum
+    assert silver.latest_from_files(tmp_path) is None  # no checksum
     (tmp_path / "_delta_log" / f"{1:020d}.crc").write_text(
-        json.dumps({"tableSizeBytes": 1, "metadata": {"id": "b"}}))
+        json.dumps({"tableSizeBytes": 1, "metadata": {"id": "b"}})
+    )
     assert silver.latest_from_files(tmp_path) == ("b", 1)
     assert silver.latest_from_files(tmp_path / "absent") is None

@@ -10,7 +10,7 @@ threshold) and passes; reruns replace their ``dq_results`` rows; Data Docs list 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from pyspark.sql import functions as F
@@ -27,7 +27,7 @@ from tests.spark_apps.lake.test_gold_intervals import SILVER
 from tests.spark_apps.lake.test_transforms import at, d, frame, silver
 
 # The hourly run of 13:00-14:00 on the 21st: quality validates the whole 21st, as gold rebuilt it.
-START = datetime(2026, 11, 21, 13, tzinfo=timezone.utc)
+START = datetime(2026, 11, 21, 13, tzinfo=UTC)
 INTERVAL = ["--start", START.isoformat(), "--end", (START + timedelta(hours=1)).isoformat()]
 
 
@@ -45,8 +45,9 @@ def lake(spark, settings, tmp_path_factory):
 
 
 def run(lake, table: str, run_id: str, *interval: str) -> int:
-    return quality.main(["--table", table, *interval, "--dag-id", "lake_hourly",
-                         "--run-id", run_id], settings=lake)
+    return quality.main(
+        ["--table", table, *interval, "--dag-id", "lake_hourly", "--run-id", run_id], settings=lake
+    )
 
 
 def results(spark, lake, run_id: str):
@@ -54,32 +55,43 @@ def results(spark, lake, run_id: str):
 
 
 def failed(spark, lake, run_id: str) -> dict[str, str]:
-    return {r.expectation: r.severity
-            for r in results(spark, lake, run_id).where(~F.col("success")).collect()}
+    return {
+        r.expectation: r.severity
+        for r in results(spark, lake, run_id).where(~F.col("success")).collect()
+    }
 
 
 def test_a_good_partition_passes_and_every_expectation_is_recorded(spark, lake):
     assert run(lake, "page_traffic", "good", *INTERVAL) == 0
     rows = results(spark, lake, "good").collect()
     assert sorted(r.expectation for r in rows) == sorted(
-        r.name for r in rules.suite_rules("page_traffic"))
+        r.name for r in rules.suite_rules("page_traffic")
+    )
     assert all(r.success for r in rows)
     row = rows[0]
     assert (row.dag_id, row.table, row.suite) == ("lake_hourly", "page_traffic", "page_traffic")
-    assert (row.interval_start, row.interval_end) == (datetime(2026, 11, 21, 13),
-                                                      datetime(2026, 11, 21, 14))
+    assert (row.interval_start, row.interval_end) == (
+        datetime(2026, 11, 21, 13),
+        datetime(2026, 11, 21, 14),
+    )
 
 
 def test_injected_faults_fail_exactly_their_expectations_and_the_log_names_them(
-        spark, lake, capsys):
-    bad = frame(spark, "page_traffic", [
-        (None, d(21), at("10:00:00"), 1, 1),  # a null in a required field
-        ("home", d(21), at("00:00:00"), 2, 2),  # the key (home, 00:00) again
-        ("news", d(21), at("00:05:00", day=22), 1, 1),  # a minute of the next day
-    ])
+    spark, lake, capsys
+):
+    bad = frame(
+        spark,
+        "page_traffic",
+        [
+            (None, d(21), at("10:00:00"), 1, 1),  # a null in a required field
+            ("home", d(21), at("00:00:00"), 2, 2),  # the key (home, 00:00) again
+            ("news", d(21), at("00:05:00", day=22), 1, 1),  # a minute of the next day
+        ],
+    )
     table = read_table(spark, lake, "page_traffic")
     bad.select(*table.columns).write.format("delta").mode("append").save(
-        str(lake.table_path("page_traffic")))
+        str(lake.table_path("page_traffic"))
+    )
     try:
         with pytest.raises(QualityCheckFailed, match="3 error expectation"):
             run(lake, "page_traffic", "faulty", *INTERVAL)
@@ -103,7 +115,8 @@ def test_a_warn_failure_passes_and_is_recorded_and_a_rerun_replaces_its_rows(spa
         assert run(lake, "surge_history", "warned", *INTERVAL) == 0
     assert failed(spark, lake, "warned") == {
         f"expect_column_values_to_be_between(column=click_count, min_value={threshold}, "
-        "strict_min=true)": "warn"}
+        "strict_min=true)": "warn"
+    }
     rows = results(spark, lake, "warned").collect()
     assert len(rows) == len(rules.suite_rules("surge_history"))  # not doubled by the rerun
     warned = next(r for r in rows if not r.success)
@@ -113,8 +126,10 @@ def test_a_warn_failure_passes_and_is_recorded_and_a_rerun_replaces_its_rows(spa
 def test_a_view_is_validated_whole_against_its_sources_rows(spark, lake):
     assert run(lake, "page_clicks_hourly", "view") == 0
     rows = {r.expectation: r for r in results(spark, lake, "view").collect()}
-    total = rows["expect_column_sum_to_be_between(column=clicks, min_value=$source_rows, "
-                 "max_value=$source_rows)"]
+    total = rows[
+        "expect_column_sum_to_be_between(column=clicks, min_value=$source_rows, "
+        "max_value=$source_rows)"
+    ]
     assert total.success and float(total.observed_value) == len(SILVER["page_clicks"])
     assert total.interval_start is None and total.interval_end is None
 

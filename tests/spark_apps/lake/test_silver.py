@@ -32,8 +32,14 @@ def at(hms: str, day: int = 21) -> datetime:
 
 
 def click_json(click_id: str, day: int) -> str:
-    return json.dumps({"click_id": click_id, "page_id": "home",
-                       "event_time": f"2026-11-{day:02d}T09:00:00.000Z", "user_id": "u-1"})
+    return json.dumps(
+        {
+            "click_id": click_id,
+            "page_id": "home",
+            "event_time": f"2026-11-{day:02d}T09:00:00.000Z",
+            "user_id": "u-1",
+        }
+    )
 
 
 # name: (value, partition, offset, Kafka timestamp)
@@ -55,11 +61,23 @@ SECOND = [name for name in RECORDS if name not in FIRST]
 
 def bronze(spark, names: list[str]):
     """Bronze rows of page_clicks for the named records."""
-    return spark.createDataFrame([
-        ("home", value, None, "page_clicks", partition, offset, kafka_ts, at("12:00:00"),
-         date(2026, 11, 21))
-        for value, partition, offset, kafka_ts in (RECORDS[n] for n in names)],
-        registry.table("bronze_page_clicks").schema.spark())
+    return spark.createDataFrame(
+        [
+            (
+                "home",
+                value,
+                None,
+                "page_clicks",
+                partition,
+                offset,
+                kafka_ts,
+                at("12:00:00"),
+                date(2026, 11, 21),
+            )
+            for value, partition, offset, kafka_ts in (RECORDS[n] for n in names)
+        ],
+        registry.table("bronze_page_clicks").schema.spark(),
+    )
 
 
 def refine(spark, lake, batches: list[list[str]]):
@@ -79,11 +97,15 @@ def merge_metrics(spark, lake, since: int = -1) -> list[dict[str, str]]:
     from spark_apps.lake.tables import table_path
 
     table = DeltaTable.forPath(spark, table_path(lake, "silver_page_clicks"))
-    commits = sorted(table.history().where(f"version > {since}").collect(),
-                     key=lambda c: c.version)
-    return [{k: c.operationMetrics[k] for k in ("numTargetRowsInserted", "numTargetRowsUpdated",
-                                                "numTargetFilesRemoved")}
-            for c in commits if c.operation == "MERGE"]
+    commits = sorted(table.history().where(f"version > {since}").collect(), key=lambda c: c.version)
+    return [
+        {
+            k: c.operationMetrics[k]
+            for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetFilesRemoved")
+        }
+        for c in commits
+        if c.operation == "MERGE"
+    ]
 
 
 def silver_version(spark, lake) -> int:
@@ -97,21 +119,34 @@ def silver_version(spark, lake) -> int:
 
 def expected_silver(spark):
     def row(click_id: str, day: int, partition: int, offset: int, kafka_ts: datetime) -> tuple:
-        return (click_id, "home", at("09:00:00", day), "u-1", "page_clicks", partition, offset,
-                kafka_ts, date(2026, 11, day))
+        return (
+            click_id,
+            "home",
+            at("09:00:00", day),
+            "u-1",
+            "page_clicks",
+            partition,
+            offset,
+            kafka_ts,
+            date(2026, 11, day),
+        )
 
-    return spark.createDataFrame([
-        row("c1", 21, 1, 0, at("10:00:01")),  # the earliest record of c1 on the 21st
-        row("c1", 22, 0, 1, at("10:00:06", 22)),  # the same id on another date: its own event
-        row("c2", 21, 0, 2, at("10:00:07")),
-        row("c3", 22, 1, 2, at("10:00:02", 22)),
-        row("c5", 21, 0, 3, at("10:00:09")),
-    ], registry.table("silver_page_clicks").schema.spark())
+    return spark.createDataFrame(
+        [
+            row("c1", 21, 1, 0, at("10:00:01")),  # the earliest record of c1 on the 21st
+            row("c1", 22, 0, 1, at("10:00:06", 22)),  # the same id on another date: its own event
+            row("c2", 21, 0, 2, at("10:00:07")),
+            row("c3", 22, 1, 2, at("10:00:02", 22)),
+            row("c5", 21, 0, 3, at("10:00:09")),
+        ],
+        registry.table("silver_page_clicks").schema.spark(),
+    )
 
 
 def test_one_run_and_two_runs_give_the_same_silver(spark, lake, tmp_path):
     one_silver, one_quarantine = refine(
-        spark, lake.with_overrides(runtime_dir=tmp_path / "one"), [list(RECORDS)])
+        spark, lake.with_overrides(runtime_dir=tmp_path / "one"), [list(RECORDS)]
+    )
     two = lake.with_overrides(runtime_dir=tmp_path / "two")
     two_silver, two_quarantine = refine(spark, two, [FIRST, SECOND])
 
@@ -122,7 +157,10 @@ def test_one_run_and_two_runs_give_the_same_silver(spark, lake, tmp_path):
     # The second run replaced c1's stored record with its earlier one and inserted c3; c2's and
     # c5's later records changed nothing.
     assert merge_metrics(spark, two)[-1] == {
-        "numTargetRowsInserted": "1", "numTargetRowsUpdated": "1", "numTargetFilesRemoved": "1"}
+        "numTargetRowsInserted": "1",
+        "numTargetRowsUpdated": "1",
+        "numTargetFilesRemoved": "1",
+    }
 
 
 def test_a_replayed_batch_changes_nothing(spark, lake):
@@ -134,5 +172,8 @@ def test_a_replayed_batch_changes_nothing(spark, lake):
     assert quarantine_rows.count() == 1
     # Every replayed row was already held, from the same or an earlier record: no row written,
     # no file rewritten (Delta may skip the commit of a MERGE that changes nothing).
-    assert all(m == {"numTargetRowsInserted": "0", "numTargetRowsUpdated": "0",
-                     "numTargetFilesRemoved": "0"} for m in merge_metrics(spark, lake, before))
+    assert all(
+        m
+        == {"numTargetRowsInserted": "0", "numTargetRowsUpdated": "0", "numTargetFilesRemoved": "0"}
+        for m in merge_metrics(spark, lake, before)
+    )

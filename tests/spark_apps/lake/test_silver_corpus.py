@@ -23,7 +23,8 @@ pytestmark = pytest.mark.integration
 
 
 def test_silver_quarantines_each_record_with_its_reason_and_accounts_for_every_one(
-        spark, corpus_broker, corpus_limit):  # noqa: F811 - the fixtures imported above
+    spark, corpus_broker, corpus_limit
+):
     from pyspark.sql import functions as F
 
     from spark_apps.lake import bronze, silver
@@ -35,25 +36,34 @@ def test_silver_quarantines_each_record_with_its_reason_and_accounts_for_every_o
     silver.run(spark, settings, list(corpus.TOPICS))
     silver_s = time.monotonic() - started - bronze_s
 
-    quarantine = {(r.topic, r.partition, r.offset): r for r in
-                  read_table(spark, settings, silver.QUARANTINE.name).collect()}
-    wrong = corpus.wrong_reasons(placed, {c: r.reason for c, r in quarantine.items()},
-                                 corpus.TOPICS)
-    assert not wrong, f"{len(wrong)} records (kind, expected, quarantined): " \
-                      f"{sorted(wrong.items())[:20]}"
-    assert corpus.wrong_raw_values(placed, {c: r.raw_value for c, r in quarantine.items()}) \
-        == {}
+    quarantine = {
+        (r.topic, r.partition, r.offset): r
+        for r in read_table(spark, settings, silver.QUARANTINE.name).collect()
+    }
+    wrong = corpus.wrong_reasons(
+        placed, {c: r.reason for c, r in quarantine.items()}, corpus.TOPICS
+    )
+    assert not wrong, (
+        f"{len(wrong)} records (kind, expected, quarantined): {sorted(wrong.items())[:20]}"
+    )
+    assert corpus.wrong_raw_values(placed, {c: r.raw_value for c, r in quarantine.items()}) == {}
 
     in_silver = set()
     for topic in corpus.TOPICS:
         table = silver.silver_table(topic).name
-        in_silver |= {tuple(r) for r in read_table(spark, settings, table)
-                      .select(*registry.BRONZE_COORDINATES).collect()}
-    want_silver = {c for c, rec in placed.items()
-                   if rec.expected is None and rec.kind != corpus.DUPLICATE}
+        in_silver |= {
+            tuple(r)
+            for r in read_table(spark, settings, table)
+            .select(*registry.BRONZE_COORDINATES)
+            .collect()
+        }
+    want_silver = {
+        c for c, rec in placed.items() if rec.expected is None and rec.kind != corpus.DUPLICATE
+    }
     assert in_silver == want_silver, (
         f"valid records missing from silver: {sorted(want_silver - in_silver)[:10]}; "
-        f"in silver but not expected there: {sorted(in_silver - want_silver)[:10]}")
+        f"in silver but not expected there: {sorted(in_silver - want_silver)[:10]}"
+    )
 
     for topic in corpus.TOPICS:
         mine = [rec for (t, _, _), rec in placed.items() if t == topic]
@@ -64,11 +74,16 @@ def test_silver_quarantines_each_record_with_its_reason_and_accounts_for_every_o
             "duplicates": sum(r.kind == corpus.DUPLICATE for r in mine),
         }, topic
 
-    longest = (read_table(spark, settings, silver.QUARANTINE.name)
-               .where(F.col("reason") == rules.TOO_LARGE)
-               .agg(F.max(F.octet_length("raw_value"))).first()[0])
-    print(f"\n{len(placed)} records: {len(in_silver)} in silver, {len(quarantine)} "
-          f"quarantined, {len(placed) - len(in_silver) - len(quarantine)} duplicates; the "
-          f"longest raw value kept of a too_large record: {longest} bytes; bronze "
-          f"{bronze_s:.0f} s, silver {silver_s:.0f} s, checks "
-          f"{time.monotonic() - started - bronze_s - silver_s:.0f} s")
+    longest = (
+        read_table(spark, settings, silver.QUARANTINE.name)
+        .where(F.col("reason") == rules.TOO_LARGE)
+        .agg(F.max(F.octet_length("raw_value")))
+        .first()[0]
+    )
+    print(
+        f"\n{len(placed)} records: {len(in_silver)} in silver, {len(quarantine)} "
+        f"quarantined, {len(placed) - len(in_silver) - len(quarantine)} duplicates; the "
+        f"longest raw value kept of a too_large record: {longest} bytes; bronze "
+        f"{bronze_s:.0f} s, silver {silver_s:.0f} s, checks "
+        f"{time.monotonic() - started - bronze_s - silver_s:.0f} s"
+    )

@@ -23,22 +23,37 @@ from spark_apps.lake.tables import ensure_table, table_path
 pytest.importorskip("delta")
 
 SOURCE = "test_impressions"
-SOURCE_SCHEMA = T.StructType([
-    T.StructField("id", T.LongType()), T.StructField("campaign", T.StringType()),
-    T.StructField("ts", T.TimestampType()), T.StructField("price", T.DoubleType()),
-    T.StructField("user", T.StringType()), T.StructField("qty", T.IntegerType()),
-])
+SOURCE_SCHEMA = T.StructType(
+    [
+        T.StructField("id", T.LongType()),
+        T.StructField("campaign", T.StringType()),
+        T.StructField("ts", T.TimestampType()),
+        T.StructField("price", T.DoubleType()),
+        T.StructField("user", T.StringType()),
+        T.StructField("qty", T.IntegerType()),
+    ]
+)
 T0 = datetime(2026, 11, 21, 10, 0)
 
 # Every aggregate kind over one grouping key.
-VIEW = View("test_campaigns", SOURCE, ("campaign",), (
-    Aggregate("n", "count"), Aggregate("spend", "sum", "price"),
-    Aggregate("low", "min", "price"), Aggregate("high", "max", "price"),
-    Aggregate("avg_price", "avg", "price"), Aggregate("users", "approx_distinct", "user"),
-))
+VIEW = View(
+    "test_campaigns",
+    SOURCE,
+    ("campaign",),
+    (
+        Aggregate("n", "count"),
+        Aggregate("spend", "sum", "price"),
+        Aggregate("low", "min", "price"),
+        Aggregate("high", "max", "price"),
+        Aggregate("avg_price", "avg", "price"),
+        Aggregate("users", "approx_distinct", "user"),
+    ),
+)
 # What a test compares: the keys, the visible aggregates and the group's row count.
-SHOWN = "campaign string, n long, spend double, low double, high double, avg_price double, " \
-        "users long, __count long"
+SHOWN = (
+    "campaign string, n long, spend double, low double, high double, avg_price double, "
+    "users long, __count long"
+)
 
 
 @pytest.fixture
@@ -51,8 +66,13 @@ def create_source(spark, lake, rows, name=SOURCE):
     from delta.tables import DeltaTable
 
     path = table_path(lake, name)
-    (DeltaTable.create(spark).location(path).addColumns(SOURCE_SCHEMA)
-     .property("delta.enableChangeDataFeed", "true").execute())
+    (
+        DeltaTable.create(spark)
+        .location(path)
+        .addColumns(SOURCE_SCHEMA)
+        .property("delta.enableChangeDataFeed", "true")
+        .execute()
+    )
     if rows:
         insert(spark, path, rows)
     return path
@@ -76,8 +96,9 @@ def expect(spark, rows, schema=SHOWN):
 
 
 def merge_counts(report):
-    return {k: report.merge[k] for k in ("num_inserted_rows", "num_updated_rows",
-                                         "num_deleted_rows")}
+    return {
+        k: report.merge[k] for k in ("num_inserted_rows", "num_updated_rows", "num_deleted_rows")
+    }
 
 
 def row(id, campaign, price, user, minutes=0, qty=1):
@@ -85,8 +106,12 @@ def row(id, campaign, price, user, minutes=0, qty=1):
 
 
 # The starting source of the unit cases: c1 has prices 2 and 5, c2 has 4 and a NULL price.
-START = [row(1, "c1", 2.0, "u1"), row(2, "c1", 5.0, "u2"), row(3, "c2", 4.0, "u1"),
-         row(4, "c2", None, "u3")]
+START = [
+    row(1, "c1", 2.0, "u1"),
+    row(2, "c1", 5.0, "u2"),
+    row(3, "c2", 4.0, "u1"),
+    row(4, "c2", None, "u3"),
+]
 START_VIEW = [("c1", 2, 7.0, 2.0, 5.0, 3.5, 2, 2), ("c2", 2, 4.0, 4.0, 4.0, 4.0, 2, 2)]
 
 
@@ -98,13 +123,26 @@ def started(spark, lake):
 
 # -- layout -------------------------------------------------------------------------------------
 
+
 def test_view_columns_keys_then_aggregates_then_hidden_helpers():
     assert views.view_columns(VIEW) == [
-        "campaign", "n", "spend", "low", "high", "avg_price", "users", "__count",
-        "__cnt_spend", "__sum_avg_price", "__cnt_avg_price", "__hll_users"]
+        "campaign",
+        "n",
+        "spend",
+        "low",
+        "high",
+        "avg_price",
+        "users",
+        "__count",
+        "__cnt_spend",
+        "__sum_avg_price",
+        "__cnt_avg_price",
+        "__hll_users",
+    ]
 
 
 # -- one change at a time -----------------------------------------------------------------------
+
 
 def test_first_refresh_is_full(spark, lake):
     create_source(spark, lake, START)
@@ -122,21 +160,35 @@ def test_insert_adds_to_existing_groups_and_creates_new_ones(spark, lake):
     path = started(spark, lake)
     # c1 gets a new minimum and a known user; c3 is new; c4 has only a NULL price: its sum,
     # min, max and avg are NULL, as SQL's.
-    insert(spark, path, [row(5, "c1", 1.0, "u1"), row(6, "c3", 3.0, "u4"),
-                         row(7, "c4", None, "u5")])
+    insert(
+        spark, path, [row(5, "c1", 1.0, "u1"), row(6, "c3", 3.0, "u4"), row(7, "c4", None, "u5")]
+    )
 
     report = views.refresh(spark, lake, VIEW)
 
-    assert (report.mode, report.change_rows, report.groups_touched,
-            report.groups_recomputed) == ("incremental", 3, 3, 0)
-    assert merge_counts(report) == {"num_inserted_rows": 2, "num_updated_rows": 1,
-                                    "num_deleted_rows": 0}
-    assertDataFrameEqual(shown(spark, lake), expect(spark, [
-        ("c1", 3, 8.0, 1.0, 5.0, 8.0 / 3, 2, 3),
-        ("c2", 2, 4.0, 4.0, 4.0, 4.0, 2, 2),
-        ("c3", 1, 3.0, 3.0, 3.0, 3.0, 1, 1),
-        ("c4", 1, None, None, None, None, 1, 1),
-    ]))
+    assert (report.mode, report.change_rows, report.groups_touched, report.groups_recomputed) == (
+        "incremental",
+        3,
+        3,
+        0,
+    )
+    assert merge_counts(report) == {
+        "num_inserted_rows": 2,
+        "num_updated_rows": 1,
+        "num_deleted_rows": 0,
+    }
+    assertDataFrameEqual(
+        shown(spark, lake),
+        expect(
+            spark,
+            [
+                ("c1", 3, 8.0, 1.0, 5.0, 8.0 / 3, 2, 3),
+                ("c2", 2, 4.0, 4.0, 4.0, 4.0, 2, 2),
+                ("c3", 1, 3.0, 3.0, 3.0, 3.0, 1, 1),
+                ("c4", 1, None, None, None, None, 1, 1),
+            ],
+        ),
+    )
 
 
 def test_delete_subtracts_and_recomputes_min_max_and_distinct(spark, lake):
@@ -148,10 +200,14 @@ def test_delete_subtracts_and_recomputes_min_max_and_distinct(spark, lake):
     report = views.refresh(spark, lake, VIEW)
 
     assert (report.change_rows, report.groups_touched, report.groups_recomputed) == (1, 1, 1)
-    assert merge_counts(report) == {"num_inserted_rows": 0, "num_updated_rows": 1,
-                                    "num_deleted_rows": 0}
-    assertDataFrameEqual(shown(spark, lake), expect(spark, [
-        ("c1", 1, 2.0, 2.0, 2.0, 2.0, 1, 1), START_VIEW[1]]))
+    assert merge_counts(report) == {
+        "num_inserted_rows": 0,
+        "num_updated_rows": 1,
+        "num_deleted_rows": 0,
+    }
+    assertDataFrameEqual(
+        shown(spark, lake), expect(spark, [("c1", 1, 2.0, 2.0, 2.0, 2.0, 1, 1), START_VIEW[1]])
+    )
 
 
 def test_update_of_a_value_subtracts_the_pre_image_and_adds_the_post_image(spark, lake):
@@ -162,10 +218,14 @@ def test_update_of_a_value_subtracts_the_pre_image_and_adds_the_post_image(spark
 
     # Pre-image and post-image: two change rows, one group.
     assert (report.change_rows, report.groups_touched, report.groups_recomputed) == (2, 1, 1)
-    assert merge_counts(report) == {"num_inserted_rows": 0, "num_updated_rows": 1,
-                                    "num_deleted_rows": 0}
-    assertDataFrameEqual(shown(spark, lake), expect(spark, [
-        START_VIEW[0], ("c2", 2, 9.0, 9.0, 9.0, 9.0, 2, 2)]))
+    assert merge_counts(report) == {
+        "num_inserted_rows": 0,
+        "num_updated_rows": 1,
+        "num_deleted_rows": 0,
+    }
+    assertDataFrameEqual(
+        shown(spark, lake), expect(spark, [START_VIEW[0], ("c2", 2, 9.0, 9.0, 9.0, 9.0, 2, 2)])
+    )
 
 
 def test_update_moving_a_row_to_another_group(spark, lake):
@@ -177,11 +237,22 @@ def test_update_moving_a_row_to_another_group(spark, lake):
 
     # c1 lost a row (recomputed); c3 only gained one (combined, not recomputed).
     assert (report.change_rows, report.groups_touched, report.groups_recomputed) == (2, 2, 1)
-    assert merge_counts(report) == {"num_inserted_rows": 1, "num_updated_rows": 1,
-                                    "num_deleted_rows": 0}
-    assertDataFrameEqual(shown(spark, lake), expect(spark, [
-        ("c1", 1, 2.0, 2.0, 2.0, 2.0, 1, 1), START_VIEW[1],
-        ("c3", 1, 5.0, 5.0, 5.0, 5.0, 1, 1)]))
+    assert merge_counts(report) == {
+        "num_inserted_rows": 1,
+        "num_updated_rows": 1,
+        "num_deleted_rows": 0,
+    }
+    assertDataFrameEqual(
+        shown(spark, lake),
+        expect(
+            spark,
+            [
+                ("c1", 1, 2.0, 2.0, 2.0, 2.0, 1, 1),
+                START_VIEW[1],
+                ("c3", 1, 5.0, 5.0, 5.0, 5.0, 1, 1),
+            ],
+        ),
+    )
 
 
 def test_group_whose_count_reaches_zero_is_deleted(spark, lake):
@@ -191,18 +262,34 @@ def test_group_whose_count_reaches_zero_is_deleted(spark, lake):
     report = views.refresh(spark, lake, VIEW)
 
     assert (report.change_rows, report.groups_touched, report.groups_recomputed) == (2, 1, 1)
-    assert merge_counts(report) == {"num_inserted_rows": 0, "num_updated_rows": 0,
-                                    "num_deleted_rows": 1}
+    assert merge_counts(report) == {
+        "num_inserted_rows": 0,
+        "num_updated_rows": 0,
+        "num_deleted_rows": 1,
+    }
     assertDataFrameEqual(shown(spark, lake), expect(spark, [START_VIEW[1]]))
 
 
 def test_decomposable_view_never_reads_the_source_and_handles_null_keys(spark, lake):
-    counts = View("test_counts", SOURCE, ("campaign",), (
-        Aggregate("n", "count"), Aggregate("spend", "sum", "price"),
-        Aggregate("avg_qty", "avg", "qty")))
-    path = create_source(spark, lake, [row(1, "c1", 2.0, "u1", qty=1),
-                                       row(2, None, 1.5, "u2", qty=4),
-                                       row(3, None, 0.5, "u3", qty=5)])
+    counts = View(
+        "test_counts",
+        SOURCE,
+        ("campaign",),
+        (
+            Aggregate("n", "count"),
+            Aggregate("spend", "sum", "price"),
+            Aggregate("avg_qty", "avg", "qty"),
+        ),
+    )
+    path = create_source(
+        spark,
+        lake,
+        [
+            row(1, "c1", 2.0, "u1", qty=1),
+            row(2, None, 1.5, "u2", qty=4),
+            row(3, None, 0.5, "u3", qty=5),
+        ],
+    )
     views.refresh(spark, lake, counts)
     sql(spark, "DELETE FROM SRC WHERE id IN (1, 2)", path)
     insert(spark, path, [row(4, None, None, "u4", qty=2)])
@@ -212,11 +299,19 @@ def test_decomposable_view_never_reads_the_source_and_handles_null_keys(spark, l
     # Deletes only subtract: no group is recomputed. c1 reaches 0 and goes; the NULL campaign
     # is one group, matched null-safely (not inserted a second time).
     assert (report.change_rows, report.groups_touched, report.groups_recomputed) == (3, 2, 0)
-    assert merge_counts(report) == {"num_inserted_rows": 0, "num_updated_rows": 1,
-                                    "num_deleted_rows": 1}
-    assertDataFrameEqual(shown(spark, lake, counts), expect(
-        spark, [(None, 2, 0.5, 3.5, 2)],
-        "campaign string, n long, spend double, avg_qty double, __count long"))
+    assert merge_counts(report) == {
+        "num_inserted_rows": 0,
+        "num_updated_rows": 1,
+        "num_deleted_rows": 1,
+    }
+    assertDataFrameEqual(
+        shown(spark, lake, counts),
+        expect(
+            spark,
+            [(None, 2, 0.5, 3.5, 2)],
+            "campaign string, n long, spend double, avg_qty double, __count long",
+        ),
+    )
 
 
 def test_sum_of_values_all_deleted_is_null_again(spark, lake):
@@ -225,8 +320,9 @@ def test_sum_of_values_all_deleted_is_null_again(spark, lake):
 
     views.refresh(spark, lake, VIEW)
 
-    assertDataFrameEqual(shown(spark, lake), expect(spark, [
-        START_VIEW[0], ("c2", 1, None, None, None, None, 1, 1)]))
+    assertDataFrameEqual(
+        shown(spark, lake), expect(spark, [START_VIEW[0], ("c2", 1, None, None, None, None, 1, 1)])
+    )
 
 
 def test_merge_with_the_same_txn_version_is_applied_once(spark, lake):
@@ -238,8 +334,10 @@ def test_merge_with_the_same_txn_version_is_applied_once(spark, lake):
         [("c1", 3, 8.0, 1.0, 5.0, 8.0 / 3, 2, 3, 3, 8.0, 3)],
         "campaign string, n long, spend double, low double, high double, avg_price double, "
         "users long, __count long, __cnt_spend long, __sum_avg_price double, "
-        "__cnt_avg_price long").crossJoin(
-        spark.read.format("delta").load(path).filter("campaign = 'c1'").select("__hll_users"))
+        "__cnt_avg_price long",
+    ).crossJoin(
+        spark.read.format("delta").load(path).filter("campaign = 'c1'").select("__hll_users")
+    )
 
     first = views.merge_into_view(spark, path, VIEW, state, source_version=7)
     second = views.merge_into_view(spark, path, VIEW, state, source_version=7)
@@ -277,8 +375,10 @@ def test_rerun_after_a_crash_gives_the_uninterrupted_view(spark, lake, fail_at):
 
     # The bookkeeping did not move; the view moved only if the MERGE committed.
     assert views.recorded_version(spark, lake, CRASH_VIEW) == 1
-    assertDataFrameEqual(shown(spark, lake, CRASH_VIEW),
-                         expect(spark, CHANGED_VIEW if fail_at == "after_merge" else START_VIEW))
+    assertDataFrameEqual(
+        shown(spark, lake, CRASH_VIEW),
+        expect(spark, CHANGED_VIEW if fail_at == "after_merge" else START_VIEW),
+    )
 
     rerun = views.refresh(spark, lake, CRASH_VIEW)
 
@@ -287,8 +387,7 @@ def test_rerun_after_a_crash_gives_the_uninterrupted_view(spark, lake, fail_at):
     assert rerun.mode == ("up_to_date" if fail_at == "after_merge" else "incremental")
     assert views.recorded_version(spark, lake, CRASH_VIEW) == 3
     assertDataFrameEqual(shown(spark, lake, CRASH_VIEW), expect(spark, CHANGED_VIEW))
-    assertDataFrameEqual(full_view(spark, lake, CRASH_VIEW),
-                         full_view(spark, lake, REFERENCE_VIEW))
+    assertDataFrameEqual(full_view(spark, lake, CRASH_VIEW), full_view(spark, lake, REFERENCE_VIEW))
     assert views.verify(spark, lake, CRASH_VIEW) == []
 
 
@@ -306,31 +405,49 @@ def test_crash_after_merge_then_more_source_changes_counts_each_change_once(spar
     # table's v1: row 5 is counted once.
     assert (rerun.from_version, rerun.to_version, rerun.change_rows) == (2, 3, 1)
     assert views.recorded_version(spark, lake, VIEW) == 3
-    assertDataFrameEqual(shown(spark, lake), expect(spark, [
-        ("c1", 4, 14.0, 1.0, 6.0, 3.5, 3, 4), START_VIEW[1]]))
+    assertDataFrameEqual(
+        shown(spark, lake), expect(spark, [("c1", 4, 14.0, 1.0, 6.0, 3.5, 3, 4), START_VIEW[1]])
+    )
 
 
 # -- randomized: every step equals a recomputation ---------------------------------------------
 
-RANDOM_VIEW = View("test_random", SOURCE, ("campaign", "day"), (
-    Aggregate("n", "count"), Aggregate("spend", "sum", "price"),
-    Aggregate("units", "sum", "qty"), Aggregate("low", "min", "price"),
-    Aggregate("first_user", "min", "user"), Aggregate("last_seen", "max", "ts"),
-    Aggregate("high", "max", "price"), Aggregate("avg_qty", "avg", "qty"),
-    Aggregate("avg_price", "avg", "price"), Aggregate("users", "approx_distinct", "user"),
-), key_exprs=(("day", "to_date(ts)"),))
-RANDOM_SHOWN = ("campaign string, day date, n long, spend double, units long, low double, "
-                "first_user string, last_seen timestamp, high double, avg_qty double, "
-                "avg_price double, users long, __count long")
+RANDOM_VIEW = View(
+    "test_random",
+    SOURCE,
+    ("campaign", "day"),
+    (
+        Aggregate("n", "count"),
+        Aggregate("spend", "sum", "price"),
+        Aggregate("units", "sum", "qty"),
+        Aggregate("low", "min", "price"),
+        Aggregate("first_user", "min", "user"),
+        Aggregate("last_seen", "max", "ts"),
+        Aggregate("high", "max", "price"),
+        Aggregate("avg_qty", "avg", "qty"),
+        Aggregate("avg_price", "avg", "price"),
+        Aggregate("users", "approx_distinct", "user"),
+    ),
+    key_exprs=(("day", "to_date(ts)"),),
+)
+RANDOM_SHOWN = (
+    "campaign string, day date, n long, spend double, units long, low double, "
+    "first_user string, last_seen timestamp, high double, avg_qty double, "
+    "avg_price double, users long, __count long"
+)
 
 
 def random_row(rng, id):
     # Prices are multiples of 0.25, so sums of doubles are exact in any order; NULLs in every
     # aggregated column and in the key, so NULL handling is exercised too.
-    return (id, rng.choice(["c1", "c2", "c3", None]),
-            T0 + timedelta(hours=rng.choice([0, 5, 20, 30])),
-            rng.choice([None, *(q / 4 for q in range(0, 40))]),
-            rng.choice([None, "u1", "u2", "u3", "u4", "u5"]), rng.choice([None, 1, 2, 3, 7]))
+    return (
+        id,
+        rng.choice(["c1", "c2", "c3", None]),
+        T0 + timedelta(hours=rng.choice([0, 5, 20, 30])),
+        rng.choice([None, *(q / 4 for q in range(40))]),
+        rng.choice([None, "u1", "u2", "u3", "u4", "u5"]),
+        rng.choice([None, 1, 2, 3, 7]),
+    )
 
 
 def python_view(rows):
@@ -344,12 +461,23 @@ def python_view(rows):
         prices = [m[1] for m in members if m[1] is not None]
         qtys = [m[3] for m in members if m[3] is not None]
         users = [m[2] for m in members if m[2] is not None]
-        out.append((campaign, day, len(members), sum(prices) if prices else None,
-                    sum(qtys) if qtys else None, min(prices, default=None),
-                    min(users, default=None),
-                    max(m[0] for m in members), max(prices, default=None),
-                    sum(qtys) / len(qtys) if qtys else None,
-                    sum(prices) / len(prices) if prices else None, len(set(users)), len(members)))
+        out.append(
+            (
+                campaign,
+                day,
+                len(members),
+                sum(prices) if prices else None,
+                sum(qtys) if qtys else None,
+                min(prices, default=None),
+                min(users, default=None),
+                max(m[0] for m in members),
+                max(prices, default=None),
+                sum(qtys) / len(qtys) if qtys else None,
+                sum(prices) / len(prices) if prices else None,
+                len(set(users)),
+                len(members),
+            )
+        )
     return out
 
 
@@ -359,16 +487,24 @@ def upsert(spark, path, rng, rows, next_id):
     from delta.tables import DeltaTable
 
     ids = rng.sample(sorted(rows), min(len(rows), rng.randint(1, 4)))
-    deleted, rewritten = ids[: len(ids) // 2], ids[len(ids) // 2:]
+    deleted, rewritten = ids[: len(ids) // 2], ids[len(ids) // 2 :]
     new = [random_row(rng, next_id + i) for i in range(rng.randint(0, 2))]
-    batch = ([(*rows[i], "D") for i in deleted] + [(*random_row(rng, i), "U") for i in rewritten]
-             + [(*r, "I") for r in new])
+    batch = (
+        [(*rows[i], "D") for i in deleted]
+        + [(*random_row(rng, i), "U") for i in rewritten]
+        + [(*r, "I") for r in new]
+    )
     schema = T.StructType([*SOURCE_SCHEMA.fields, T.StructField("op", T.StringType())])
     values = {c: f"s.`{c}`" for c in SOURCE_SCHEMA.names}
-    (DeltaTable.forPath(spark, path).alias("t")
-     .merge(spark.createDataFrame(batch, schema).alias("s"), "t.id = s.id")
-     .whenMatchedDelete("s.op = 'D'").whenMatchedUpdate(set=values)
-     .whenNotMatchedInsert(values=values).execute())
+    (
+        DeltaTable.forPath(spark, path)
+        .alias("t")
+        .merge(spark.createDataFrame(batch, schema).alias("s"), "t.id = s.id")
+        .whenMatchedDelete("s.op = 'D'")
+        .whenMatchedUpdate(set=values)
+        .whenNotMatchedInsert(values=values)
+        .execute()
+    )
     for r in batch:
         if r[-1] == "D":
             del rows[r[0]]
@@ -398,12 +534,15 @@ def random_step(spark, path, rng, rows, next_id):
                     del rows[i]
             else:
                 _, campaign, ts, price, user, qty = random_row(rng, 0)
-                column, value, literal = rng.choice([
-                    (1, campaign, "NULL" if campaign is None else f"'{campaign}'"),
-                    (2, ts, f"timestamp'{ts}'"),
-                    (3, price, "NULL" if price is None else repr(price)),
-                    (4, user, "NULL" if user is None else f"'{user}'"),
-                    (5, qty, "NULL" if qty is None else str(qty))])
+                column, value, literal = rng.choice(
+                    [
+                        (1, campaign, "NULL" if campaign is None else f"'{campaign}'"),
+                        (2, ts, f"timestamp'{ts}'"),
+                        (3, price, "NULL" if price is None else repr(price)),
+                        (4, user, "NULL" if user is None else f"'{user}'"),
+                        (5, qty, "NULL" if qty is None else str(qty)),
+                    ]
+                )
                 name = SOURCE_SCHEMA.names[column]
                 sql(spark, f"UPDATE SRC SET `{name}` = {literal} WHERE id IN ({id_list})", path)
                 for i in ids:
@@ -429,22 +568,28 @@ def test_random_changes_keep_the_view_equal_to_a_recomputation(spark, lake, seed
 
         assert report.mode == "incremental", f"step {step}: {report}"
         assert views.verify(spark, lake, RANDOM_VIEW) == [], f"step {step}"
-        assertDataFrameEqual(shown(spark, lake, RANDOM_VIEW),
-                             expect(spark, python_view(rows), RANDOM_SHOWN))
+        assertDataFrameEqual(
+            shown(spark, lake, RANDOM_VIEW), expect(spark, python_view(rows), RANDOM_SHOWN)
+        )
 
 
 # -- verify -------------------------------------------------------------------------------------
 
+
 def test_verify_reports_a_group_that_differs(spark, lake):
     started(spark, lake)
     # Corrupt the view behind the engine's back: c1 counts one row too many.
-    sql(spark, "UPDATE SRC SET n = 3, __count = 3 WHERE campaign = 'c1'",
-        table_path(lake, VIEW.name))
+    sql(
+        spark,
+        "UPDATE SRC SET n = 3, __count = 3 WHERE campaign = 'c1'",
+        table_path(lake, VIEW.name),
+    )
 
     differences = views.verify(spark, lake, VIEW)
 
     assert [(d.keys, d.columns, d.view["n"], d.expected["n"]) for d in differences] == [
-        ({"campaign": "c1"}, ("__count", "n"), 3, 2)]
+        ({"campaign": "c1"}, ("__count", "n"), 3, 2)
+    ]
 
 
 def test_refresh_refuses_a_view_that_does_not_reflect_its_source(spark, lake):
@@ -461,6 +606,7 @@ def test_refresh_refuses_a_view_that_does_not_reflect_its_source(spark, lake):
 
 # -- the registry's views -----------------------------------------------------------------------
 
+
 def silver_rows(spark, table, rows):
     """Rows of a registry table from ``{field: value}`` dicts, unset fields NULL."""
     schema = table.schema.spark()
@@ -472,24 +618,74 @@ def test_registry_views_refresh_and_verify_through_main(spark, lake, capsys):
     t1, t2 = datetime(2026, 11, 21, 10, 5), datetime(2026, 11, 21, 11, 30)
     sources = {
         "silver_ad_impressions": [
-            {"impression_id": "i1", "campaign_id": "cA", "device_id": "d1", "win_price": 1.5,
-             "event_time": t1, "event_date": d1},
-            {"impression_id": "i2", "campaign_id": "cA", "device_id": "d2", "win_price": 2.5,
-             "event_time": t1, "event_date": d1},
-            {"impression_id": "i3", "campaign_id": "cB", "device_id": "d1", "win_price": 0.5,
-             "event_time": t2, "event_date": d2}],
+            {
+                "impression_id": "i1",
+                "campaign_id": "cA",
+                "device_id": "d1",
+                "win_price": 1.5,
+                "event_time": t1,
+                "event_date": d1,
+            },
+            {
+                "impression_id": "i2",
+                "campaign_id": "cA",
+                "device_id": "d2",
+                "win_price": 2.5,
+                "event_time": t1,
+                "event_date": d1,
+            },
+            {
+                "impression_id": "i3",
+                "campaign_id": "cB",
+                "device_id": "d1",
+                "win_price": 0.5,
+                "event_time": t2,
+                "event_date": d2,
+            },
+        ],
         "silver_page_clicks": [
-            {"click_id": "k1", "page_id": "home", "user_id": "u1", "event_time": t1,
-             "event_date": d1},
-            {"click_id": "k2", "page_id": "home", "user_id": "u2", "event_time": t2,
-             "event_date": d1},
-            {"click_id": "k3", "page_id": "home", "user_id": "u1", "event_time": t1,
-             "event_date": d1}],
+            {
+                "click_id": "k1",
+                "page_id": "home",
+                "user_id": "u1",
+                "event_time": t1,
+                "event_date": d1,
+            },
+            {
+                "click_id": "k2",
+                "page_id": "home",
+                "user_id": "u2",
+                "event_time": t2,
+                "event_date": d1,
+            },
+            {
+                "click_id": "k3",
+                "page_id": "home",
+                "user_id": "u1",
+                "event_time": t1,
+                "event_date": d1,
+            },
+        ],
         "silver_ad_requests": [
-            {"request_id": "r1", "geo": "FR", "household_id": "h1", "floor_price": 0.25,
-             "bid_count": 3, "event_time": t1, "event_date": d1},
-            {"request_id": "r2", "geo": "FR", "household_id": "h1", "floor_price": 0.75,
-             "bid_count": 4, "event_time": t1, "event_date": d1}],
+            {
+                "request_id": "r1",
+                "geo": "FR",
+                "household_id": "h1",
+                "floor_price": 0.25,
+                "bid_count": 3,
+                "event_time": t1,
+                "event_date": d1,
+            },
+            {
+                "request_id": "r2",
+                "geo": "FR",
+                "household_id": "h1",
+                "floor_price": 0.75,
+                "bid_count": 4,
+                "event_time": t1,
+                "event_date": d1,
+            },
+        ],
     }
     for name, rows in sources.items():
         table = registry.table(name)
@@ -498,14 +694,29 @@ def test_registry_views_refresh_and_verify_through_main(spark, lake, capsys):
 
     assert views.main(["--all", "--full-refresh"], settings=lake) == 0
     # One change per source: an impression deleted, a click inserted, a request's bids updated.
-    sql(spark, "DELETE FROM SRC WHERE impression_id = 'i2'",
-        table_path(lake, "silver_ad_impressions"))
-    silver_rows(spark, registry.table("silver_page_clicks"), [
-        {"click_id": "k4", "page_id": "home", "user_id": "u3", "event_time": t1,
-         "event_date": d1}]).write.format("delta").mode("append").save(
-        table_path(lake, "silver_page_clicks"))
-    sql(spark, "UPDATE SRC SET bid_count = 8 WHERE request_id = 'r2'",
-        table_path(lake, "silver_ad_requests"))
+    sql(
+        spark,
+        "DELETE FROM SRC WHERE impression_id = 'i2'",
+        table_path(lake, "silver_ad_impressions"),
+    )
+    silver_rows(
+        spark,
+        registry.table("silver_page_clicks"),
+        [
+            {
+                "click_id": "k4",
+                "page_id": "home",
+                "user_id": "u3",
+                "event_time": t1,
+                "event_date": d1,
+            }
+        ],
+    ).write.format("delta").mode("append").save(table_path(lake, "silver_page_clicks"))
+    sql(
+        spark,
+        "UPDATE SRC SET bid_count = 8 WHERE request_id = 'r2'",
+        table_path(lake, "silver_ad_requests"),
+    )
     assert views.main(["--all"], settings=lake) == 0
     assert views.main(["--all", "--verify"], settings=lake) == 0
 
@@ -517,30 +728,60 @@ def test_registry_views_refresh_and_verify_through_main(spark, lake, capsys):
         return spark.read.format("delta").load(table_path(lake, name)).select(*cols)
 
     assertDataFrameEqual(
-        view_table("campaign_daily_totals", "campaign_id", "event_date", "impressions", "spend",
-                   "min_price", "max_price", "avg_price", "devices"),
-        spark.createDataFrame([("cA", d1, 1, 1.5, 1.5, 1.5, 1.5, 1),
-                               ("cB", d2, 1, 0.5, 0.5, 0.5, 0.5, 1)],
-                              "campaign_id string, event_date date, impressions long, "
-                              "spend double, min_price double, max_price double, "
-                              "avg_price double, devices long"))
+        view_table(
+            "campaign_daily_totals",
+            "campaign_id",
+            "event_date",
+            "impressions",
+            "spend",
+            "min_price",
+            "max_price",
+            "avg_price",
+            "devices",
+        ),
+        spark.createDataFrame(
+            [("cA", d1, 1, 1.5, 1.5, 1.5, 1.5, 1), ("cB", d2, 1, 0.5, 0.5, 0.5, 0.5, 1)],
+            "campaign_id string, event_date date, impressions long, "
+            "spend double, min_price double, max_price double, "
+            "avg_price double, devices long",
+        ),
+    )
     assertDataFrameEqual(
-        view_table("page_clicks_hourly", "page_id", "hour", "clicks", "users", "first_click",
-                   "last_click"),
-        spark.createDataFrame([("home", datetime(2026, 11, 21, 10), 3, 2, t1, t1),
-                               ("home", datetime(2026, 11, 21, 11), 1, 1, t2, t2)],
-                              "page_id string, hour timestamp, clicks long, users long, "
-                              "first_click timestamp, last_click timestamp"))
+        view_table(
+            "page_clicks_hourly", "page_id", "hour", "clicks", "users", "first_click", "last_click"
+        ),
+        spark.createDataFrame(
+            [
+                ("home", datetime(2026, 11, 21, 10), 3, 2, t1, t1),
+                ("home", datetime(2026, 11, 21, 11), 1, 1, t2, t2),
+            ],
+            "page_id string, hour timestamp, clicks long, users long, "
+            "first_click timestamp, last_click timestamp",
+        ),
+    )
     assertDataFrameEqual(
-        view_table("household_reach_by_geo", "geo", "event_date", "requests", "households",
-                   "floor_total", "avg_bids"),
-        spark.createDataFrame([("FR", d1, 2, 1, 1.0, 5.5)],
-                              "geo string, event_date date, requests long, households long, "
-                              "floor_total double, avg_bids double"))
+        view_table(
+            "household_reach_by_geo",
+            "geo",
+            "event_date",
+            "requests",
+            "households",
+            "floor_total",
+            "avg_bids",
+        ),
+        spark.createDataFrame(
+            [("FR", d1, 2, 1, 1.0, 5.5)],
+            "geo string, event_date date, requests long, households long, "
+            "floor_total double, avg_bids double",
+        ),
+    )
 
     # A corrupted view fails --verify with a readable report.
-    sql(spark, "UPDATE SRC SET requests = 5 WHERE geo = 'FR'",
-        table_path(lake, "household_reach_by_geo"))
+    sql(
+        spark,
+        "UPDATE SRC SET requests = 5 WHERE geo = 'FR'",
+        table_path(lake, "household_reach_by_geo"),
+    )
     assert views.main(["--view", "household_reach_by_geo", "--verify"], settings=lake) == 1
     out = capsys.readouterr().out
     assert "household_reach_by_geo: 1 group(s) differ" in out
@@ -551,8 +792,11 @@ def test_full_refresh_at_the_version_the_view_records_rewrites_it(spark, lake):
     path = started(spark, lake)
     insert(spark, path, [row(5, "c1", 1.0, "u1")])
     assert views.refresh(spark, lake, VIEW).mode == "incremental"  # the view records v2
-    sql(spark, "UPDATE SRC SET n = 9, __count = 9 WHERE campaign = 'c1'",
-        table_path(lake, VIEW.name))
+    sql(
+        spark,
+        "UPDATE SRC SET n = 9, __count = 9 WHERE campaign = 'c1'",
+        table_path(lake, VIEW.name),
+    )
 
     # Delta would skip an overwrite carrying the txnVersion the view already has: the full
     # refresh must go through all the same, and leave the record at v2.
@@ -563,8 +807,12 @@ def test_full_refresh_at_the_version_the_view_records_rewrites_it(spark, lake):
     insert(spark, path, [row(6, "c2", 6.0, "u6")])
     report = views.refresh(spark, lake, VIEW)
     assert (report.mode, report.from_version, report.change_rows) == ("incremental", 2, 1)
-    assertDataFrameEqual(shown(spark, lake), expect(spark, [
-        ("c1", 3, 8.0, 1.0, 5.0, 8.0 / 3, 2, 3), ("c2", 3, 10.0, 4.0, 6.0, 5.0, 3, 3)]))
+    assertDataFrameEqual(
+        shown(spark, lake),
+        expect(
+            spark, [("c1", 3, 8.0, 1.0, 5.0, 8.0 / 3, 2, 3), ("c2", 3, 10.0, 4.0, 6.0, 5.0, 3, 3)]
+        ),
+    )
 
 
 def test_a_change_of_one_day_scans_and_rewrites_that_days_file_only(spark, lake):
@@ -572,11 +820,23 @@ def test_a_change_of_one_day_scans_and_rewrites_that_days_file_only(spark, lake)
     # touches the files of its own days. Without that layout every file holds every day. (The
     # MERGE's filter on the touched days, which lets Delta skip the other files when it scans
     # for matches, shows in no metric of the commit; the result must be the same with it.)
-    daily = View("test_daily", SOURCE, ("campaign", "day"), (Aggregate("n", "count"),),
-                 key_exprs=(("day", "to_date(ts)"),))
+    daily = View(
+        "test_daily",
+        SOURCE,
+        ("campaign", "day"),
+        (Aggregate("n", "count"),),
+        key_exprs=(("day", "to_date(ts)"),),
+    )
     days, campaigns = 12, ("c1", "c2", "c3")
-    path = create_source(spark, lake, [row(d * 10 + c, name, 1.0, "u", minutes=24 * 60 * d)
-                                       for d in range(days) for c, name in enumerate(campaigns)])
+    path = create_source(
+        spark,
+        lake,
+        [
+            row(d * 10 + c, name, 1.0, "u", minutes=24 * 60 * d)
+            for d in range(days)
+            for c, name in enumerate(campaigns)
+        ],
+    )
     assert views.refresh(spark, lake, daily).mode == "full"
     dst = table_path(lake, daily.name)
     files = spark.sql(f"DESCRIBE DETAIL delta.`{dst}`").first().numFiles
@@ -585,8 +845,10 @@ def test_a_change_of_one_day_scans_and_rewrites_that_days_file_only(spark, lake)
     insert(spark, path, [row(999, "c2", 2.0, "u", minutes=24 * 60 * 3)])
     report = views.refresh(spark, lake, daily)
     assert (report.mode, merge_counts(report)) == (
-        "incremental", {"num_inserted_rows": 0, "num_updated_rows": 1, "num_deleted_rows": 0})
-    metrics = (spark.sql(f"DESCRIBE HISTORY delta.`{dst}` LIMIT 1").first().operationMetrics)
+        "incremental",
+        {"num_inserted_rows": 0, "num_updated_rows": 1, "num_deleted_rows": 0},
+    )
+    metrics = spark.sql(f"DESCRIBE HISTORY delta.`{dst}` LIMIT 1").first().operationMetrics
     assert metrics["numTargetFilesRemoved"] == "1"
     # The rewritten file holds the day's other campaigns at most (and its range's neighbours).
     assert int(metrics["numTargetRowsCopied"]) <= 2 * len(campaigns) - 1, metrics

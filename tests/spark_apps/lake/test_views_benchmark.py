@@ -27,25 +27,36 @@ def test_a_tiny_run_reports_both_refreshes_and_what_bounds_their_ratio(spark, se
     # 2 of 4 days, about half the rows; the warm-up and the change add to the same days.
     assert 0.45 < result["reread_share"] < 0.6
     assert result["floor_s"] > 0 and "incremental" in result["floor"]
-    assert result["ratio_full_over_incremental"] == round(result["full_s"]
-                                                          / result["incremental_s"], 2)
+    assert result["ratio_full_over_incremental"] == round(
+        result["full_s"] / result["incremental_s"], 2
+    )
     line = views_benchmark.summary([result]).splitlines()[1]
     assert line.split()[0] == "4,000"
 
 
 def _case(name: str, rows: int, inc: float, full: float | None, **extra) -> dict:
-    return {"case": name, "rows": rows, "incremental_s": inc, "full_s": full,
-            "ratio": None if full is None else round(full / inc, 2), "change_rows": 100_000,
-            "phases": {"bookkeeping": 0.1, "change": 0.3, "merge": 0.7},
-            "jobs": {"bookkeeping": 0, "change": 1, "merge": 6}, "total_jobs": 7,
-            "commits": 2, **extra}
+    return {
+        "case": name,
+        "rows": rows,
+        "incremental_s": inc,
+        "full_s": full,
+        "ratio": None if full is None else round(full / inc, 2),
+        "change_rows": 100_000,
+        "phases": {"bookkeeping": 0.1, "change": 0.3, "merge": 0.7},
+        "jobs": {"bookkeeping": 0, "change": 1, "merge": 6},
+        "total_jobs": 7,
+        "commits": 2,
+        **extra,
+    }
 
 
 def test_the_goals_compare_each_case_with_its_target_and_name_what_bounds_it():
-    cases = [_case("one_row", 10_000_000, 1.2, None, all_s=[1.1, 1.2, 1.4]),
-             _case("append", 10_000_000, 2.0, 12.0),
-             _case("delete_update", 10_000_000, 9.0, 13.0),
-             _case("append", 100_000_000, 3.5, 110.0)]
+    cases = [
+        _case("one_row", 10_000_000, 1.2, None, all_s=[1.1, 1.2, 1.4]),
+        _case("append", 10_000_000, 2.0, 12.0),
+        _case("delete_update", 10_000_000, 9.0, 13.0),
+        _case("append", 100_000_000, 3.5, 110.0),
+    ]
 
     one_row, append, fixed = views_benchmark.goals(cases)
 

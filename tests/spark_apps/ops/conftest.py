@@ -13,6 +13,7 @@ environment variables, against its own broker, stopped with SIGTERM.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -23,7 +24,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
@@ -37,8 +38,12 @@ T = TypeVar("T")
 _STARTED: list[subprocess.Popen] = []
 
 
+if TYPE_CHECKING:
+    from adlake.kafka_local import LocalKafka
+
+
 @pytest.fixture
-def fresh_kafka(tmp_path: Path) -> Iterator["LocalKafka"]:  # noqa: F821
+def fresh_kafka(tmp_path: Path) -> Iterator[LocalKafka]:
     """A broker of this test alone, with every registry topic created (and empty)."""
     from adlake.kafka_local import LocalKafka
 
@@ -64,30 +69,31 @@ def kill_started_apps() -> None:
         proc = _STARTED.pop()
         if proc.poll() is None:
             # The app, its JVM and its Python workers share the process group start_app made.
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             proc.wait(timeout=30)
 
 
 # -- the app process -------------------------------------------------------------------------------
 
+
 def app_env(settings: Settings) -> dict[str, str]:
     """The environment of an app process: this one's, minus any ``ADLAKE_*`` of the caller's
     shell, plus ``settings`` as ``ADLAKE_*`` variables."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ADLAKE_")}
-    env.update({
-        "ADLAKE_PROFILE": "local",
-        "ADLAKE_RUNTIME_DIR": str(settings.runtime_dir),
-        "ADLAKE_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
-        "ADLAKE_KAFKA_CONTROLLER_PORT": str(settings.kafka_controller_port),
-        "ADLAKE_SHUFFLE_PARTITIONS": str(settings.shuffle_partitions),
-        "ADLAKE_SPARK_MASTER_OPS": settings.spark_master_ops,
-        "ADLAKE_DRIVER_MEMORY": settings.driver_memory,
-        "ADLAKE_JARS_DIR": str(settings.jars_dir),
-        "PYTHONUNBUFFERED": "1",
-    })
+    env.update(
+        {
+            "ADLAKE_PROFILE": "local",
+            "ADLAKE_RUNTIME_DIR": str(settings.runtime_dir),
+            "ADLAKE_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
+            "ADLAKE_KAFKA_CONTROLLER_PORT": str(settings.kafka_controller_port),
+            "ADLAKE_SHUFFLE_PARTITIONS": str(settings.shuffle_partitions),
+            "ADLAKE_SPARK_MASTER_OPS": settings.spark_master_ops,
+            "ADLAKE_DRIVER_MEMORY": settings.driver_memory,
+            "ADLAKE_JARS_DIR": str(settings.jars_dir),
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     return env
 
 
@@ -103,10 +109,15 @@ def start_app(module: str, settings: Settings, *args: str) -> subprocess.Popen:
     n = len(list(logs.glob(f"{module}-*.log")))
     log_path = logs / f"{module}-{n}.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", module, *args], env=app_env(settings),
-                                cwd=Path(__file__).resolve().parents[3], stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", module, *args],
+            env=app_env(settings),
+            cwd=Path(__file__).resolve().parents[3],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     proc.log_path = log_path  # type: ignore[attr-defined]
     _STARTED.append(proc)
     return proc
@@ -135,15 +146,21 @@ def stop_app(proc: subprocess.Popen, timeout: float = 120) -> None:
     try:
         code = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise AssertionError(f"the app did not exit within {timeout:.0f}s of SIGTERM\n"
-                             f"{log_tail(proc)}") from None
+        raise AssertionError(
+            f"the app did not exit within {timeout:.0f}s of SIGTERM\n{log_tail(proc)}"
+        ) from None
     assert code == 0, f"the app exited with code {code} after SIGTERM\n{log_tail(proc)}"
 
 
 # -- polling -------------------------------------------------------------------------------------
 
-def wait_for(predicate: Callable[[], T], timeout_s: float, poll_s: float = 0.5,
-             message: str | Callable[[], str] = "") -> T:
+
+def wait_for(
+    predicate: Callable[[], T],
+    timeout_s: float,
+    poll_s: float = 0.5,
+    message: str | Callable[[], str] = "",
+) -> T:
     """Call ``predicate`` until it returns something truthy and return that; fail after
     ``timeout_s`` with ``message`` (a string or a callable giving one, e.g. a log tail)."""
     deadline = time.monotonic() + timeout_s
@@ -158,6 +175,7 @@ def wait_for(predicate: Callable[[], T], timeout_s: float, poll_s: float = 0.5,
 
 
 # -- Kafka ---------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Record:
@@ -185,8 +203,7 @@ def end_offsets(bootstrap: str, topic: str, timeout_s: float = 30) -> dict[int, 
         for p in sorted(partitions):
             while p not in out:
                 try:
-                    out[p] = consumer.get_watermark_offsets(TopicPartition(topic, p),
-                                                            timeout=10)[1]
+                    out[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
                 except KafkaException as e:
                     if not e.args[0].retriable() or time.monotonic() > deadline:
                         raise
@@ -196,8 +213,9 @@ def end_offsets(bootstrap: str, topic: str, timeout_s: float = 30) -> dict[int, 
         consumer.close()
 
 
-def read_topic(bootstrap: str, topic: str, start_offsets: dict[int, int] | None = None,
-               timeout_s: float = 30) -> list[Record]:
+def read_topic(
+    bootstrap: str, topic: str, start_offsets: dict[int, int] | None = None, timeout_s: float = 30
+) -> list[Record]:
     """Every record of ``topic`` from ``start_offsets`` (default: the beginning) up to the end
     offsets at the time of the call, each partition in offset order."""
     from confluent_kafka import Consumer, TopicPartition
@@ -207,8 +225,14 @@ def read_topic(bootstrap: str, topic: str, start_offsets: dict[int, int] | None 
     wanted = {p: end[p] for p in end if end[p] > start[p]}
     if not wanted:
         return []
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{uuid.uuid4()}",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"read-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     consumer.assign([TopicPartition(topic, p, start[p]) for p in wanted])
     position = {p: start[p] for p in wanted}
     out: list[Record] = []
@@ -216,22 +240,30 @@ def read_topic(bootstrap: str, topic: str, start_offsets: dict[int, int] | None 
     try:
         while any(position[p] < wanted[p] for p in wanted):
             assert time.monotonic() < deadline, (
-                f"reading {topic} timed out at offsets {position}, wanted {wanted}")
+                f"reading {topic} timed out at offsets {position}, wanted {wanted}"
+            )
             for msg in consumer.consume(num_messages=1000, timeout=0.5):
                 assert msg.error() is None, msg.error()
                 p = msg.partition()
                 if msg.offset() >= wanted[p]:
                     continue
                 position[p] = msg.offset() + 1
-                out.append(Record(topic, p, msg.offset(), msg.key(), msg.value(),
-                                  msg.timestamp()[1]))
+                out.append(
+                    Record(topic, p, msg.offset(), msg.key(), msg.value(), msg.timestamp()[1])
+                )
     finally:
         consumer.close()
     return out
 
 
-def produce(bootstrap: str, topic: str, value: bytes, key: bytes | None = None,
-            partition: int | None = None, timestamp_ms: int | None = None) -> None:
+def produce(
+    bootstrap: str,
+    topic: str,
+    value: bytes,
+    key: bytes | None = None,
+    partition: int | None = None,
+    timestamp_ms: int | None = None,
+) -> None:
     """Produce one record and wait until the broker has it."""
     from confluent_kafka import Producer
 
@@ -240,21 +272,30 @@ def produce(bootstrap: str, topic: str, value: bytes, key: bytes | None = None,
     kwargs = {"timestamp": timestamp_ms} if timestamp_ms is not None else {}
     if partition is not None:
         kwargs["partition"] = partition
-    producer.produce(topic, value=value, key=key,
-                     on_delivery=lambda err, msg: err and errors.append(err), **kwargs)
+    producer.produce(
+        topic,
+        value=value,
+        key=key,
+        on_delivery=lambda err, msg: err and errors.append(err),
+        **kwargs,
+    )
     assert producer.flush(30) == 0, f"record to {topic} not delivered"
     assert not errors, errors
 
 
 # -- the checkpoint ------------------------------------------------------------------------------
 
+
 def committed_offsets(checkpoint: Path) -> dict[tuple[str, int], int]:
     """``{(topic, partition): next offset}`` every source of the query has read up to, as of the
     last batch it committed (``offsets/<n>`` with a matching ``commits/<n>``); empty before the
     first commit. A plan that reads one topic in several branches (a union of filters of one
     stream) has one source per branch, each with its own offsets: the minimum is taken."""
-    commits = [int(p.name) for p in (checkpoint / "commits").glob("[0-9]*")
-               if p.name.isdigit()] if (checkpoint / "commits").is_dir() else []
+    commits = (
+        [int(p.name) for p in (checkpoint / "commits").glob("[0-9]*") if p.name.isdigit()]
+        if (checkpoint / "commits").is_dir()
+        else []
+    )
     if not commits:
         return {}
     lines = (checkpoint / "offsets" / str(max(commits))).read_text().splitlines()

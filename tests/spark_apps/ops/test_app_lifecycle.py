@@ -34,8 +34,6 @@ import pytest
 
 from adlake import apps, generator, registry
 from adlake.status import read_status
-from tests.support.app_processes import kill_lock_holders
-from tests.support.app_processes import launchers as app_launchers
 from tests.spark_apps.ops.conftest import (
     committed_offsets,
     end_offsets,
@@ -54,6 +52,8 @@ from tests.spark_apps.ops.test_click_surge_app import (
     summary,
     traffic,
 )
+from tests.support.app_processes import kill_lock_holders
+from tests.support.app_processes import launchers as app_launchers
 
 pytestmark = pytest.mark.integration
 
@@ -76,6 +76,7 @@ def _stop_apps_left_running(fresh_kafka):
 
 # -- helpers -------------------------------------------------------------------------------------
 
+
 def log(settings) -> str:
     return apps.log_tail(settings, APP.name, 60)
 
@@ -87,10 +88,12 @@ def state(settings) -> str:
 def wait_state(settings, wanted: str, timeout_s: float = APP_TIMEOUT_S) -> None:
     """Wait until the app's derived state is ``wanted``; fail at once, with the log, if it
     fails or stops meanwhile."""
+
     def reached():
         now = state(settings)
         assert now not in ("failed", "stopped") or now == wanted, f"app {now}\n{log(settings)}"
         return now == wanted
+
     wait_for(reached, timeout_s, 0.5, lambda: f"app {state(settings)}\n{log(settings)}")
 
 
@@ -106,11 +109,17 @@ def committed_clicks(settings) -> int:
     return sum(committed_offsets(settings.checkpoint_path(APP.name)).values())
 
 
-def produce_in_background(pool: ThreadPoolExecutor, settings, tmp_path, seed: int,
-                          duration_s: float) -> Future:
+def produce_in_background(
+    pool: ThreadPoolExecutor, settings, tmp_path, seed: int, duration_s: float
+) -> Future:
     """The generator's click traffic for ``duration_s`` (real time), in a thread."""
-    return pool.submit(generator.run, traffic(seed, duration_s), settings.kafka_bootstrap,
-                       tmp_path / f"report-{seed}.json", progress=False)
+    return pool.submit(
+        generator.run,
+        traffic(seed, duration_s),
+        settings.kafka_bootstrap,
+        tmp_path / f"report-{seed}.json",
+        progress=False,
+    )
 
 
 def expected_now(settings) -> Expected:
@@ -122,13 +131,22 @@ def expected_now(settings) -> Expected:
 def wait_done(settings, expected: Expected, end: dict) -> None:
     """Until the app has committed every input offset or its output is complete; the app must
     keep holding its lock meanwhile."""
+
     def done():
         assert apps.holder(settings, APP.name) is not None, f"the app is gone\n{log(settings)}"
-        return (committed_offsets(settings.checkpoint_path(APP.name)) == end
-                or complete(settings.kafka_bootstrap, expected))
-    wait_for(done, APP_TIMEOUT_S, 1.0, lambda: (
-        f"committed {committed_offsets(settings.checkpoint_path(APP.name))} of {end}\n"
-        f"{log(settings)}"))
+        return committed_offsets(settings.checkpoint_path(APP.name)) == end or complete(
+            settings.kafka_bootstrap, expected
+        )
+
+    wait_for(
+        done,
+        APP_TIMEOUT_S,
+        1.0,
+        lambda: (
+            f"committed {committed_offsets(settings.checkpoint_path(APP.name))} of {end}\n"
+            f"{log(settings)}"
+        ),
+    )
 
 
 def stop_gracefully(settings) -> dict:
@@ -141,15 +159,19 @@ def stop_gracefully(settings) -> dict:
 
 def split_windows(expected: Expected, committed: dict) -> dict:
     """Surging windows counted partly before ``committed`` and partly after it."""
-    return {w: (counted_before(expected, w, committed), expected.surges[w][0])
-            for w in expected.surges
-            if 0 < counted_before(expected, w, committed) < expected.surges[w][0]}
+    return {
+        w: (counted_before(expected, w, committed), expected.surges[w][0])
+        for w in expected.surges
+        if 0 < counted_before(expected, w, committed) < expected.surges[w][0]
+    }
 
 
 # -- the tests -----------------------------------------------------------------------------------
 
+
 def test_switching_real_time_mode_to_micro_batches_and_back_keeps_the_input_and_the_state(
-        settings, tmp_path):
+    settings, tmp_path
+):
     checkpoint = settings.checkpoint_path(APP.name)
     apps.act(settings, APP.name, "start", trigger="realtime", knobs={"threshold": THRESHOLD})
     wait_state(settings, "running")
@@ -161,8 +183,12 @@ def test_switching_real_time_mode_to_micro_batches_and_back_keeps_the_input_and_
             # are committed.
             before = clicks_in_broker(settings)
             traffic_done = produce_in_background(pool, settings, tmp_path, seed, duration_s=30)
-            wait_for(lambda: traffic_done.done() or committed_clicks(settings) > before + 250,
-                     APP_TIMEOUT_S, 0.5, lambda: log(settings))
+            wait_for(
+                lambda: traffic_done.done() or committed_clicks(settings) > before + 250,
+                APP_TIMEOUT_S,
+                0.5,
+                lambda: log(settings),
+            )
             # The switch, as the app's DAG does it (restart = stop, then start), in two steps
             # here to see what the old mode committed.
             stop_gracefully(settings)
@@ -179,11 +205,21 @@ def test_switching_real_time_mode_to_micro_batches_and_back_keeps_the_input_and_
                 # with heartbeats (Spark's idle event), so the supervisor does not see it stale.
                 idle_from = time.time()
                 end = input_end(settings.kafka_bootstrap)
-                wait_for(lambda: committed_offsets(checkpoint) == end, APP_TIMEOUT_S, 0.5,
-                         lambda: log(settings))
-                wait_for(lambda: (read_status(settings, APP.name) or {}).get(
-                    "last_heartbeat_at", 0) > idle_from, 60, 0.5,
-                    lambda: f"no heartbeat: {read_status(settings, APP.name)}")
+                wait_for(
+                    lambda: committed_offsets(checkpoint) == end,
+                    APP_TIMEOUT_S,
+                    0.5,
+                    lambda: log(settings),
+                )
+                wait_for(
+                    lambda: (
+                        (read_status(settings, APP.name) or {}).get("last_heartbeat_at", 0)
+                        > idle_from
+                    ),
+                    60,
+                    0.5,
+                    lambda: f"no heartbeat: {read_status(settings, APP.name)}",
+                )
                 assert state(settings) == "running"
 
     assert modes == ["processing_time", "realtime"]
@@ -196,30 +232,41 @@ def test_switching_real_time_mode_to_micro_batches_and_back_keeps_the_input_and_
     stop_gracefully(settings)
     splits = [split_windows(expected, c) for c in committed_at_switch]
     assert all(splits), f"a switch split no surging window: {splits}"
-    print(f"\nswitches realtime -> processing_time -> realtime: {summary(expected, out)}; "
-          f"windows counted across each switch (clicks before, final count): {splits}")
+    print(
+        f"\nswitches realtime -> processing_time -> realtime: {summary(expected, out)}; "
+        f"windows counted across each switch (clicks before, final count): {splits}"
+    )
 
 
 # -- attribution: a switch Spark refuses on the same checkpoint ------------------------------------
 
+
 def test_an_attribution_switch_starts_a_new_checkpoint_at_the_committed_offsets(
-        fresh_kafka, tmp_path):
+    fresh_kafka, tmp_path
+):
     """Attribution's checkpoint cannot switch (output mode append in micro-batches, update in
     Real-Time Mode): the new checkpoint starts at the old one's committed offsets. Every rejected
     record leaves as one DLQ record at once (no state, no window), so the DLQ shows each input
     record read exactly once across the two checkpoints."""
     app = registry.app("attribution")
-    settings = fresh_kafka.settings.with_overrides(spark_master_ops="local[16]",
-                                                   app_rtm_interval_s=5)
+    settings = fresh_kafka.settings.with_overrides(
+        spark_master_ops="local[16]", app_rtm_interval_s=5
+    )
     checkpoint = settings.checkpoint_path(app.name)
-    config = generator.GeneratorConfig(rate=400.0, count=300, seed=81, click_share=0.0,
-                                       malformed=0.1)
+    config = generator.GeneratorConfig(
+        rate=400.0, count=300, seed=81, click_share=0.0, malformed=0.1
+    )
     generator.run(config, settings.kafka_bootstrap, tmp_path / "r1.json", progress=False)
     apps.act(settings, app.name, "start", trigger="processing_time")
-    first_end = {(t, p): o for t in app.inputs
-                 for p, o in end_offsets(settings.kafka_bootstrap, t).items()}
-    wait_for(lambda: committed_offsets(checkpoint) == first_end, APP_TIMEOUT_S, 1.0,
-             lambda: apps.log_tail(settings, app.name))
+    first_end = {
+        (t, p): o for t in app.inputs for p, o in end_offsets(settings.kafka_bootstrap, t).items()
+    }
+    wait_for(
+        lambda: committed_offsets(checkpoint) == first_end,
+        APP_TIMEOUT_S,
+        1.0,
+        lambda: apps.log_tail(settings, app.name),
+    )
     old = committed_offsets(checkpoint)
 
     result = apps.act(settings, app.name, "restart", trigger="realtime")
@@ -230,12 +277,21 @@ def test_an_attribution_switch_starts_a_new_checkpoint_at_the_committed_offsets(
     assert aside.name.startswith("attribution.processing_time.jvm.")
     assert committed_offsets(aside) == old  # moved, not deleted
 
-    generator.run(dataclasses.replace(config, seed=82), settings.kafka_bootstrap,
-                  tmp_path / "r2.json", progress=False)
-    end = {(t, p): o for t in app.inputs
-           for p, o in end_offsets(settings.kafka_bootstrap, t).items()}
-    wait_for(lambda: committed_offsets(checkpoint) == end, APP_TIMEOUT_S, 1.0,
-             lambda: apps.log_tail(settings, app.name))
+    generator.run(
+        dataclasses.replace(config, seed=82),
+        settings.kafka_bootstrap,
+        tmp_path / "r2.json",
+        progress=False,
+    )
+    end = {
+        (t, p): o for t in app.inputs for p, o in end_offsets(settings.kafka_bootstrap, t).items()
+    }
+    wait_for(
+        lambda: committed_offsets(checkpoint) == end,
+        APP_TIMEOUT_S,
+        1.0,
+        lambda: apps.log_tail(settings, app.name),
+    )
     stopped = apps.act(settings, app.name, "stop")["result"]["stopped"]
     assert stopped["graceful"], stopped
 
@@ -243,8 +299,10 @@ def test_an_attribution_switch_starts_a_new_checkpoint_at_the_committed_offsets(
     from tests.spark_apps.ops.test_attribution_app import read_inputs
 
     rejects = read_topic(settings.kafka_bootstrap, app.dlq)
-    coords = [(r.json()["source_topic"], r.json()["source_partition"],
-               r.json()["source_offset"]) for r in rejects]
+    coords = [
+        (r.json()["source_topic"], r.json()["source_partition"], r.json()["source_offset"])
+        for r in rejects
+    ]
     assert len(coords) == len(set(coords)), "a rejected record was read twice"
     assert set(coords) == set(attribution_output(read_inputs(settings.kafka_bootstrap)).dlq)
     before_switch = {c for c in coords if c[2] < old[(c[0], c[1])]}

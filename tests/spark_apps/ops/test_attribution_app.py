@@ -66,12 +66,24 @@ _TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")
 def generator_config(seed: int) -> generator.GeneratorConfig:
     """~1500 base events in well under a second, every anomaly knob on."""
     return generator.GeneratorConfig(
-        rate=4000.0, count=1500, seed=seed, click_share=0.3, fill_rate=0.8, out_of_order=0.05,
-        duplicates=0.05, late=0.05, lateness_s=LATENESS_MS / 1000, malformed=0.05, orphans=0.05,
-        surge_pages=1, surge_rate=20.0)
+        rate=4000.0,
+        count=1500,
+        seed=seed,
+        click_share=0.3,
+        fill_rate=0.8,
+        out_of_order=0.05,
+        duplicates=0.05,
+        late=0.05,
+        lateness_s=LATENESS_MS / 1000,
+        malformed=0.05,
+        orphans=0.05,
+        surge_pages=1,
+        surge_rate=20.0,
+    )
 
 
 # -- what the app should have done, computed independently ----------------------------------------
+
 
 def epoch_ms(text: str) -> int:
     return round(datetime.fromisoformat(text).timestamp() * 1000)
@@ -108,8 +120,10 @@ def expected_reason(topic: registry.Topic, raw: bytes) -> str | None:
             continue
         if not _fits(f.type, value):
             return f"wrong_type:{f.name}"
-        if (topic.name, f.name) == ("ad_callbacks", "event_type") and \
-                value not in registry.CALLBACK_EVENT_TYPES:
+        if (topic.name, f.name) == (
+            "ad_callbacks",
+            "event_type",
+        ) and value not in registry.CALLBACK_EVENT_TYPES:
             return f"invalid_value:{f.name}"
     return None
 
@@ -118,11 +132,11 @@ def expected_reason(topic: registry.Topic, raw: bytes) -> str | None:
 class Expected:
     """What the app must write for the records read back from its input topics."""
 
-    records: dict[tuple, dict]          # record id -> expected fields of the record
-    dlq: dict[tuple, tuple[str, str]]   # (topic, partition, offset) -> (raw value, reason)
-    dlq_kinds: dict[str, Counter]       # topic -> Counter of reason kinds
-    source_ts: dict[tuple, int]         # (topic, partition, offset) -> Kafka timestamp
-    inputs: int                         # input records read back
+    records: dict[tuple, dict]  # record id -> expected fields of the record
+    dlq: dict[tuple, tuple[str, str]]  # (topic, partition, offset) -> (raw value, reason)
+    dlq_kinds: dict[str, Counter]  # topic -> Counter of reason kinds
+    source_ts: dict[tuple, int]  # (topic, partition, offset) -> Kafka timestamp
+    inputs: int  # input records read back
 
 
 def expected_output(inputs: list[Record]) -> Expected:
@@ -137,8 +151,13 @@ def expected_output(inputs: list[Record]) -> Expected:
             continue
         obj = rec.json()
         kind = KIND[rec.topic]
-        event = Event(kind, obj["request_id"], epoch_ms(obj["event_time"]),
-                       obj.get("impression_id"), obj.get("callback_id"))
+        event = Event(
+            kind,
+            obj["request_id"],
+            epoch_ms(obj["event_time"]),
+            obj.get("impression_id"),
+            obj.get("callback_id"),
+        )
         rows[obj["request_id"]].append((event, rec.timestamp_ms, obj))
 
     # One call per key with its events in arrival order (as the processor orders a batch), then
@@ -146,8 +165,15 @@ def expected_output(inputs: list[Record]) -> Expected:
     ref = ReferenceAttribution(WINDOW_MS, SKEW_MS)
     first: dict[tuple, tuple[int, dict, int]] = {}  # item -> (Kafka ts, payload, event time)
     for rid, key_rows in rows.items():
-        key_rows.sort(key=lambda r: (r[1], _RANK[r[0].kind], r[0].t, r[0].impression_id or "",
-                                     r[0].callback_id or ""))
+        key_rows.sort(
+            key=lambda r: (
+                r[1],
+                _RANK[r[0].kind],
+                r[0].t,
+                r[0].impression_id or "",
+                r[0].callback_id or "",
+            )
+        )
         for event, kts, obj in key_rows:  # the first of duplicates stands
             first.setdefault((rid, event.kind, event.item_id()), (kts, obj, event.t))
         ref.batch(rid, [(event, kts) for event, kts, _ in key_rows])
@@ -167,24 +193,46 @@ def expected_output(inputs: list[Record]) -> Expected:
         cb = first.get((rid, "callback", cid))
         req = first.get((rid, "request", rid))
         if record_type == "attributed_impression":
-            fields = dict(campaign_id=imp[1]["campaign_id"], creative_id=imp[1]["creative_id"],
-                          request_time=req[2], impression_time=imp[2],
-                          source_kafka_ts=max(req[0], imp[0]))
+            fields = dict(
+                campaign_id=imp[1]["campaign_id"],
+                creative_id=imp[1]["creative_id"],
+                request_time=req[2],
+                impression_time=imp[2],
+                source_kafka_ts=max(req[0], imp[0]),
+            )
         elif record_type == "attributed_callback":
             # request_time is left out: it is set only if the request had arrived by then.
-            fields = dict(campaign_id=imp[1]["campaign_id"], creative_id=imp[1]["creative_id"],
-                          event_type=cb[1]["event_type"], value=cb[1].get("value"),
-                          impression_time=imp[2], callback_time=cb[2],
-                          source_kafka_ts=max(cb[0], imp[0]))
+            fields = dict(
+                campaign_id=imp[1]["campaign_id"],
+                creative_id=imp[1]["creative_id"],
+                event_type=cb[1]["event_type"],
+                value=cb[1].get("value"),
+                impression_time=imp[2],
+                callback_time=cb[2],
+                source_kafka_ts=max(cb[0], imp[0]),
+            )
         elif record_type == "request_closed":
-            fields = dict(impressions=impressions, callbacks=callbacks, filled=filled,
-                          request_time=req[2], source_kafka_ts=max([req[0], *attributed[rid]]))
+            fields = dict(
+                impressions=impressions,
+                callbacks=callbacks,
+                filled=filled,
+                request_time=req[2],
+                source_kafka_ts=max([req[0], *attributed[rid]]),
+            )
         elif record_type == "orphan_impression":
-            fields = dict(campaign_id=imp[1]["campaign_id"], creative_id=imp[1]["creative_id"],
-                          impression_time=imp[2], source_kafka_ts=imp[0])
+            fields = dict(
+                campaign_id=imp[1]["campaign_id"],
+                creative_id=imp[1]["creative_id"],
+                impression_time=imp[2],
+                source_kafka_ts=imp[0],
+            )
         else:
-            fields = dict(event_type=cb[1]["event_type"], value=cb[1].get("value"),
-                          callback_time=cb[2], source_kafka_ts=cb[0])
+            fields = dict(
+                event_type=cb[1]["event_type"],
+                value=cb[1].get("value"),
+                callback_time=cb[2],
+                source_kafka_ts=cb[0],
+            )
         records[record_type, rid, iid, cid] = fields
     return Expected(records, dlq, dlq_kinds, source_ts, len(inputs))
 
@@ -198,16 +246,29 @@ def send_sentinel(bootstrap: str) -> tuple[str, int]:
     watermark it brings (its timestamp - lateness) passes every close time (module docstring)."""
     now = time.time_ns() // 1_000_000
     request_id = f"sentinel-{uuid.uuid4()}"
-    value = {"request_id": request_id, "event_time": generator.iso_ms(now),
-             "device_id": "dev-sentinel", "household_id": "hh-sentinel",
-             "content_id": "content-0000", "slot_id": "pre-roll", "geo": "US-CA",
-             "floor_price": 1.0, "bid_count": 1}
-    produce(bootstrap, "ad_requests", json.dumps(value).encode(), key=request_id.encode(),
-            timestamp_ms=now + WINDOW_MS + LATENESS_MS + 5_000)
+    value = {
+        "request_id": request_id,
+        "event_time": generator.iso_ms(now),
+        "device_id": "dev-sentinel",
+        "household_id": "hh-sentinel",
+        "content_id": "content-0000",
+        "slot_id": "pre-roll",
+        "geo": "US-CA",
+        "floor_price": 1.0,
+        "bid_count": 1,
+    }
+    produce(
+        bootstrap,
+        "ad_requests",
+        json.dumps(value).encode(),
+        key=request_id.encode(),
+        timestamp_ms=now + WINDOW_MS + LATENESS_MS + 5_000,
+    )
     return request_id, now
 
 
 # -- reading what the app wrote -------------------------------------------------------------------
+
 
 def record_id(value: dict) -> tuple:
     return tuple(value[f] for f in OUTPUT.id_fields)
@@ -238,11 +299,18 @@ def check_output(bootstrap: str, expected: Expected, report: dict) -> dict[str, 
     unexpected = output.keys() - expected.records.keys()
     assert not missing and not unexpected, (
         f"{len(missing)} missing, e.g. {sorted(missing)[:5]}; "
-        f"{len(unexpected)} unexpected, e.g. {sorted(unexpected)[:5]}")
+        f"{len(unexpected)} unexpected, e.g. {sorted(unexpected)[:5]}"
+    )
     for ident, fields in expected.records.items():
         got = output[ident]
-        actual = {name: (epoch_ms(got[name]) if name.endswith(("_time", "_ts"))
-                         and got[name] is not None else got[name]) for name in fields}
+        actual = {
+            name: (
+                epoch_ms(got[name])
+                if name.endswith(("_time", "_ts")) and got[name] is not None
+                else got[name]
+            )
+            for name in fields
+        }
         assert actual == fields, f"{ident}: got {actual}, expected {fields}"
 
     dlq, dlq_dups = dedup(read_topic(bootstrap, DLQ.name), dlq_id)
@@ -252,13 +320,21 @@ def check_output(bootstrap: str, expected: Expected, report: dict) -> dict[str, 
         assert (got["raw_value"], got["reason"]) == (raw, reason), coords
         assert epoch_ms(got["source_kafka_ts"]) == expected.source_ts[coords], coords
     kinds = Counter((v["source_topic"], v["reason"].split(":")[0]) for v in dlq.values())
-    assert {(name, kind): kinds[name, kind] for name in APP.inputs
-            for kind in generator.MALFORMED_KINDS} == \
-        {(name, kind): report["anomalies_by_topic"][name][kind] for name in APP.inputs
-         for kind in generator.MALFORMED_KINDS}
+    assert {
+        (name, kind): kinds[name, kind] for name in APP.inputs for kind in generator.MALFORMED_KINDS
+    } == {
+        (name, kind): report["anomalies_by_topic"][name][kind]
+        for name in APP.inputs
+        for kind in generator.MALFORMED_KINDS
+    }
     by_type = Counter(ident[0] for ident in output)
-    return {"records": len(output), "output_duplicates": out_dups, "dlq": len(dlq),
-            "dlq_duplicates": dlq_dups, **by_type}
+    return {
+        "records": len(output),
+        "output_duplicates": out_dups,
+        "dlq": len(dlq),
+        "dlq_duplicates": dlq_dups,
+        **by_type,
+    }
 
 
 def missing_output(bootstrap: str, expected: Expected) -> int:
@@ -269,18 +345,30 @@ def missing_output(bootstrap: str, expected: Expected) -> int:
 
 
 def wait_for_output(app, bootstrap: str, expected: Expected) -> None:
-    wait_for(lambda: assert_running(app) or missing_output(bootstrap, expected) == 0,
-             APP_TIMEOUT_S, 1.0,
-             lambda: f"{missing_output(bootstrap, expected)} records missing\n{log_tail(app)}")
+    wait_for(
+        lambda: assert_running(app) or missing_output(bootstrap, expected) == 0,
+        APP_TIMEOUT_S,
+        1.0,
+        lambda: f"{missing_output(bootstrap, expected)} records missing\n{log_tail(app)}",
+    )
 
 
 def generate(bootstrap: str, tmp_path, seed: int) -> tuple[dict, Expected]:
     """Run the generator, read every input back and compute what the app must write."""
-    report = generator.run(generator_config(seed), bootstrap, tmp_path / "report.json",
-                           progress=False)
+    report = generator.run(
+        generator_config(seed), bootstrap, tmp_path / "report.json", progress=False
+    )
     # Every anomaly really happened, so the comparisons below cover each of them.
-    kinds = ("invalid_json", "missing_field", "wrong_type", "duplicate", "late", "out_of_order",
-             "orphan_impression", "orphan_callback")
+    kinds = (
+        "invalid_json",
+        "missing_field",
+        "wrong_type",
+        "duplicate",
+        "late",
+        "out_of_order",
+        "orphan_impression",
+        "orphan_callback",
+    )
     assert all(report["anomalies"][k] > 0 for k in kinds), report["anomalies"]
     return report, expected_output(read_inputs(bootstrap))
 
@@ -288,23 +376,28 @@ def generate(bootstrap: str, tmp_path, seed: int) -> tuple[dict, Expected]:
 def with_sentinel(bootstrap: str, expected: Expected) -> Expected:
     """``expected`` after the sentinel: its own request is closed (unfilled) too."""
     sentinel_id, now = send_sentinel(bootstrap)
-    sentinel = [r for r in read_topic(bootstrap, "ad_requests")
-                if r.key == sentinel_id.encode()]
+    sentinel = [r for r in read_topic(bootstrap, "ad_requests") if r.key == sentinel_id.encode()]
     assert len(sentinel) == 1
     records = dict(expected.records)
     records["request_closed", sentinel_id, None, None] = dict(
-        impressions=0, callbacks=0, filled=False, request_time=now,
-        source_kafka_ts=sentinel[0].timestamp_ms)
-    return Expected(records, expected.dlq, expected.dlq_kinds, expected.source_ts,
-                    expected.inputs + 1)
+        impressions=0,
+        callbacks=0,
+        filled=False,
+        request_time=now,
+        source_kafka_ts=sentinel[0].timestamp_ms,
+    )
+    return Expected(
+        records, expected.dlq, expected.dlq_kinds, expected.source_ts, expected.inputs + 1
+    )
 
 
 def assert_dlq_matches_report(report: dict, expected: Expected) -> None:
     """This file's classification of the inputs agrees with the generator's report (checked
     before the app runs, so a disagreement is not blamed on the app)."""
     for name in APP.inputs:
-        assert {k: expected.dlq_kinds[name][k] for k in generator.MALFORMED_KINDS} == \
-            {k: report["anomalies_by_topic"][name][k] for k in generator.MALFORMED_KINDS}, name
+        assert {k: expected.dlq_kinds[name][k] for k in generator.MALFORMED_KINDS} == {
+            k: report["anomalies_by_topic"][name][k] for k in generator.MALFORMED_KINDS
+        }, name
 
 
 # -- the tests -----------------------------------------------------------------------------------
@@ -312,8 +405,10 @@ def assert_dlq_matches_report(report: dict, expected: Expected) -> None:
 # Real-Time Mode (JVM engine only): one long-lived task per source partition and per shuffle
 # partition, so the local master needs 12 + 2 slots; event-time timers fire at checkpoint-interval
 # boundaries, so the sentinel's closes come at the next one (10 s here).
-TRIGGERS = {"processing_time": (), "realtime": ("--trigger", "realtime",
-                                                "--trigger-interval", "10 seconds")}
+TRIGGERS = {
+    "processing_time": (),
+    "realtime": ("--trigger", "realtime", "--trigger-interval", "10 seconds"),
+}
 
 
 @pytest.mark.parametrize("trigger", TRIGGERS)
@@ -332,8 +427,10 @@ def test_generator_to_app_to_output(fresh_kafka, tmp_path, trigger):
     stop_app(app)
 
     counts = check_output(bootstrap, expected, report)
-    print(f"\nuninterrupted run: {expected.inputs} input records, output complete after "
-          f"{complete_s:.1f}s; {counts}")
+    print(
+        f"\nuninterrupted run: {expected.inputs} input records, output complete after "
+        f"{complete_s:.1f}s; {counts}"
+    )
 
 
 def test_restart_on_the_same_checkpoint_loses_nothing(fresh_kafka, tmp_path):
@@ -341,14 +438,19 @@ def test_restart_on_the_same_checkpoint_loses_nothing(fresh_kafka, tmp_path):
     report, expected = generate(bootstrap, tmp_path, seed=32)
     assert_dlq_matches_report(report, expected)
     checkpoint = settings.checkpoint_path(APP.name)
-    inputs_end = {(name, p): end for name in APP.inputs
-                  for p, end in end_offsets(bootstrap, name).items()}
+    inputs_end = {
+        (name, p): end for name in APP.inputs for p, end in end_offsets(bootstrap, name).items()
+    }
 
     # A small cap on offsets per batch, so the input takes many batches and the stop, as soon
     # as the first output is there, lands mid-stream.
     first = start_app(MODULE, settings, *APP_ARGS, "--max-offsets-per-trigger", "200")
-    wait_for(lambda: assert_running(first) or read_topic(bootstrap, OUTPUT.name), APP_TIMEOUT_S,
-             0.5, lambda: log_tail(first))
+    wait_for(
+        lambda: assert_running(first) or read_topic(bootstrap, OUTPUT.name),
+        APP_TIMEOUT_S,
+        0.5,
+        lambda: log_tail(first),
+    )
     stop_app(first)
     assert read_status(settings, APP.name)["state"] == "stopped"
     committed = committed_offsets(checkpoint)
@@ -361,13 +463,19 @@ def test_restart_on_the_same_checkpoint_loses_nothing(fresh_kafka, tmp_path):
     second = start_app(MODULE, settings, *APP_ARGS)
     # The sentinel is sent only once every generator record has been read, so that it cannot
     # move the watermark before any of them is processed.
-    wait_for(lambda: assert_running(second) or committed_offsets(checkpoint) == inputs_end,
-             APP_TIMEOUT_S, 0.5, lambda: log_tail(second))
+    wait_for(
+        lambda: assert_running(second) or committed_offsets(checkpoint) == inputs_end,
+        APP_TIMEOUT_S,
+        0.5,
+        lambda: log_tail(second),
+    )
     expected = with_sentinel(bootstrap, expected)
     wait_for_output(second, bootstrap, expected)
     stop_app(second)
 
     counts = check_output(bootstrap, expected, report)
-    print(f"\nrestart: the first run committed {sum(committed.values())} of "
-          f"{sum(inputs_end.values())} input offsets and wrote {output_first_run} records; "
-          f"both runs together: {counts}")
+    print(
+        f"\nrestart: the first run committed {sum(committed.values())} of "
+        f"{sum(inputs_end.values())} input offsets and wrote {output_first_run} records; "
+        f"both runs together: {counts}"
+    )

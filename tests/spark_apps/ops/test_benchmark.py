@@ -25,7 +25,12 @@ def test_quantiles_are_1001_values_from_min_to_max():
 
 def test_latency_stats():
     assert latency_stats([10.0, 20.0, 30.0, 40.0]) == {
-        "p50": 30.0, "p95": 40.0, "p99": 40.0, "max": 40.0, "n": 4}
+        "p50": 30.0,
+        "p95": 40.0,
+        "p99": 40.0,
+        "max": 40.0,
+        "n": 4,
+    }
     assert latency_stats([])["n"] == 0
 
 
@@ -45,14 +50,21 @@ def _run(stall_from: float, stall_to: float) -> list[tuple[float, float]]:
 def test_a_boundary_is_the_gap_in_outputs_around_the_end_of_a_batch():
     outputs = _run(30_000, 32_000)
     batches = [
-        {"batch_id": 4, "started_ms": 0.0, "duration_ms": 30_400,
-         "phases_ms": {"addBatch": 30_300, "latestOffset": 100},
-         "state_operator_metrics": [{"customMetrics": {"numExpiredTimers": 7}}]},
-        {"batch_id": 5, "started_ms": 30_400.0, "duration_ms": 31_000,
-         "phases_ms": {"queryPlanning": 900, "latestOffset": 300, "addBatch": 29_800}},
+        {
+            "batch_id": 4,
+            "started_ms": 0.0,
+            "duration_ms": 30_400,
+            "phases_ms": {"addBatch": 30_300, "latestOffset": 100},
+            "state_operator_metrics": [{"customMetrics": {"numExpiredTimers": 7}}],
+        },
+        {
+            "batch_id": 5,
+            "started_ms": 30_400.0,
+            "duration_ms": 31_000,
+            "phases_ms": {"queryPlanning": 900, "latestOffset": 300, "addBatch": 29_800},
+        },
     ]
-    found = boundaries(batches, outputs, measure_from=10_000, measure_to=60_000,
-                       interval_ms=30_000)
+    found = boundaries(batches, outputs, measure_from=10_000, measure_to=60_000, interval_ms=30_000)
     assert len(found) == 1  # the second batch ends after the measured window
     boundary = found[0]
     assert boundary["batch_id"] == 4 and boundary["timers_fired"] == 7
@@ -62,8 +74,12 @@ def test_a_boundary_is_the_gap_in_outputs_around_the_end_of_a_batch():
     # the first input held: source 29,980 ms, due at 30,000, written at 32,000
     assert boundary["held_from_s"] == 19.98
     # the boundary's phases: the ending batch's end, the starting batch's planning
-    assert boundary["durations_ms"] == {"addBatch": 30_300, "addBatchOverInterval": 300,
-                                        "queryPlanning": 900, "latestOffset": 300}
+    assert boundary["durations_ms"] == {
+        "addBatch": 30_300,
+        "addBatchOverInterval": 300,
+        "queryPlanning": 900,
+        "latestOffset": 300,
+    }
     assert boundary["peak_ms"] == 32_000 - 29_980
 
 
@@ -80,8 +96,10 @@ def test_between_boundaries_leaves_out_sources_in_a_stall_and_the_second_after_i
 
 def test_timeline_slices_by_source_time():
     slices = timeline([(1000.0, 5.0), (4999.0, 7.0), (5000.0, 100.0)], measure_from=0)
-    assert slices == [{"t_s": 0, "n": 2, "p50": 7.0, "p99": 7.0, "max": 7.0},
-                      {"t_s": 5, "n": 1, "p50": 100.0, "p99": 100.0, "max": 100.0}]
+    assert slices == [
+        {"t_s": 0, "n": 2, "p50": 7.0, "p99": 7.0, "max": 7.0},
+        {"t_s": 5, "n": 1, "p50": 100.0, "p99": 100.0, "max": 100.0},
+    ]
 
 
 def test_interval_ms():

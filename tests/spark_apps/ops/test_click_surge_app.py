@@ -73,11 +73,22 @@ def traffic(seed: int, duration_s: float) -> generator.GeneratorConfig:
     at both ends and the long tail of pages stay at or below it. Malformed records go to a random
     input topic, so ~1 in 4 of them is a click."""
     return generator.GeneratorConfig(
-        rate=40.0, duration_s=duration_s, seed=seed, click_share=1.0, out_of_order=0.02,
-        duplicates=0.03, late=0.0, malformed=0.1, orphans=0.0, surge_pages=2, surge_rate=6.0)
+        rate=40.0,
+        duration_s=duration_s,
+        seed=seed,
+        click_share=1.0,
+        out_of_order=0.02,
+        duplicates=0.03,
+        late=0.0,
+        malformed=0.1,
+        orphans=0.0,
+        surge_pages=2,
+        surge_rate=6.0,
+    )
 
 
 # -- what the app should have written, computed independently --------------------------------------
+
 
 def epoch_ms(text: str) -> int:
     return round(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
@@ -106,7 +117,7 @@ def expected_reason(raw: bytes | None) -> str | None:
 class Expected:
     surges: dict[tuple[str, int], tuple[int, int, int]]  # (page, window start) -> (count, max
     #                                                        event time, max Kafka timestamp)
-    below: dict[tuple[str, int], int]                   # windows at or below the threshold
+    below: dict[tuple[str, int], int]  # windows at or below the threshold
     coords: dict[tuple[str, int], list[tuple[int, int]]]  # window -> (partition, offset) of
     #                                                        each click counted in it
     dlq: dict[tuple[str, int, int], tuple[str | None, str, int]]  # coordinates -> (raw value,
@@ -133,20 +144,24 @@ def expected_output(clicks: list[Record], threshold: int) -> Expected:
     return Expected(
         surges={w: v for w, v in windows.items() if v[0] > threshold},
         below={w: v[0] for w, v in windows.items() if v[0] <= threshold},
-        coords=coords, dlq=dlq, clicks=len(clicks))
+        coords=coords,
+        dlq=dlq,
+        clicks=len(clicks),
+    )
 
 
-def counted_before(expected: Expected, window: tuple[str, int],
-                   committed: dict[tuple[str, int], int]) -> int:
+def counted_before(
+    expected: Expected, window: tuple[str, int], committed: dict[tuple[str, int], int]
+) -> int:
     """How many of ``window``'s clicks are before the ``committed`` offsets."""
-    return sum(offset < committed.get((CLICKS.name, p), 0)
-               for p, offset in expected.coords[window])
+    return sum(offset < committed.get((CLICKS.name, p), 0) for p, offset in expected.coords[window])
 
 
 def generate(bootstrap: str, tmp_path, seed: int, duration_s: float) -> Expected:
     """Run the generator (real time, ``duration_s``), read the clicks back, compute the output."""
-    report = generator.run(traffic(seed, duration_s), bootstrap, tmp_path / f"report-{seed}.json",
-                           progress=False)
+    report = generator.run(
+        traffic(seed, duration_s), bootstrap, tmp_path / f"report-{seed}.json", progress=False
+    )
     expected = expected_output(read_topic(bootstrap, CLICKS.name), THRESHOLD)
     # The run has what the comparisons need: every malformed kind among the clicks, duplicates,
     # surging windows and windows that stay at or below the threshold.
@@ -154,17 +169,19 @@ def generate(bootstrap: str, tmp_path, seed: int, duration_s: float) -> Expected
     assert all(kinds[k] > 0 for k in (*generator.MALFORMED_KINDS, "duplicate")), kinds
     assert len(expected.surges) >= 3 and expected.below, expected
     # The generator's own classification agrees with this file's, kind by kind.
-    assert Counter(reason.split(":")[0] for _, reason, _ in expected.dlq.values()) == \
-        {k: kinds[k] for k in generator.MALFORMED_KINDS}
+    assert Counter(reason.split(":")[0] for _, reason, _ in expected.dlq.values()) == {
+        k: kinds[k] for k in generator.MALFORMED_KINDS
+    }
     return expected
 
 
 # -- what the app wrote ----------------------------------------------------------------------------
 
+
 @dataclass
 class Reported:
     surges: dict[tuple[str, int], tuple[int, int, int]]  # compacted: the highest count per key
-    counts: list[int]                                   # click_count of every record written
+    counts: list[int]  # click_count of every record written
     records: int
     dlq: dict[tuple[str, int, int], tuple[str | None, str, int]]
     dlq_records: int
@@ -181,8 +198,11 @@ def reported(bootstrap: str) -> Reported:
         assert rec.key.decode() == f"{value['page_id']}|{value['window_start']}", (rec.key, value)
         assert epoch_ms(value["window_end"]) == start + WINDOW_MS, value
         counts.append(value["click_count"])
-        got = (value["click_count"], epoch_ms(value["max_event_time"]),
-               epoch_ms(value["source_kafka_ts"]))
+        got = (
+            value["click_count"],
+            epoch_ms(value["max_event_time"]),
+            epoch_ms(value["source_kafka_ts"]),
+        )
         key = (value["page_id"], start)
         surges[key] = max(got, surges.get(key, got))
     dlq, dlq_records = {}, read_topic(bootstrap, DLQ.name)
@@ -199,16 +219,24 @@ def complete(bootstrap: str, expected: Expected) -> bool:
     return out.surges == expected.surges and out.dlq == expected.dlq
 
 
-def wait_until_done(app, settings, expected: Expected, end: dict, timeout_s: float = 240
-                    ) -> Reported:
+def wait_until_done(
+    app, settings, expected: Expected, end: dict, timeout_s: float = 240
+) -> Reported:
     """Poll until the output equals ``expected`` or the app has committed every input offset
     (after which it writes nothing more for this input), then compare in detail. The timeout is
     a backstop for a stalled app; on a loaded 2-core machine a start alone can take a minute."""
     checkpoint = settings.checkpoint_path(APP.name)
     bootstrap = settings.kafka_bootstrap
-    wait_for(lambda: assert_running(app) or complete(bootstrap, expected)
-             or committed_offsets(checkpoint) == end, timeout_s, 1.0,
-             lambda: f"committed {committed_offsets(checkpoint)} of {end}\n{log_tail(app)}")
+    wait_for(
+        lambda: (
+            assert_running(app)
+            or complete(bootstrap, expected)
+            or committed_offsets(checkpoint) == end
+        ),
+        timeout_s,
+        1.0,
+        lambda: f"committed {committed_offsets(checkpoint)} of {end}\n{log_tail(app)}",
+    )
     return check(bootstrap, expected)
 
 
@@ -222,18 +250,21 @@ def check(bootstrap: str, expected: Expected) -> Reported:
     extra = {w: v for w, v in out.surges.items() if w not in expected.surges}
     assert not missing and not extra, (
         f"windows missing or with another final (count, max event time, source ts): "
-        f"expected {missing}, got {({w: out.surges.get(w) for w in missing})}; "
+        f"expected {missing}, got { ({w: out.surges.get(w) for w in missing}) }; "
         f"unexpected windows {extra} (their counts in the input: "
-        f"{({w: expected.below.get(w) for w in extra})})")
+        f"{ ({w: expected.below.get(w) for w in extra}) })"
+    )
     assert min(out.counts) > THRESHOLD, f"a record at or below the threshold: {sorted(out.counts)}"
     assert out.dlq == expected.dlq
     return out
 
 
 def summary(expected: Expected, out: Reported) -> str:
-    return (f"{expected.clicks} clicks, {len(expected.surges)} surging windows "
-            f"({out.records} surge records written), {len(expected.below)} windows at or below "
-            f"{THRESHOLD}, {len(expected.dlq)} rejects ({out.dlq_records} DLQ records written)")
+    return (
+        f"{expected.clicks} clicks, {len(expected.surges)} surging windows "
+        f"({out.records} surge records written), {len(expected.below)} windows at or below "
+        f"{THRESHOLD}, {len(expected.dlq)} rejects ({out.dlq_records} DLQ records written)"
+    )
 
 
 def status_of(settings) -> dict:
@@ -242,39 +273,58 @@ def status_of(settings) -> dict:
 
 # -- the tests -----------------------------------------------------------------------------------
 
+
 def test_real_time_mode_reports_exactly_the_windows_above_the_threshold(fresh_kafka, tmp_path):
     bootstrap, settings = fresh_kafka.bootstrap, fresh_kafka.settings
     started = time.monotonic()
     # Default trigger: Real-Time Mode. The app starts while the traffic is being produced.
-    app = start_app(MODULE, settings, "--threshold", str(THRESHOLD),
-                    "--trigger-interval", "10 seconds")
+    app = start_app(
+        MODULE, settings, "--threshold", str(THRESHOLD), "--trigger-interval", "10 seconds"
+    )
     expected = generate(bootstrap, tmp_path, seed=41, duration_s=12)
 
     out = wait_until_done(app, settings, expected, input_end(bootstrap))
     complete_s = time.monotonic() - started
     assert status_of(settings)["mode"] == "realtime"
     # The listener's probe (every 15 s) measures the end-to-end latency from page_surges.
-    e2e = wait_for(lambda: (status_of(settings).get("e2e_latency") or {}).get("samples") and
-                   status_of(settings)["e2e_latency"], 40, 1.0, lambda: str(status_of(settings)))
+    e2e = wait_for(
+        lambda: (
+            (status_of(settings).get("e2e_latency") or {}).get("samples")
+            and status_of(settings)["e2e_latency"]
+        ),
+        40,
+        1.0,
+        lambda: str(status_of(settings)),
+    )
     assert e2e["topics"] == ["page_surges"] and e2e["timestamp_type"] == "CreateTime"
     assert status_of(settings)["latency_history"][-1][0] == e2e["measured_at"]
     stop_started = time.monotonic()
     stop_app(app)
     status = status_of(settings)
     assert status["state"] == "stopped"
-    print(f"\nRTM: {summary(expected, out)}; complete {complete_s:.1f}s after the start, "
-          f"stopped in {time.monotonic() - stop_started:.1f}s; e2e p50/p99 {e2e['p50_ms']}/"
-          f"{e2e['p99_ms']} ms over {e2e['samples']} records, per-batch bound p50/p99 "
-          f"{status['latency_p50_ms']}/{status['latency_p99_ms']} ms; waiting in state: "
-          f"{status['waiting_in_state']}")
+    print(
+        f"\nRTM: {summary(expected, out)}; complete {complete_s:.1f}s after the start, "
+        f"stopped in {time.monotonic() - stop_started:.1f}s; e2e p50/p99 {e2e['p50_ms']}/"
+        f"{e2e['p99_ms']} ms over {e2e['samples']} records, per-batch bound p50/p99 "
+        f"{status['latency_p50_ms']}/{status['latency_p99_ms']} ms; waiting in state: "
+        f"{status['waiting_in_state']}"
+    )
 
 
 def test_restart_on_the_same_checkpoint_gives_the_uninterrupted_output(fresh_kafka, tmp_path):
     bootstrap, settings = fresh_kafka.bootstrap, fresh_kafka.settings
     checkpoint = settings.checkpoint_path(APP.name)
     # Micro-batches of ~1 s of traffic: a surging window (5 s) takes several of them.
-    args = ("--threshold", str(THRESHOLD), "--trigger", "processing_time",
-            "--trigger-interval", "1 second", "--max-offsets-per-trigger", "50")
+    args = (
+        "--threshold",
+        str(THRESHOLD),
+        "--trigger",
+        "processing_time",
+        "--trigger-interval",
+        "1 second",
+        "--max-offsets-per-trigger",
+        "50",
+    )
 
     first = start_app(MODULE, settings, *args)
     # The traffic is produced while the app starts (in less time than the app takes to start).
@@ -282,26 +332,38 @@ def test_restart_on_the_same_checkpoint_gives_the_uninterrupted_output(fresh_kaf
     end = input_end(bootstrap)
     # Stop once a surging window has begun to be counted: the stop lets the running batch
     # finish, which leaves the window open, so its state must survive the restart.
-    wait_for(lambda: assert_running(first) or any(
-        counted_before(expected, w, committed_offsets(checkpoint)) for w in expected.surges),
-        240, 0.2, lambda: log_tail(first))
+    wait_for(
+        lambda: (
+            assert_running(first)
+            or any(
+                counted_before(expected, w, committed_offsets(checkpoint)) for w in expected.surges
+            )
+        ),
+        240,
+        0.2,
+        lambda: log_tail(first),
+    )
     stop_app(first)
     assert status_of(settings)["state"] == "stopped"
     committed = committed_offsets(checkpoint)
     written_before = reported(bootstrap).records
     assert committed != end, "the first run read all input: the stop was not mid-stream"
-    split = {w: (counted_before(expected, w, committed), expected.surges[w][0])
-             for w in expected.surges
-             if 0 < counted_before(expected, w, committed) < expected.surges[w][0]}
+    split = {
+        w: (counted_before(expected, w, committed), expected.surges[w][0])
+        for w in expected.surges
+        if 0 < counted_before(expected, w, committed) < expected.surges[w][0]
+    }
     assert split, f"no surging window is counted partly in each run (committed {committed})"
 
     second = start_app(MODULE, settings, *args)
     out = wait_until_done(second, settings, expected, end)
     stop_app(second)
-    print(f"\nrestart: the first run committed {sum(committed.values())} of "
-          f"{sum(end.values())} offsets and wrote {written_before} surge records; windows "
-          f"counted across the restart (clicks before the stop, final count): {split}; "
-          f"both runs: {summary(expected, out)}")
+    print(
+        f"\nrestart: the first run committed {sum(committed.values())} of "
+        f"{sum(end.values())} offsets and wrote {written_before} surge records; windows "
+        f"counted across the restart (clicks before the stop, final count): {split}; "
+        f"both runs: {summary(expected, out)}"
+    )
 
 
 def test_a_late_click_is_counted_in_the_status_not_in_a_window(fresh_kafka):
@@ -312,25 +374,43 @@ def test_a_late_click_is_counted_in_the_status_not_in_a_window(fresh_kafka):
     now = time.time_ns() // 1_000_000
 
     def send(click_id: str, event_ms: int) -> None:
-        value = {"click_id": click_id, "page_id": page, "event_time": generator.iso_ms(event_ms),
-                 "user_id": "user-00001"}
+        value = {
+            "click_id": click_id,
+            "page_id": page,
+            "event_time": generator.iso_ms(event_ms),
+            "user_id": "user-00001",
+        }
         produce(bootstrap, CLICKS.name, json.dumps(value).encode(), key=page.encode())
 
     for i in range(3):
         send(f"on-time-{i}", now)
     # Once the watermark (5 s behind the newest event time) is at now - 5 s, a click of
     # now - 60 s is late: its window ended by now - 55 s.
-    wait_for(lambda: assert_running(app) or epoch_ms(
-        status_of(settings).get("watermark") or "1970-01-01T00:00:00Z") >= now - 5_000,
-        240, 0.5, lambda: f"status {status_of(settings)}\n{log_tail(app)}")
+    wait_for(
+        lambda: (
+            assert_running(app)
+            or epoch_ms(status_of(settings).get("watermark") or "1970-01-01T00:00:00Z")
+            >= now - 5_000
+        ),
+        240,
+        0.5,
+        lambda: f"status {status_of(settings)}\n{log_tail(app)}",
+    )
     assert status_of(settings)["late_rows"] == 0
     send("late", now - 60_000)
-    wait_for(lambda: assert_running(app) or status_of(settings)["late_rows"] >= 1, 120, 0.5,
-             lambda: f"status {status_of(settings)}\n{log_tail(app)}")
+    wait_for(
+        lambda: assert_running(app) or status_of(settings)["late_rows"] >= 1,
+        120,
+        0.5,
+        lambda: f"status {status_of(settings)}\n{log_tail(app)}",
+    )
 
     out = reported(bootstrap)
-    on_time_ts = max(r.timestamp_ms for r in read_topic(bootstrap, CLICKS.name)
-                     if r.json()["click_id"].startswith("on-time"))
+    on_time_ts = max(
+        r.timestamp_ms
+        for r in read_topic(bootstrap, CLICKS.name)
+        if r.json()["click_id"].startswith("on-time")
+    )
     assert out.surges == {(page, now - now % WINDOW_MS): (3, now, on_time_ts)}
     assert out.dlq == {}, "a late click is valid: it does not go to the DLQ"
     assert status_of(settings)["late_rows"] == 1

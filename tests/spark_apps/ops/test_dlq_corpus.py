@@ -36,9 +36,14 @@ def run_available_now(spark, settings, spec, *flags: str) -> list[dict]:
     args = parse_args(spec, ["--trigger", "available_now", *flags])
     trigger = TriggerConfig(args.trigger)
     raw = read_kafka(spark, settings, list(spec.app.inputs))
-    query = write_kafka(spec.build(raw, args, trigger), settings,
-                        settings.checkpoint_path(spec.app.name), trigger,
-                        spec.output_mode(trigger), f"corpus_{spec.app.name}")
+    query = write_kafka(
+        spec.build(raw, args, trigger),
+        settings,
+        settings.checkpoint_path(spec.app.name),
+        trigger,
+        spec.output_mode(trigger),
+        f"corpus_{spec.app.name}",
+    )
     query.awaitTermination()
     return query.recentProgress
 
@@ -53,14 +58,16 @@ def check_dlq(settings, app: registry.App, placed: dict) -> dict:
         dlq[value["source_topic"], value["source_partition"], value["source_offset"]] = value
     assert len(records) == len(dlq), "a rejected record is in the DLQ more than once"
     wrong = corpus.wrong_reasons(placed, {c: v["reason"] for c, v in dlq.items()}, app.inputs)
-    assert not wrong, f"{len(wrong)} records (kind, expected, DLQ reason): " \
-                      f"{sorted(wrong.items())[:20]}"
+    assert not wrong, (
+        f"{len(wrong)} records (kind, expected, DLQ reason): {sorted(wrong.items())[:20]}"
+    )
     assert corpus.wrong_raw_values(placed, {c: v["raw_value"] for c, v in dlq.items()}) == {}
     return dlq
 
 
 def test_attribution_sends_each_rejected_record_to_its_dlq_with_its_reason(
-        spark, corpus_broker, corpus_limit):  # noqa: F811 - the fixtures imported above
+    spark, corpus_broker, corpus_limit
+):
     from spark_apps.ops.attribution import SPEC
 
     settings, placed = corpus_broker
@@ -71,12 +78,15 @@ def test_attribution_sends_each_rejected_record_to_its_dlq_with_its_reason(
     dlq = check_dlq(settings, SPEC.app, placed)
     inputs = sum(c[0] in SPEC.app.inputs for c in placed)
     assert sum(p["numInputRows"] for p in progress) == inputs
-    print(f"\nattribution: {inputs} records in {len(progress)} batches, {len(dlq)} in the DLQ, "
-          f"{inputs - len(dlq)} valid; {elapsed:.0f} s")
+    print(
+        f"\nattribution: {inputs} records in {len(progress)} batches, {len(dlq)} in the DLQ, "
+        f"{inputs - len(dlq)} valid; {elapsed:.0f} s"
+    )
 
 
 def test_click_surge_sends_each_rejected_click_to_its_dlq_and_counts_every_valid_one(
-        spark, corpus_broker, corpus_limit):  # noqa: F811
+    spark, corpus_broker, corpus_limit
+):
     from spark_apps.ops.click_surge import SPEC
 
     settings, placed = corpus_broker
@@ -90,9 +100,11 @@ def test_click_surge_sends_each_rejected_click_to_its_dlq_and_counts_every_valid
     # Update mode: a window is written again as its count grows; its last count is the final.
     final: dict[str, int] = {}
     for record in read_topic(settings.kafka_bootstrap, SPEC.app.outputs[0]):
-        final[record.key.decode()] = max(final.get(record.key.decode(), 0),
-                                         json.loads(record.value)["click_count"])
+        final[record.key.decode()] = max(
+            final.get(record.key.decode(), 0), json.loads(record.value)["click_count"]
+        )
     assert (len(dlq), sum(final.values())) == (len(clicks) - valid, valid)
-    print(f"\nclick_surge: {len(clicks)} clicks in {len(progress)} batches, {len(dlq)} in the "
-          f"DLQ, {valid} counted in {len(final)} windows; {elapsed:.0f} s")
-
+    print(
+        f"\nclick_surge: {len(clicks)} clicks in {len(progress)} batches, {len(dlq)} in the "
+        f"DLQ, {valid} counted in {len(final)} windows; {elapsed:.0f} s"
+    )

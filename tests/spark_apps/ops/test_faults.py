@@ -106,6 +106,7 @@ FORM = os.environ.get("FAULTS_FORM", "short")
 
 # -- the fixed input -------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class InputRecord:
     topic: str
@@ -119,9 +120,19 @@ def traffic_config(seed: int) -> generator.GeneratorConfig:
     """Both apps' inputs, every anomaly but lateness (late events would be behind the watermark
     in one run and not in another, by design: not a fault)."""
     return generator.GeneratorConfig(
-        rate=EVENTS / SPAN_S, count=EVENTS, seed=seed, click_share=0.5, fill_rate=0.8,
-        out_of_order=0.02, duplicates=0.03, late=0.0, malformed=0.03, orphans=0.03,
-        surge_pages=2, surge_rate=200.0)
+        rate=EVENTS / SPAN_S,
+        count=EVENTS,
+        seed=seed,
+        click_share=0.5,
+        fill_rate=0.8,
+        out_of_order=0.02,
+        duplicates=0.03,
+        late=0.0,
+        malformed=0.03,
+        orphans=0.03,
+        surge_pages=2,
+        surge_rate=200.0,
+    )
 
 
 def plan_input(config: generator.GeneratorConfig, start_ms: int) -> list[InputRecord]:
@@ -133,10 +144,14 @@ def plan_input(config: generator.GeneratorConfig, start_ms: int) -> list[InputRe
     def advance(seconds: float) -> None:
         clock[0] += max(1, math.ceil(seconds * 1000))
 
-    generator.emit(generator.Traffic(config, start_ms),
-                   lambda rec, ts: out.append(InputRecord(rec.topic, rec.partition,
-                                                          rec.key.encode(), rec.value, ts)),
-                   now_ms=lambda: clock[0], wait=advance)
+    generator.emit(
+        generator.Traffic(config, start_ms),
+        lambda rec, ts: out.append(
+            InputRecord(rec.topic, rec.partition, rec.key.encode(), rec.value, ts)
+        ),
+        now_ms=lambda: clock[0],
+        wait=advance,
+    )
     return out
 
 
@@ -145,17 +160,20 @@ def sentinel(records: list[InputRecord], seed: int) -> InputRecord:
     read, attribution's watermark passes every key's close, so the next batch closes them all."""
     request_id = f"sentinel-{seed}"
     value, timestamp_ms = closing_request(request_id, max(r.timestamp_ms for r in records))
-    return InputRecord(generator.AD_REQUESTS.name,
-                       generator.partition_for(generator.AD_REQUESTS, request_id),
-                       request_id.encode(), value, timestamp_ms)
+    return InputRecord(
+        generator.AD_REQUESTS.name,
+        generator.partition_for(generator.AD_REQUESTS, request_id),
+        request_id.encode(),
+        value,
+        timestamp_ms,
+    )
 
 
 def input_end(records: list[InputRecord], app: registry.App) -> dict[tuple[str, int], int]:
     """``{(topic, partition): end offset}`` of ``app``'s inputs once ``records`` are produced to
     empty topics (every partition, the empty ones at 0)."""
     counts = Counter((r.topic, r.partition) for r in records if r.topic in app.inputs)
-    return {(t, p): counts[t, p] for t in app.inputs
-            for p in range(registry.topic(t).partitions)}
+    return {(t, p): counts[t, p] for t in app.inputs for p in range(registry.topic(t).partitions)}
 
 
 class Feeder(threading.Thread):
@@ -169,8 +187,14 @@ class Feeder(threading.Thread):
         from confluent_kafka import Producer
 
         self.records, self.pace_s = records, pace_s
-        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
-                                  "linger.ms": 5, "message.timeout.ms": 600_000})
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "message.timeout.ms": 600_000,
+            }
+        )
         self.produced = self.acked = 0
         self.errors: list[str] = []
         # set by a test that fails: a feeder must not outlive its run into the next one's topics
@@ -194,14 +218,20 @@ class Feeder(threading.Thread):
                 return
             if self.pace_s:
                 # pacing, as the generator paces: the records' order is fixed by the producer
-                while (ahead := started + self.pace_s * i / len(self.records)
-                       - time.monotonic()) > 0:
+                while (
+                    ahead := started + self.pace_s * i / len(self.records) - time.monotonic()
+                ) > 0:
                     self.producer.poll(ahead)
             while True:
                 try:
-                    self.producer.produce(rec.topic, value=rec.value, key=rec.key,
-                                          partition=rec.partition, timestamp=rec.timestamp_ms,
-                                          on_delivery=self._on_delivery)
+                    self.producer.produce(
+                        rec.topic,
+                        value=rec.value,
+                        key=rec.key,
+                        partition=rec.partition,
+                        timestamp=rec.timestamp_ms,
+                        on_delivery=self._on_delivery,
+                    )
                     break
                 except BufferError:
                     self.producer.poll(0.05)
@@ -214,7 +244,8 @@ class Feeder(threading.Thread):
         self.join(timeout_s)
         assert not self.is_alive(), f"the feeder is stuck: {self.waiting} records unacknowledged"
         assert not self.errors and self.acked == len(self.records), (
-            f"{self.acked} of {len(self.records)} acknowledged; errors {self.errors[:3]}")
+            f"{self.acked} of {len(self.records)} acknowledged; errors {self.errors[:3]}"
+        )
 
 
 def produce(bootstrap: str, records: list[InputRecord]) -> None:
@@ -231,12 +262,17 @@ def recreate_topics(bootstrap: str, timeout_s: float = 60) -> None:
     names = list(registry.TOPICS)
     for future in admin.delete_topics(names, operation_timeout=timeout_s).values():
         future.result(timeout=timeout_s)
-    wait_for(lambda: not set(names) & set(admin.list_topics(timeout=10).topics), timeout_s, 0.2,
-             "the deleted topics are still listed")
+    wait_for(
+        lambda: not set(names) & set(admin.list_topics(timeout=10).topics),
+        timeout_s,
+        0.2,
+        "the deleted topics are still listed",
+    )
     create_topics(bootstrap)
 
 
 # -- the apps ------------------------------------------------------------------------------------
+
 
 def knobs(app: registry.App) -> dict:
     return {"threshold": THRESHOLD} if app is CLICK_SURGE else {}
@@ -251,8 +287,14 @@ def derived_state(settings: Settings, app: registry.App) -> str:
 
 
 def start(settings: Settings, app: registry.App) -> None:
-    apps.act(settings, app.name, "start", trigger=app.default_trigger, knobs=knobs(app),
-             reason="faults test")
+    apps.act(
+        settings,
+        app.name,
+        "start",
+        trigger=app.default_trigger,
+        knobs=knobs(app),
+        reason="faults test",
+    )
 
 
 def kill_9(settings: Settings, app: registry.App) -> float:
@@ -262,13 +304,18 @@ def kill_9(settings: Settings, app: registry.App) -> float:
     assert holder is not None and holder.pid > 0, f"{app.name} is not running\n{log(settings, app)}"
     killed_at = time.monotonic()
     os.killpg(holder.pid, signal.SIGKILL)
-    wait_for(lambda: apps.holder(settings, app.name) is None, 60, 0.1,
-             f"{app.name}'s lock is still held after SIGKILL")
+    wait_for(
+        lambda: apps.holder(settings, app.name) is None,
+        60,
+        0.1,
+        f"{app.name}'s lock is still held after SIGKILL",
+    )
     return killed_at
 
 
-def supervise_until(settings: Settings, done: Callable[[], bool], timeout_s: float,
-                    what: str) -> list[dict]:
+def supervise_until(
+    settings: Settings, done: Callable[[], bool], timeout_s: float, what: str
+) -> list[dict]:
     """Run the supervisor's pass (the apps_supervisor DAG's task) every second until ``done``;
     returns the actions it took."""
     actions: list[dict] = []
@@ -277,8 +324,14 @@ def supervise_until(settings: Settings, done: Callable[[], bool], timeout_s: flo
         actions.extend(apps.supervise(settings))
         return done()
 
-    wait_for(check, timeout_s, 1.0, lambda: f"{what}; supervisor actions {actions}\n" + "\n".join(
-        log(settings, a) for a in APPS))
+    wait_for(
+        check,
+        timeout_s,
+        1.0,
+        lambda: (
+            f"{what}; supervisor actions {actions}\n" + "\n".join(log(settings, a) for a in APPS)
+        ),
+    )
     return actions
 
 
@@ -286,8 +339,11 @@ def running_since(settings: Settings, app: registry.App, since_epoch: float) -> 
     """The app holds its lock and has reported a batch (or an idle heartbeat) since
     ``since_epoch``: it is working again."""
     status = read_status(settings, app.name) or {}
-    return (apps.holder(settings, app.name) is not None and status.get("state") == "running"
-            and float(status.get("written_at", 0)) > since_epoch)
+    return (
+        apps.holder(settings, app.name) is not None
+        and status.get("state") == "running"
+        and float(status.get("written_at", 0)) > since_epoch
+    )
 
 
 def committed(settings: Settings, app: registry.App) -> dict[tuple[str, int], int]:
@@ -297,12 +353,15 @@ def committed(settings: Settings, app: registry.App) -> dict[tuple[str, int], in
 def idle(settings: Settings, app: registry.App) -> bool:
     """No batch in flight: the newest offsets entry of the checkpoint is committed."""
     checkpoint = settings.checkpoint_path(app.name)
-    ids = [{int(p.name) for p in (checkpoint / d).glob("[0-9]*") if p.name.isdigit()}
-           for d in ("offsets", "commits")]
+    ids = [
+        {int(p.name) for p in (checkpoint / d).glob("[0-9]*") if p.name.isdigit()}
+        for d in ("offsets", "commits")
+    ]
     return bool(ids[0]) and max(ids[0]) == max(ids[1], default=-1)
 
 
 # -- the outputs ---------------------------------------------------------------------------------
+
 
 @dataclass
 class Outputs:
@@ -339,10 +398,14 @@ def compare(base: Outputs, faulted: Outputs) -> dict[str, dict[str, int]]:
     for name in base.raw:
         lost = base.ids[name] - faulted.ids[name]
         unexpected = faulted.ids[name] - base.ids[name]
-        row = {"records_uninterrupted": base.raw[name], "records_faulted": faulted.raw[name],
-               "unique": len(faulted.ids[name]), "lost": len(lost),
-               "unexpected": len(unexpected),
-               "duplicated": faulted.raw[name] - len(faulted.ids[name])}
+        row = {
+            "records_uninterrupted": base.raw[name],
+            "records_faulted": faulted.raw[name],
+            "unique": len(faulted.ids[name]),
+            "lost": len(lost),
+            "unexpected": len(unexpected),
+            "duplicated": faulted.raw[name] - len(faulted.ids[name]),
+        }
         if name == SURGES.name:
             shared = base.ids[name] & faulted.ids[name]
             lower = [k for k in shared if faulted.surges[k] < base.surges[k]]
@@ -351,8 +414,10 @@ def compare(base: Outputs, faulted: Outputs) -> dict[str, dict[str, int]]:
             row["unexpected"] += len(higher)
             # update mode: the records beyond one per window are re-emissions as it grew
             row["duplicated"] = None
-            row["examples"] = [f"{k}: {base.surges.get(k)} -> {faulted.surges.get(k)}"
-                               for k in sorted([*lost, *unexpected, *lower, *higher])[:5]]
+            row["examples"] = [
+                f"{k}: {base.surges.get(k)} -> {faulted.surges.get(k)}"
+                for k in sorted([*lost, *unexpected, *lower, *higher])[:5]
+            ]
         else:
             row["examples"] = [str(k) for k in sorted([*lost, *unexpected], key=str)[:5]]
         out[name] = row
@@ -361,11 +426,12 @@ def compare(base: Outputs, faulted: Outputs) -> dict[str, dict[str, int]]:
 
 # -- one run -------------------------------------------------------------------------------------
 
+
 @dataclass
 class Fault:
-    kind: str        # "kill -9" or "broker bounce"
-    target: str      # the app's name, or "broker"
-    at: float        # the seeded fraction of the input (see module docstring)
+    kind: str  # "kill -9" or "broker bounce"
+    target: str  # the app's name, or "broker"
+    at: float  # the seeded fraction of the input (see module docstring)
     seen: dict = field(default_factory=dict)  # what was observed when it was injected
 
 
@@ -408,11 +474,15 @@ class Run:
     def closed(self) -> bool:
         """Attribution has written the sentinel's close and has no batch in flight."""
         request_id = self.last.key.decode()
-        closes = [r for r in read_topic(self.settings.kafka_bootstrap, ATTRIBUTION.outputs[0])
-                  if r.key == self.last.key]
-        return any(r.json()["record_type"] == REQUEST_CLOSED and
-                   r.json()["request_id"] == request_id for r in closes) \
-            and idle(self.settings, ATTRIBUTION)
+        closes = [
+            r
+            for r in read_topic(self.settings.kafka_bootstrap, ATTRIBUTION.outputs[0])
+            if r.key == self.last.key
+        ]
+        return any(
+            r.json()["record_type"] == REQUEST_CLOSED and r.json()["request_id"] == request_id
+            for r in closes
+        ) and idle(self.settings, ATTRIBUTION)
 
     def finish(self, supervised: bool) -> list[dict]:
         """Once both apps have committed all input: the sentinel, attribution's closes, then a
@@ -423,18 +493,31 @@ class Run:
             return all(self.caught_up(a) for a in APPS)
 
         if supervised:
-            actions += supervise_until(self.settings, both_caught_up, APP_TIMEOUT_S,
-                                       "the apps did not catch up")
+            actions += supervise_until(
+                self.settings, both_caught_up, APP_TIMEOUT_S, "the apps did not catch up"
+            )
         else:
-            wait_for(both_caught_up, APP_TIMEOUT_S, 1.0, lambda: "\n".join(
-                f"{a.name}: committed {committed(self.settings, a)} of {self.ends[a.name]}\n"
-                f"{log(self.settings, a)}" for a in APPS))
+            wait_for(
+                both_caught_up,
+                APP_TIMEOUT_S,
+                1.0,
+                lambda: "\n".join(
+                    f"{a.name}: committed {committed(self.settings, a)} of {self.ends[a.name]}\n"
+                    f"{log(self.settings, a)}"
+                    for a in APPS
+                ),
+            )
         produce(self.settings.kafka_bootstrap, [self.last])
-        wait_for(self.closed, APP_TIMEOUT_S, 1.0,
-                 lambda: f"no close of the sentinel\n{log(self.settings, ATTRIBUTION)}")
+        wait_for(
+            self.closed,
+            APP_TIMEOUT_S,
+            1.0,
+            lambda: f"no close of the sentinel\n{log(self.settings, ATTRIBUTION)}",
+        )
         with ThreadPoolExecutor(len(APPS)) as pool:  # both at once: each waits for its batch
-            stops = pool.map(lambda a: apps.act(self.settings, a.name, "stop",
-                                                reason="faults test"), APPS)
+            stops = pool.map(
+                lambda a: apps.act(self.settings, a.name, "stop", reason="faults test"), APPS
+            )
         for app, stopped in zip(APPS, stops):
             result = stopped["result"]["stopped"]
             assert result["how"] == "exited", f"{result}\n{log(self.settings, app)}"
@@ -458,8 +541,12 @@ def run_faulted(run: Run, base: Outputs, faults: list[Fault], feed_s: float) -> 
     settings = run.settings
     for app in APPS:
         start(settings, app)
-    wait_for(lambda: all(running_since(settings, a, 0) for a in APPS), APP_TIMEOUT_S, 0.5,
-             lambda: "\n".join(log(settings, a) for a in APPS))
+    wait_for(
+        lambda: all(running_since(settings, a, 0) for a in APPS),
+        APP_TIMEOUT_S,
+        0.5,
+        lambda: "\n".join(log(settings, a) for a in APPS),
+    )
     started = time.monotonic()
     feeder = Feeder(settings.kafka_bootstrap, run.records, feed_s)
     feeder.start()
@@ -469,8 +556,9 @@ def run_faulted(run: Run, base: Outputs, faults: list[Fault], feed_s: float) -> 
         feeder.stopping.set()
 
 
-def _inject_all(run: Run, base: Outputs, faults: list[Fault], feeder: Feeder, feed_s: float,
-                started: float) -> dict:
+def _inject_all(
+    run: Run, base: Outputs, faults: list[Fault], feeder: Feeder, feed_s: float, started: float
+) -> dict:
     settings = run.settings
     # When each app came back from its last kill (epoch s): the next kill waits for it.
     back_since = {app.name: 0.0 for app in APPS}
@@ -480,7 +568,8 @@ def _inject_all(run: Run, base: Outputs, faults: list[Fault], feeder: Feeder, fe
     while pending or recovering:
         assert time.monotonic() < deadline, (
             f"faults not injected or not recovered: pending {pending}, recovering "
-            f"{recovering}\n" + "\n".join(log(settings, a) for a in APPS))
+            f"{recovering}\n" + "\n".join(log(settings, a) for a in APPS)
+        )
         if time.monotonic() - supervised_at >= 1.0:
             apps.supervise(settings)
             supervised_at = time.monotonic()
@@ -495,8 +584,11 @@ def _inject_all(run: Run, base: Outputs, faults: list[Fault], feeder: Feeder, fe
             targets = APPS if fault.target == "broker" else (registry.app(fault.target),)
             times = fault.seen.setdefault("time_to_recover_s", {})
             for app in targets:
-                if app.name not in times and running_since(settings, app, at_epoch) and \
-                        sum(committed(settings, app).values()) > 0:
+                if (
+                    app.name not in times
+                    and running_since(settings, app, at_epoch)
+                    and sum(committed(settings, app).values()) > 0
+                ):
                     times[app.name] = round(time.monotonic() - at, 1)
                     if fault.kind == "kill -9":
                         back_since[app.name] = time.time()
@@ -504,28 +596,37 @@ def _inject_all(run: Run, base: Outputs, faults: list[Fault], feeder: Feeder, fe
                 recovering.remove((fault, (at, at_epoch)))
                 if fault.kind == "broker bounce":  # recovered alone (0) or restarted
                     fault.seen["restarted_by_supervisor"] = {
-                        a.name: restarts_after_failure(settings, a, at_epoch) for a in APPS}
-                injected.append({"kind": fault.kind, "target": fault.target, "at": fault.at,
-                                 **fault.seen})
+                        a.name: restarts_after_failure(settings, a, at_epoch) for a in APPS
+                    }
+                injected.append(
+                    {"kind": fault.kind, "target": fault.target, "at": fault.at, **fault.seen}
+                )
         time.sleep(0.05)
     feeder.finish()
     fed_s = time.monotonic() - started
     run.finish(supervised=True)
     faulted = read_outputs(settings.kafka_bootstrap)
-    return {"faults": injected, "feed_s": round(fed_s, 1), "outputs": compare(base, faulted),
-            "runs": {a.name: 1 + apps.read_restarts(settings, a.name).count for a in APPS}}
+    return {
+        "faults": injected,
+        "feed_s": round(fed_s, 1),
+        "outputs": compare(base, faulted),
+        "runs": {a.name: 1 + apps.read_restarts(settings, a.name).count for a in APPS},
+    }
 
 
 def restarts_after_failure(settings: Settings, app: registry.App, since_epoch: float) -> int:
     """The supervisor's restarts of ``app`` since ``since_epoch`` after the app failed by itself
     (an exit record: its query failed), not after a kill (no exit record)."""
     history = apps.read_restarts(settings, app.name).history
-    return sum(entry["at"] >= since_epoch and "without an exit record" not in
-               str(entry.get("error")) for entry in history)
+    return sum(
+        entry["at"] >= since_epoch and "without an exit record" not in str(entry.get("error"))
+        for entry in history
+    )
 
 
-def ready(run: Run, feeder: Feeder, fault: Fault, back_since: dict[str, float],
-          busy: set[str]) -> bool:
+def ready(
+    run: Run, feeder: Feeder, fault: Fault, back_since: dict[str, float], busy: set[str]
+) -> bool:
     """Whether ``fault``'s moment has come: once ``fault.at`` of the input is fed (traffic
     flows); a kill also waits until its app works again after its last kill, and, in
     micro-batches, for a batch in flight (unless none is to come). Faults of different targets
@@ -536,9 +637,9 @@ def ready(run: Run, feeder: Feeder, fault: Fault, back_since: dict[str, float],
     if fault.kind == "broker bounce":
         return True
     app = registry.app(fault.target)
-    return (running_since(run.settings, app, back_since[app.name])
-            and (app.default_trigger == "realtime" or not idle(run.settings, app)
-                 or run.caught_up(app)))
+    return running_since(run.settings, app, back_since[app.name]) and (
+        app.default_trigger == "realtime" or not idle(run.settings, app) or run.caught_up(app)
+    )
 
 
 def inject(run: Run, base: Outputs, feeder: Feeder, fault: Fault) -> tuple[float, float]:
@@ -546,18 +647,21 @@ def inject(run: Run, base: Outputs, feeder: Feeder, fault: Fault) -> tuple[float
     settings = run.settings
     if fault.kind == "kill -9":
         app = registry.app(fault.target)
-        fault.seen = {"fed_fraction": round(feeder.produced / len(run.records), 3),
-                      "progress": run.progress(app, base),
-                      "committed_fraction": round(run.committed_fraction(app), 3),
-                      "batch_in_flight": not idle(settings, app)}
+        fault.seen = {
+            "fed_fraction": round(feeder.produced / len(run.records), 3),
+            "progress": run.progress(app, base),
+            "committed_fraction": round(run.committed_fraction(app), 3),
+            "batch_in_flight": not idle(settings, app),
+        }
         return kill_9(settings, app), time.time()
-    fault.seen = {"fed_fraction": round(feeder.produced / len(run.records), 3),
-        **{f"{a.name}_committed_fraction": round(run.committed_fraction(a), 3) for a in APPS}}
+    fault.seen = {
+        "fed_fraction": round(feeder.produced / len(run.records), 3),
+        **{f"{a.name}_committed_fraction": round(run.committed_fraction(a), 3) for a in APPS},
+    }
     stopped_at, stopped_epoch = time.monotonic(), time.time()
     run.broker.stop()
     # Down while traffic flows: until OUTAGE_RECORDS wait in the feeder's producer.
-    wait_for(lambda: feeder.waiting >= OUTAGE_RECORDS or not feeder.is_alive(), APP_TIMEOUT_S,
-             0.05)
+    wait_for(lambda: feeder.waiting >= OUTAGE_RECORDS or not feeder.is_alive(), APP_TIMEOUT_S, 0.05)
     fault.seen["down_s"] = round(time.monotonic() - stopped_at, 1)
     run.broker.start()
     return stopped_at, stopped_epoch
@@ -565,12 +669,16 @@ def inject(run: Run, base: Outputs, feeder: Feeder, fault: Fault) -> tuple[float
 
 # -- the report ----------------------------------------------------------------------------------
 
+
 def write_report(scenario: str, run: Run, figures: dict, seconds: float) -> Path:
     """``<runtime>/reports/faults/ops-<scenario>-<UTC time>.json``: the format the lake side's
     report shares (faults, runs, records in/out, lost, duplicated, time to recover)."""
     outputs = figures["outputs"]
     report = {
-        "side": "ops", "scenario": scenario, "form": FORM, "seed": SEED,
+        "side": "ops",
+        "scenario": scenario,
+        "form": FORM,
+        "seed": SEED,
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seconds": round(seconds, 1),
         "faults": figures["faults"],
@@ -585,14 +693,18 @@ def write_report(scenario: str, run: Run, figures: dict, seconds: float) -> Path
         "details": outputs,
         "passed": not any(o["lost"] or o["unexpected"] for o in outputs.values()),
     }
-    out = load_settings().reports_dir / "faults" / \
-        f"ops-{scenario}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}.json"
+    out = (
+        load_settings().reports_dir
+        / "faults"
+        / f"ops-{scenario}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}.json"
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     return out
 
 
 # -- fixtures and tests ----------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def faults_broker(tmp_path_factory) -> Iterator[LocalKafka]:
@@ -610,8 +722,12 @@ def faults_broker(tmp_path_factory) -> Iterator[LocalKafka]:
 def app_settings(broker: LocalKafka, runtime: Path) -> Settings:
     """The apps' settings of one run: its own runtime (checkpoints, status, locks, logs), the
     module's broker, a short Real-Time Mode interval and a short supervisor backoff."""
-    return broker.settings.with_overrides(runtime_dir=runtime, app_rtm_interval_s=RTM_INTERVAL_S,
-                                          app_backoff_min_s=1, app_backoff_max_s=2)
+    return broker.settings.with_overrides(
+        runtime_dir=runtime,
+        app_rtm_interval_s=RTM_INTERVAL_S,
+        app_backoff_min_s=1,
+        app_backoff_max_s=2,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -632,8 +748,9 @@ def uninterrupted(faults_broker, tmp_path_factory) -> Iterator[tuple[list, Outpu
     yield records, base
 
 
-def faulted(scenario: str, broker: LocalKafka, uninterrupted, tmp_path, faults: list[Fault],
-            feed_s: float) -> dict:
+def faulted(
+    scenario: str, broker: LocalKafka, uninterrupted, tmp_path, faults: list[Fault], feed_s: float
+) -> dict:
     records, base = uninterrupted
     recreate_topics(broker.bootstrap)
     settings = app_settings(broker, tmp_path / "runtime")
@@ -644,8 +761,10 @@ def faulted(scenario: str, broker: LocalKafka, uninterrupted, tmp_path, faults: 
     finally:
         kill_lock_holders(settings)
     path = write_report(scenario, run, figures, time.monotonic() - started)
-    print(f"\n{scenario}: report {path}\n" + json.dumps(
-        {k: figures[k] for k in ("faults", "runs")}, indent=1))
+    print(
+        f"\n{scenario}: report {path}\n"
+        + json.dumps({k: figures[k] for k in ("faults", "runs")}, indent=1)
+    )
     return figures
 
 
@@ -654,10 +773,14 @@ def seeded_faults(seed: int, kills: int, bounces: int) -> list[Fault]:
     the input fed, in the order they come (a fault whose target is still recovering from the
     previous one comes when it is back)."""
     rng = random.Random(seed)
-    faults = [Fault("kill -9", app.name, round(rng.uniform(0.05, 0.7), 2))
-              for app in APPS for _ in range(kills)]
-    faults += [Fault("broker bounce", "broker", round(rng.uniform(0.2, 0.7), 2))
-               for _ in range(bounces)]
+    faults = [
+        Fault("kill -9", app.name, round(rng.uniform(0.05, 0.7), 2))
+        for app in APPS
+        for _ in range(kills)
+    ]
+    faults += [
+        Fault("broker bounce", "broker", round(rng.uniform(0.2, 0.7), 2)) for _ in range(bounces)
+    ]
     return sorted(faults, key=lambda f: (f.at, f.target))
 
 
@@ -676,7 +799,8 @@ if FORM == "long":
 @pytest.mark.faults
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_faulted_run_writes_what_the_uninterrupted_run_wrote(
-        faults_broker, uninterrupted, tmp_path, scenario):
+    faults_broker, uninterrupted, tmp_path, scenario
+):
     kills, bounces, form = SCENARIOS[scenario]
     faults = seeded_faults(SEED + kills * 10 + bounces, kills, bounces)
     figures = faulted(scenario, faults_broker, uninterrupted, tmp_path, faults, FEED_S[form])
@@ -713,8 +837,10 @@ def test_the_planned_input_is_fixed_and_spans_less_than_the_watermark_delays():
     assert (max(stamps) - min(stamps)) / 1000 < ATTRIBUTION.knob("lateness_s").default
     # ... until the sentinel, which passes every close time.
     last = sentinel(first, SEED)
-    assert last.timestamp_ms - ATTRIBUTION.knob("lateness_s").default * 1000 > \
-        max(stamps) + ATTRIBUTION.knob("window_s").default * 1000
+    assert (
+        last.timestamp_ms - ATTRIBUTION.knob("lateness_s").default * 1000
+        > max(stamps) + ATTRIBUTION.knob("window_s").default * 1000
+    )
 
 
 def epoch_ms(text: str) -> int:

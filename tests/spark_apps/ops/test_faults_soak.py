@@ -39,8 +39,12 @@ def test_the_driver_jvm_is_found_below_the_app_process():
     # take this unit test for one that starts a JVM. The shell prints the child's pid as soon as
     # it forks, possibly before the child has exec'd into "java"; the child echoing a line back
     # proves the exec has happened (bash reads nothing from stdin before it), with no sleep.
-    app = subprocess.Popen(["bash", "-c", "n=ja; exec -a ${n}va cat <&0 & echo $!; wait"],
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    app = subprocess.Popen(
+        ["bash", "-c", "n=ja; exec -a ${n}va cat <&0 & echo $!; wait"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     java = None
     try:
         java = int(app.stdout.readline())
@@ -67,13 +71,14 @@ def test_trend_tells_a_plateau_from_growth():
     plateau = [(60 * i, min(i, 5) * 1000.0 + (i % 3) * 20) for i in range(30)]
     assert soak.trend(plateau, warmup)["flat"] is True
     # a leak: grows by 3% a minute
-    leak = [(60 * i, 1000.0 * 1.03 ** i) for i in range(30)]
+    leak = [(60 * i, 1000.0 * 1.03**i) for i in range(30)]
     verdict = soak.trend(leak, warmup)
     assert verdict["flat"] is False and verdict["growth"] > soak.FLAT_TOLERANCE
     # missing samples (a probe that did not answer) are left out, not read as zeros
     holes = [(t, None if t % 120 else v) for t, v in plateau]
-    assert soak.trend(holes, warmup)["samples"] == len([1 for t, v in holes
-                                                       if t >= warmup and v is not None])
+    assert soak.trend(holes, warmup)["samples"] == len(
+        [1 for t, v in holes if t >= warmup and v is not None]
+    )
 
 
 def test_the_closing_request_passes_every_close_time():
@@ -89,17 +94,25 @@ def test_the_closing_request_passes_every_close_time():
 def generator_report() -> dict:
     """A generator report of 3 requests (one duplicate, one malformed), 2 impressions, 2
     callbacks and 6 clicks (one duplicate, one malformed)."""
-    anomalies = {t: {"invalid_json": 0, "missing_field": 0, "wrong_type": 0, "duplicate": 0}
-                 for t in ("ad_requests", "ad_impressions", "ad_callbacks", "page_clicks")}
+    anomalies = {
+        t: {"invalid_json": 0, "missing_field": 0, "wrong_type": 0, "duplicate": 0}
+        for t in ("ad_requests", "ad_impressions", "ad_callbacks", "page_clicks")
+    }
     anomalies["ad_requests"].update(invalid_json=1, duplicate=1)
     anomalies["page_clicks"].update(wrong_type=1, duplicate=1)
-    return {"sent": {"ad_requests": 4, "ad_impressions": 2, "ad_callbacks": 2, "page_clicks": 6},
-            "anomalies_by_topic": anomalies}
+    return {
+        "sent": {"ad_requests": 4, "ad_impressions": 2, "ad_callbacks": 2, "page_clicks": 6},
+        "anomalies_by_topic": anomalies,
+    }
 
 
 def event(record_type: str, request_id: str, impression_id=None, callback_id=None) -> dict:
-    return {"record_type": record_type, "request_id": request_id,
-            "impression_id": impression_id, "callback_id": callback_id}
+    return {
+        "record_type": record_type,
+        "request_id": request_id,
+        "impression_id": impression_id,
+        "callback_id": callback_id,
+    }
 
 
 def dlq(topic: str, offset: int) -> dict:
@@ -110,17 +123,20 @@ def outputs() -> dict[str, list[dict]]:
     """What the apps must write for :func:`generator_report`, with at-least-once repeats."""
     return {
         "attributed_events": [
-            event("attributed_impression", "r1", "i1"), event("attributed_impression", "r1", "i1"),
+            event("attributed_impression", "r1", "i1"),
+            event("attributed_impression", "r1", "i1"),
             event("orphan_impression", "r9", "i2"),
-            event("attributed_callback", "r1", "i1", "c1"), event("orphan_callback", "r8", None,
-                                                                  "c2"),
-            event("request_closed", "r1"), event("request_closed", "r2"),
+            event("attributed_callback", "r1", "i1", "c1"),
+            event("orphan_callback", "r8", None, "c2"),
+            event("request_closed", "r1"),
+            event("request_closed", "r2"),
             event("request_closed", "close"),
         ],
         # 5 valid click records: windows of 3 (updates 1, 2, 3, and 3 again on a replay) and 2
-        "page_surges": [{"page_id": "p1", "window_start": "t0", "click_count": n}
-                        for n in (1, 2, 3, 3)] + [{"page_id": "p2", "window_start": "t0",
-                                                   "click_count": n} for n in (1, 2)],
+        "page_surges": [
+            {"page_id": "p1", "window_start": "t0", "click_count": n} for n in (1, 2, 3, 3)
+        ]
+        + [{"page_id": "p2", "window_start": "t0", "click_count": n} for n in (1, 2)],
         "ad_events_dlq": [dlq("ad_requests", 3), dlq("ad_requests", 3)],
         "page_clicks_dlq": [dlq("page_clicks", 5)],
     }
@@ -141,40 +157,68 @@ def test_accounting_deduplicates_and_balances():
     # a click dropped by the watermark is accounted for by the status's late rows
     fewer = outputs()
     fewer["page_surges"] = fewer["page_surges"][:-1]
-    assert soak.account(generator_report(), fewer, late_clicks=1, closing_id="close")[
-        "clicks counted in windows (+ late)"]["lost"] == 0
+    assert (
+        soak.account(generator_report(), fewer, late_clicks=1, closing_id="close")[
+            "clicks counted in windows (+ late)"
+        ]["lost"]
+        == 0
+    )
 
 
 def test_accounting_reports_what_is_missing():
     missing = outputs()
-    missing["attributed_events"] = [e for e in missing["attributed_events"]
-                                    if e["record_type"] != "orphan_callback"]
+    missing["attributed_events"] = [
+        e for e in missing["attributed_events"] if e["record_type"] != "orphan_callback"
+    ]
     missing["page_surges"] = missing["page_surges"][:-1]  # p2's last update: one click lost
     missing["page_clicks_dlq"] = []
     counts = soak.account(generator_report(), missing, late_clicks=0, closing_id="close")
     assert {name: c["lost"] for name, c in counts.items() if c["lost"]} == {
-        "callbacks attributed or orphaned": 1, "clicks counted in windows (+ late)": 1,
-        "page_clicks_dlq records": 1}
+        "callbacks attributed or orphaned": 1,
+        "clicks counted in windows (+ late)": 1,
+        "page_clicks_dlq records": 1,
+    }
     # the closing request is left out: counted, it would be one close too many
-    assert soak.account(generator_report(), outputs(), 0, closing_id=None)[
-        "requests closed"]["lost"] == -1
+    assert (
+        soak.account(generator_report(), outputs(), 0, closing_id=None)["requests closed"]["lost"]
+        == -1
+    )
 
 
 def test_the_plot_has_a_panel_per_metric(tmp_path):
-    samples = [{"t_s": 60.0 * i, **{a.name: {m: float(i) for m, _ in soak.METRICS}
-                                     for a in soak.SOAK_APPS}} for i in range(5)]
+    samples = [
+        {
+            "t_s": 60.0 * i,
+            **{a.name: {m: float(i) for m, _ in soak.METRICS} for a in soak.SOAK_APPS},
+        }
+        for i in range(5)
+    ]
     path = soak.plot(samples, 120, tmp_path / "soak.png", "test")
     assert path.read_bytes().startswith(b"\x89PNG")
 
 
 if os.environ.get("FAULTS_FORM") == "long":  # not collected by make test, not skipped there
+
     @pytest.mark.integration  # a broker and both apps' JVMs
     @pytest.mark.faults
     def test_a_short_soak_loses_nothing_and_samples_every_metric(tmp_path):
         out = tmp_path / "soak.json"
-        code = soak.main(["--duration-min", "0.5", "--rate", "200", "--sample-s", "10",
-                          "--warmup-min", "0", "--rtm-interval", "10 seconds", "--out",
-                          str(out)])
+        code = soak.main(
+            [
+                "--duration-min",
+                "0.5",
+                "--rate",
+                "200",
+                "--sample-s",
+                "10",
+                "--warmup-min",
+                "0",
+                "--rtm-interval",
+                "10 seconds",
+                "--out",
+                str(out),
+            ]
+        )
         report = json.loads(out.read_text())
         assert code == 0 and report["no_loss"], report["counts"]
         assert len(report["samples"]) >= 2

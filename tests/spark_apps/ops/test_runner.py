@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 import pytest
+
 from adlake import registry
 from adlake.status import stop_marker
 from spark_apps.common.streaming.runner import StreamingApp, parse_args, resolve_checkpoint
@@ -24,11 +25,14 @@ def test_every_ops_app_runs_on_the_shared_runner(app):
 
 
 @pytest.mark.parametrize("app", OPS_APPS, ids=lambda a: a.name)
-@pytest.mark.parametrize("flag, expected", [
-    (None, "checkpoints/{name}"),
-    ("trial", "checkpoints/trial"),
-    ("nested/trial", "checkpoints/nested/trial"),
-])
+@pytest.mark.parametrize(
+    "flag, expected",
+    [
+        (None, "checkpoints/{name}"),
+        ("trial", "checkpoints/trial"),
+        ("nested/trial", "checkpoints/nested/trial"),
+    ],
+)
 def test_checkpoint_flag_means_the_same_for_every_app(settings, app, flag, expected):
     argv = [] if flag is None else ["--checkpoint", flag]
     args = parse_args(spec_of(app), argv)
@@ -45,8 +49,10 @@ def test_an_absolute_checkpoint_is_used_as_given(settings, app, tmp_path):
 @pytest.mark.parametrize("app", OPS_APPS, ids=lambda a: a.name)
 def test_query_name_names_status_stop_marker_and_checkpoint(settings, app):
     args = parse_args(spec_of(app), ["--query-name", "canary"])
-    assert resolve_checkpoint(settings, args.checkpoint, args.query_name) == \
-        settings.checkpoints_dir / "canary"
+    assert (
+        resolve_checkpoint(settings, args.checkpoint, args.query_name)
+        == settings.checkpoints_dir / "canary"
+    )
     assert stop_marker(settings, args.query_name) == settings.status_dir / "canary.stop"
 
 
@@ -58,10 +64,13 @@ def test_python_engine_in_real_time_mode_is_refused_before_anything_starts(capsy
     assert "--engine python runs in micro-batches only" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--window-s", "0"], "--window-s must be >= 0.001, got 0"),
-    (["--ttl-s", "60"], "ttl_ms=60000 must exceed"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--window-s", "0"], "--window-s must be >= 0.001, got 0"),
+        (["--ttl-s", "60"], "ttl_ms=60000 must exceed"),
+    ],
+)
 def test_attribution_knobs_are_checked_before_anything_starts(capsys, argv, message):
     with pytest.raises(SystemExit):
         parse_args(spec_of(registry.app("attribution")), argv)
@@ -89,10 +98,17 @@ def test_attribution_help_tells_the_truth_about_engines_and_modes(capsys, monkey
     assert "spark_apps/common/attribution" in text
 
 
-@pytest.mark.parametrize("value, ok", [
-    ("earliest", True), ("latest", True), ('{"page_clicks": {"0": 42, "1": 40}}', True),
-    ("newest", False), ('{"page_clicks": 42}', False), ("[1, 2]", False),
-])
+@pytest.mark.parametrize(
+    "value, ok",
+    [
+        ("earliest", True),
+        ("latest", True),
+        ('{"page_clicks": {"0": 42, "1": 40}}', True),
+        ("newest", False),
+        ('{"page_clicks": 42}', False),
+        ("[1, 2]", False),
+    ],
+)
 def test_starting_offsets_are_a_position_or_offsets_per_partition(value, ok, capsys):
     spec = spec_of(registry.app("click_surge"))
     if ok:
