@@ -1,5 +1,5 @@
 # Adlake. `make up` runs the platform on embedded defaults; `make test` runs every test tier.
-# Pinned versions live in include/adlake/versions.py; `make setup` derives everything from them.
+# Pinned versions live in include/adlake/local/versions.py; `make setup` derives everything from them.
 
 PYTHON ?= python3
 LAKE_PY := .venv/lake/bin/python
@@ -8,12 +8,23 @@ RATE ?= 200
 DURATION ?= 60
 SEED ?= 7
 
-.PHONY: setup test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
+.PHONY: lint airflow setup test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
 	attribution click-surge status bench-click-surge bench-attribution bench-lake down \
 	faults faults-ops soak bench bench-quick
 
 setup:
-	$(PYTHON) include/adlake/bootstrap.py
+	$(PYTHON) include/adlake/local/bootstrap.py
+
+# ruff, configured in pyproject.toml: lint, then the format check (`ruff format .` fixes it).
+lint: setup
+	.venv/lake/bin/ruff check .
+	.venv/lake/bin/ruff format --check .
+
+# Airflow's CLI in the platform's environment (AIRFLOW_HOME, DAGs, connections), e.g.
+#   make airflow ARGS="dags list"
+#   make airflow ARGS="backfill create --dag-id lake_hourly --from-date 2026-11-20 --to-date 2026-11-21"
+airflow: setup
+	$(LAKE_PY) -m adlake.local.platform airflow $(ARGS)
 
 # Unit and integration (real broker, real Spark, real Airflow metadata DB), with the modules'
 # doctests (pyproject's testpaths): in the lake environment, then the ops-runtime tests
@@ -44,20 +55,20 @@ test-unit: setup
 
 # After changing a pin in versions.py: rewrite docker-compose.yaml's generated versions block.
 compose-versions:
-	$(PYTHON) include/adlake/compose_versions.py
+	$(PYTHON) include/adlake/local/compose_versions.py
 
 # Before `docker compose up`: .env with this deployment's generated secrets (mode 600, git-ignored).
 compose-env: setup
-	$(LAKE_PY) -m adlake.credentials compose-env
+	$(LAKE_PY) -m adlake.local.credentials compose-env
 
 kafka-up: setup
-	$(LAKE_PY) -m adlake.kafka_local up
+	$(LAKE_PY) -m adlake.local.kafka up
 
 kafka-down:
-	$(LAKE_PY) -m adlake.kafka_local down
+	$(LAKE_PY) -m adlake.local.kafka down
 
 kafka-status:
-	$(LAKE_PY) -m adlake.kafka_local status
+	$(LAKE_PY) -m adlake.local.kafka status
 
 generate: kafka-up
 	$(LAKE_PY) -m adlake.generator --rate $(RATE) --duration $(DURATION) --seed $(SEED)
@@ -123,19 +134,19 @@ SOAK_RATE ?= 1000
 soak: setup
 	$(OPS_PY) -m spark_apps.ops.soak --duration-min $(SOAK_MIN) --rate $(SOAK_RATE)
 
-# The platform on embedded defaults (adlake.platform): the broker, Airflow (api-server, scheduler,
+# The platform on embedded defaults (adlake.local.platform): the broker, Airflow (api-server, scheduler,
 # dag-processor, triggerer; metadata on SQLite), every DAG unpaused, both streaming apps started
 # through their Airflow DAGs; then live generated traffic in the foreground for DURATION seconds.
 # Every path comes from the configuration (ADLAKE_RUNTIME_DIR). Idempotent: a second `make up`
 # finds everything running and only sends traffic.
 up: setup
-	$(LAKE_PY) -m adlake.platform up --set click_surge.threshold=$(THRESHOLD)
+	$(LAKE_PY) -m adlake.local.platform up --set click_surge.threshold=$(THRESHOLD)
 	$(LAKE_PY) -m adlake.generator --rate $(RATE) --duration $(DURATION) --seed $(SEED)
 	@echo "the platform keeps running: 'make status' shows the apps, 'make down' stops everything"
 
 # Stops the apps gracefully (and waits for them), then Airflow, then the broker.
 down:
-	$(LAKE_PY) -m adlake.platform down
+	$(LAKE_PY) -m adlake.local.platform down
 
 clean: down
 	rm -rf "$$($(LAKE_PY) -c 'from adlake.config import load_settings; print(load_settings().runtime_dir)')"

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from adlake.config import Settings, load_settings
-from adlake.kafka_local import free_ports
+from adlake.local.kafka import free_ports
 
 if TYPE_CHECKING:
-    from adlake.kafka_local import LocalKafka
+    from adlake.local.kafka import LocalKafka
 
 pytest_plugins = ["tests.runtimes", "tests.tiers", "pytester"]
 
@@ -49,7 +49,7 @@ def private_settings(runtime_dir: Path) -> Settings:
 @pytest.fixture(scope="session")
 def kafka(settings: Settings) -> Iterator[LocalKafka]:
     """A real broker on a free loopback port with every registry topic created."""
-    from adlake.kafka_local import LocalKafka
+    from adlake.local.kafka import LocalKafka
 
     broker = LocalKafka(settings)
     broker.start()

@@ -20,7 +20,7 @@ BOTH_RUNTIMES = {Path("tests/include/test_spark_session.py")}
 
 def current_runtime() -> str:
     """``ops`` or ``lake``, from this interpreter's PySpark (``none`` without one)."""
-    from adlake import versions
+    from adlake.local import versions
 
     try:
         import pyspark

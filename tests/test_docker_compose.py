@@ -1,6 +1,6 @@
 """Static checks of docker-compose.yaml against the code it deploys.
 
-No Docker engine is needed: the file is parsed and compared with adlake.versions (its generated
+No Docker engine is needed: the file is parsed and compared with adlake.local.versions (its generated
 block of image tags and build arguments, which nothing else may bypass), adlake.config's ``compose`` profile (hosts, data path, accepted variables) and
 adlake.registry (task slots for Real-Time Mode), so a change on either side that the other does not
 follow fails here instead of at ``docker compose up``.
@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from adlake import compose_versions, config, registry, versions
+from adlake import config, registry
+from adlake.local import compose_versions, versions
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_TEXT = (REPO_ROOT / "docker-compose.yaml").read_text()
@@ -129,7 +130,7 @@ def test_kafka_bootstrap_of_the_compose_profile_is_the_kafka_service(settings):
 
 def test_the_versions_block_is_generated_from_versions_py():
     assert compose_versions.rewrite(COMPOSE_TEXT) == COMPOSE_TEXT, (
-        "docker-compose.yaml's versions block is stale: run `python -m adlake.compose_versions`"
+        "docker-compose.yaml's versions block is stale: run `python -m adlake.local.compose_versions`"
     )
 
 
@@ -204,7 +205,7 @@ def test_airflow_is_built_on_the_pinned_release(service):
 
 def test_the_airflow_image_compiles_the_ops_app_jar_against_the_pinned_ops_spark():
     # Airflow submits the ops apps; the attribution app needs the JVM processor's jar, built by
-    # adlake.bootstrap against the jars of the same Spark the ops cluster runs.
+    # adlake.local.bootstrap against the jars of the same Spark the ops cluster runs.
     dockerfile = (REPO_ROOT / "include" / "docker" / "airflow.Dockerfile").read_text()
     assert "FROM apache/spark:${SPARK_OPS_VERSION} AS spark-ops" in dockerfile
     assert "COPY --from=spark-ops /opt/spark/jars /opt/spark/jars" in dockerfile
@@ -216,24 +217,43 @@ def test_the_airflow_image_compiles_the_ops_app_jar_against_the_pinned_ops_spark
 
 
 def test_the_build_stages_that_run_bootstrap_copy_every_module_it_imports():
-    # The jar stages run include/adlake/bootstrap.py with only a few files copied in: each adlake
-    # module bootstrap.py imports must be among them, or the image build fails at that step.
-    bootstrap = (REPO_ROOT / "include" / "adlake" / "bootstrap.py").read_text()
-    modules = set(re.findall(r"^from adlake(?:\.(\w+))? import (\w+)", bootstrap, re.M))
-    needed = {f"include/adlake/{sub or name}.py" for sub, name in modules}
-    dockerfile = (REPO_ROOT / "include" / "docker" / "airflow.Dockerfile").read_text()
-    lines = dockerfile.splitlines()
+    # The jar stages run include/adlake/local/bootstrap.py with only a few files copied in, at
+    # their place in the tree: each adlake module bootstrap.py imports must be among them, or the
+    # image build fails at that step.
+    bootstrap = (REPO_ROOT / "include" / "adlake" / "local" / "bootstrap.py").read_text()
+    imports = re.findall(r"^from (adlake(?:\.\w+)*) import (\w+)", bootstrap, re.M)
+    needed = set()
+    for package, name in imports:
+        module = f"{package}.{name}".replace(".", "/")
+        is_module = (REPO_ROOT / "include" / f"{module}.py").is_file()
+        needed.add(
+            f"include/{module}.py" if is_module else f"include/{package.replace('.', '/')}.py"
+        )
+    assert "include/adlake/local/versions.py" in needed and "include/adlake/config.py" in needed
+    lines = (REPO_ROOT / "include" / "docker" / "airflow.Dockerfile").read_text().splitlines()
     runs = [
         i
         for i, line in enumerate(lines)
-        if re.match(r"RUN .*include/adlake/bootstrap.py", line) and "/src/" in line
+        if re.match(r"RUN .*include/adlake/local/bootstrap.py", line) and "/src/" in line
     ]
     assert runs, "no build stage runs bootstrap.py"
     for i in runs:
-        copied = next(
-            line for line in reversed(lines[:i]) if line.startswith("COPY include/adlake/")
-        )
-        assert needed <= set(copied.split()[1:-1]), (lines[i], copied, needed)
+        stage = lines[max(j for j in range(i) if lines[j].startswith("FROM ")) : i]
+        copies = [line.split()[1:] for line in stage if line.startswith("COPY include/")]
+
+        def copied(path: str) -> bool:
+            # A file copied into its own directory under /src, or a directory copied as itself.
+            for *sources, dest in copies:
+                for source in sources:
+                    if source == path and dest.rstrip("/") == f"/src/{Path(path).parent}":
+                        return True
+                    if path.startswith(source.rstrip("/") + "/") and dest.rstrip("/") == (
+                        f"/src/{source.rstrip('/')}"
+                    ):
+                        return True
+            return False
+
+        assert all(copied(path) for path in needed), (lines[i], copies, needed)
 
 
 @pytest.mark.parametrize("runtime", versions.RUNTIMES)
@@ -302,7 +322,7 @@ SECRET_WORDS = re.compile(r"PASSWORD|SECRET|FERNET|SQL_ALCHEMY_CONN")
 
 
 def test_every_variable_the_file_reads_is_a_required_secret_of_the_generated_env_file():
-    from adlake import credentials
+    from adlake.local import credentials
 
     read = set(re.findall(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)", COMPOSE_TEXT))
     required = set(re.findall(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*):\?", COMPOSE_TEXT))
@@ -318,7 +338,7 @@ def test_no_secret_is_written_in_the_file(service):
 
 def test_the_admin_password_is_generated_not_defaulted():
     script = "\n".join(SERVICES["airflow-init"]["command"])
-    assert "adlake.credentials admin-password" in script
+    assert "adlake.local.credentials admin-password" in script
     assert not re.search(r"--password\s+\"?(admin|airflow)", script)
 
 

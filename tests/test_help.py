@@ -8,10 +8,10 @@ from tests.support.help import assert_help_runs, assert_help_shows_defaults
 
 COMMANDS = [
     "adlake.generator",
-    "adlake.kafka_local",
+    "adlake.local.kafka",
     "adlake.status",
-    "adlake.compose_versions",
-    "adlake.platform",
+    "adlake.local.compose_versions",
+    "adlake.local.platform",
     "adlake.latency",
     "adlake.bench_report",
     "spark_apps.lake.bronze",

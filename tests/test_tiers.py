@@ -104,7 +104,7 @@ def test_a_unit_test_that_starts_a_jvm_fails_naming_the_command(pytester):
         ("spark_apps/ops/click_surge.py", "ops"),
         ("tests/spark_apps/ops/test_click_surge.py", "ops"),
         ("spark_apps/lake/silver.py", "lake"),
-        ("include/adlake/versions.py", "lake"),
+        ("include/adlake/local/versions.py", "lake"),
         ("tests/include/test_spark_session.py", "both"),
     ],
 )

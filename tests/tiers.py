@@ -28,7 +28,7 @@ SERVER_FIXTURES = frozenset(
         "spark",  # tests/conftest.py: the interpreter's SparkSession
         "kafka",  # tests/conftest.py: the session's broker
         "fresh_kafka",  # tests/spark_apps/ops/conftest.py: a broker per test
-        "own_broker",  # tests/include/test_kafka_local.py: a broker per test
+        "own_broker",  # tests/include/local/test_kafka.py: a broker per test
     }
 )
 JVM_PROGRAMS = frozenset({"java", "javac", "jar", "spark-submit", "spark-class"})

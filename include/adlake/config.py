@@ -40,7 +40,7 @@ class ConfigError(ValueError):
 
 
 # Record size. A Kafka value longer than Settings.max_record_bytes is rejected unparsed with the
-# reason ``too_large`` (adlake.rules): a hostile 100 MB value must not be parsed, held in state or
+# reason ``too_large`` (adlake.payload_rules): a hostile 100 MB value must not be parsed, held in state or
 # copied whole into a DLQ. The limit may be set from MIN_ to MAX_RECORD_LIMIT. The local broker
 # and the producers accept messages up to KAFKA_MAX_MESSAGE_BYTES, so a record over any allowed
 # limit still reaches its topic and is rejected there, with the reason, rather than refused by

@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from adlake import versions
 from adlake.config import Settings, load_settings
+from adlake.local import versions
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -2,9 +2,9 @@
 # Airflow 3 for the compose shape. /opt/airflow is laid out like a checkout after `make setup`:
 # the project installed editable from /opt/airflow (docker-compose.yaml mounts the live source over
 # it), the ops environment in .venv/ops and the jar sets in .cache/jars. The lake environment is
-# Airflow's own, as it is locally. Every version comes from include/adlake/versions.py: read
+# Airflow's own, as it is locally. Every version comes from include/adlake/local/versions.py: read
 # during the build (jar sets, Python requirements), or, for image tags, passed in as build
-# arguments by docker-compose.yaml, whose values are generated from it (adlake.compose_versions).
+# arguments by docker-compose.yaml, whose values are generated from it (adlake.local.compose_versions).
 ARG AIRFLOW_VERSION
 ARG PYTHON_VERSION
 # The ops runtime's Spark: the ops app jar is compiled against its jars.
@@ -12,24 +12,26 @@ ARG SPARK_OPS_VERSION
 
 FROM apache/spark:${SPARK_OPS_VERSION} AS spark-ops
 
-# The jar sets, resolved by adlake.bootstrap itself (it needs Maven and a stdlib-only Python).
+# The jar sets, resolved by adlake.local.bootstrap itself (it needs Maven and a stdlib-only Python).
 FROM maven:3.9-eclipse-temurin-17 AS jars
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 \
  && rm -rf /var/lib/apt/lists/*
-COPY include/adlake/versions.py include/adlake/config.py include/adlake/bootstrap.py /src/include/adlake/
-RUN python3 /src/include/adlake/bootstrap.py --jars-only
+COPY include/adlake/__init__.py include/adlake/config.py /src/include/adlake/
+COPY include/adlake/local /src/include/adlake/local
+RUN python3 /src/include/adlake/local/bootstrap.py --jars-only
 
-# The ops runtime's own jar (the JVM attribution processor), compiled by adlake.bootstrap with the
+# The ops runtime's own jar (the JVM attribution processor), compiled by adlake.local.bootstrap with the
 # JDK against the jars of the ops runtime's pinned Spark image.
 FROM maven:3.9-eclipse-temurin-17 AS opsjar
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=spark-ops /opt/spark/jars /opt/spark/jars
-COPY include/adlake/versions.py include/adlake/config.py include/adlake/bootstrap.py /src/include/adlake/
+COPY include/adlake/__init__.py include/adlake/config.py /src/include/adlake/
+COPY include/adlake/local /src/include/adlake/local
 COPY spark_apps/ops/jvm /src/spark_apps/ops/jvm
-RUN python3 /src/include/adlake/bootstrap.py --app-jar-only --spark-jars /opt/spark/jars
+RUN python3 /src/include/adlake/local/bootstrap.py --app-jar-only --spark-jars /opt/spark/jars
 
 FROM apache/airflow:${AIRFLOW_VERSION}-python${PYTHON_VERSION}
 ARG AIRFLOW_VERSION
@@ -48,14 +50,14 @@ COPY --chown=airflow:0 include/adlake ./include/adlake
 COPY --chown=airflow:0 spark_apps ./spark_apps
 
 # Airflow is pinned to the base image's release so resolving the lake requirements never swaps it.
-RUN PYTHONPATH=include python -c "from adlake.versions import requirements; \
+RUN PYTHONPATH=include python -c "from adlake.local.versions import requirements; \
 print(*requirements('lake'), sep='\n')" > /tmp/lake-requirements.txt \
  && pip install --no-cache-dir "apache-airflow==${AIRFLOW_VERSION}" -r /tmp/lake-requirements.txt \
  && pip install --no-cache-dir --no-deps --editable . \
  && rm /tmp/lake-requirements.txt
 
 # A virtual environment refuses user installs, which the Airflow image may turn on globally.
-RUN PIP_USER=false python include/adlake/bootstrap.py --envs-only --env ops
+RUN PIP_USER=false python include/adlake/local/bootstrap.py --envs-only --env ops
 
 COPY --from=jars --chown=airflow:0 /src/.cache/jars/lake ./.cache/jars/lake
 COPY --from=jars --chown=airflow:0 /src/.cache/jars/ops ./.cache/jars/ops

@@ -2,10 +2,10 @@
 # Spark for the lake runtime: the official image with the lake jar set (Delta, Kafka connector) on
 # the classpath of every JVM, so masters, workers and executors download nothing at run time.
 # Every version comes in as a build argument from docker-compose.yaml, which mirrors
-# include/adlake/versions.py (tests/test_docker_compose.py checks that they agree).
+# include/adlake/local/versions.py (tests/test_docker_compose.py checks that they agree).
 ARG SPARK_VERSION
 
-# Resolved the way adlake.bootstrap resolves jar sets locally: Maven, runtime scope (what Spark itself
+# Resolved the way adlake.local.bootstrap resolves jar sets locally: Maven, runtime scope (what Spark itself
 # provides is `provided` in these poms and stays out), so the cluster runs exactly the jars the
 # local runtime and the tests use.
 FROM maven:3.9-eclipse-temurin-17 AS jars

@@ -1,14 +1,14 @@
 """Parse and validate JSON payloads against the registry's schemas; route failures with a reason.
 
 Shared by the operational apps (Kafka → DLQ topic) and the silver jobs (bronze → quarantine), on
-both runtimes. The rules are declared in :mod:`adlake.rules` (reasons, JSON types, enumerations,
+both runtimes. The rules are declared in :mod:`adlake.payload_rules` (reasons, JSON types, enumerations,
 ranges, plausible times, the timestamp pattern) and built into Spark columns here, check by check
-in :func:`adlake.rules.checks` order: the first failing check is the reason, the same one
-:func:`adlake.rules.check_record` gives in plain Python. A valid row has ``reason`` null.
+in :func:`adlake.payload_rules.checks` order: the first failing check is the reason, the same one
+:func:`adlake.payload_rules.check_record` gives in plain Python. A valid row has ``reason`` null.
 
 The record limit comes first: a value longer than ``max_bytes`` (its ``octet_length``, in bytes;
 by default the configured ``ADLAKE_MAX_RECORD_BYTES``) is ``too_large``, is never handed to a
-JSON parser, and its ``raw_value`` is only what :func:`adlake.rules.kept_raw` keeps (its first
+JSON parser, and its ``raw_value`` is only what :func:`adlake.payload_rules.kept_raw` keeps (its first
 characters and its size), so a megabyte value is not copied into state, a DLQ record or the
 quarantine.
 
@@ -20,23 +20,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from adlake import registry, rules
+from adlake import payload_rules, registry
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-REASON = rules.REASON  # "reason": the DataFrame column, the DLQ field, the quarantine column
+REASON = (
+    payload_rules.REASON
+)  # "reason": the DataFrame column, the DLQ field, the quarantine column
 RAW = "raw_value"
 
-# Spark's names (schema_of_variant) of the JSON kinds adlake.rules declares.
+# Spark's names (schema_of_variant) of the JSON kinds adlake.payload_rules declares.
 _VARIANT_TYPES = {
-    rules.STRING: ("STRING",),
-    rules.INTEGER: ("BIGINT",),  # a literal beyond 64 bits is a DECIMAL or a DOUBLE
-    rules.NUMBER: ("DECIMAL", "DOUBLE"),
-    rules.BOOLEAN: ("BOOLEAN",),
+    payload_rules.STRING: ("STRING",),
+    payload_rules.INTEGER: ("BIGINT",),  # a literal beyond 64 bits is a DECIMAL or a DOUBLE
+    payload_rules.NUMBER: ("DECIMAL", "DOUBLE"),
+    payload_rules.BOOLEAN: ("BOOLEAN",),
 }
 # The whole text, not a prefix: Java's "$" would also match before a final line break.
-_TIMESTAMP_TEXT = f"^(?:{rules.TIMESTAMP_PATTERN})\\z"
+_TIMESTAMP_TEXT = f"^(?:{payload_rules.TIMESTAMP_PATTERN})\\z"
 
 
 def json_document(raw: Column) -> Column:
@@ -56,40 +58,42 @@ def json_document(raw: Column) -> Column:
 
 
 def _condition(
-    check: rules.Check,
+    check: payload_rules.Check,
     topic: registry.Topic,
     variant: Column,
     parsed: Column,
     received: Column | None,
 ) -> Column:
-    """Where ``check`` fails, as a Spark condition (see :func:`adlake.rules.validate`)."""
+    """Where ``check`` fails, as a Spark condition (see :func:`adlake.payload_rules.validate`)."""
     from pyspark.sql import functions as F
 
     name = check.field.name
     json_value = F.variant_get(variant, f"$.{name}", "variant")
     json_type = F.schema_of_variant(json_value)
     present = json_value.isNotNull() & (json_type != "VOID")
-    if check.rule == rules.REQUIRED:
+    if check.rule == payload_rules.REQUIRED:
         return ~present
     value = parsed[name]
-    if check.rule == rules.TYPE:
-        accepted = [t for kind in rules.JSON_KINDS[check.field.type] for t in _VARIANT_TYPES[kind]]
+    if check.rule == payload_rules.TYPE:
+        accepted = [
+            t for kind in payload_rules.JSON_KINDS[check.field.type] for t in _VARIANT_TYPES[kind]
+        ]
         wrong = ~F.regexp_extract(json_type, r"^([A-Z]+)", 1).isin(*accepted) | value.isNull()
         if check.field.type == "timestamp":
             text = F.variant_get(variant, f"$.{name}", "string")
             wrong = wrong | ~F.coalesce(text.rlike(_TIMESTAMP_TEXT), F.lit(False))
         failed = wrong
-    elif check.rule == rules.ENUMERATION:
+    elif check.rule == payload_rules.ENUMERATION:
         failed = ~value.isin(*check.allowed)
-    elif check.rule == rules.FINITE:
+    elif check.rule == payload_rules.FINITE:
         failed = F.isnan(value) | (F.abs(value) == F.lit(float("inf")))
-    elif check.rule == rules.NON_NEGATIVE_CHECK:
+    elif check.rule == payload_rules.NON_NEGATIVE_CHECK:
         failed = value < 0
-    elif check.rule == rules.PLAUSIBLE_TIME:
+    elif check.rule == payload_rules.PLAUSIBLE_TIME:
         micros = F.unix_micros(value)
-        failed = micros < F.lit(rules.EARLIEST_US)
+        failed = micros < F.lit(payload_rules.EARLIEST_US)
         if received is not None:
-            failed = failed | (micros > F.unix_micros(received) + F.lit(rules.MAX_AHEAD_US))
+            failed = failed | (micros > F.unix_micros(received) + F.lit(payload_rules.MAX_AHEAD_US))
         failed = F.coalesce(failed, F.lit(False))
     else:
         raise ValueError(f"{topic.name}: no Spark condition for rule {check.rule!r}")
@@ -106,11 +110,14 @@ def reason_column(
     from pyspark.sql import functions as F
 
     checks: list[tuple[Column, str]] = [
-        (variant.isNull() | ~F.schema_of_variant(variant).startswith("OBJECT"), rules.INVALID_JSON)
+        (
+            variant.isNull() | ~F.schema_of_variant(variant).startswith("OBJECT"),
+            payload_rules.INVALID_JSON,
+        )
     ]
     checks += [
         (_condition(c, topic, variant, parsed, received), c.reason)
-        for c in rules.checks(topic.name)
+        for c in payload_rules.checks(topic.name)
     ]
     reason = F.lit(None).cast("string")
     for condition, label in reversed(checks):
@@ -121,19 +128,19 @@ def reason_column(
 def _guard_size(df: DataFrame, value_col: str, max_bytes: int | None) -> DataFrame:
     """``df`` with ``_too_large`` (the value is over the record limit), ``_text`` (the value as
     text, null when too large: the only column the JSON parsers read) and :data:`RAW` (the value
-    as text, or :func:`adlake.rules.kept_raw` of a too-large one)."""
+    as text, or :func:`adlake.payload_rules.kept_raw` of a too-large one)."""
     from pyspark.sql import functions as F
 
     value = F.col(value_col)
-    limit = rules.max_record_bytes(max_bytes)
+    limit = payload_rules.max_record_bytes(max_bytes)
     # octet_length counts bytes of a binary (Kafka) and of a string (bronze) value alike.
     oversized = F.coalesce(F.octet_length(value) > F.lit(limit), F.lit(False))
     text = value.cast("string")
     # make_valid_utf8 replaces what is not UTF-8 as Python's decode(errors="replace") does,
     # so the kept characters are the same in both implementations.
     kept = F.format_string(
-        rules.TOO_LARGE_RAW_FORMAT,
-        F.substring(F.make_valid_utf8(text), 1, rules.TOO_LARGE_KEPT_CHARS),
+        payload_rules.TOO_LARGE_RAW_FORMAT,
+        F.substring(F.make_valid_utf8(text), 1, payload_rules.TOO_LARGE_KEPT_CHARS),
         F.octet_length(value),
     )
     return (
@@ -168,7 +175,7 @@ def parse_json(
         .withColumn("_parsed", F.from_json(F.col("_text"), topic.schema.spark()))
         .withColumn("_variant", json_document(F.col("_text")))
     )
-    reason = F.when(F.col("_too_large"), F.lit(rules.TOO_LARGE)).otherwise(
+    reason = F.when(F.col("_too_large"), F.lit(payload_rules.TOO_LARGE)).otherwise(
         reason_column(
             F.col("_variant"),
             topic,
@@ -218,7 +225,7 @@ def parse_json_by_topic(
         .withColumn("_parsed", F.from_json(F.col("_text"), merged.spark()))
         .withColumn("_variant", json_document(F.col("_text")))
     )
-    reason = F.lit(rules.UNKNOWN_TOPIC)
+    reason = F.lit(payload_rules.UNKNOWN_TOPIC)
     for topic in reversed(topics):
         reason = F.when(
             F.col(topic_col) == topic.name,
@@ -229,7 +236,7 @@ def parse_json_by_topic(
                 F.col(received_col) if received_col else None,
             ),
         ).otherwise(reason)
-    reason = F.when(F.col("_too_large"), F.lit(rules.TOO_LARGE)).otherwise(reason)
+    reason = F.when(F.col("_too_large"), F.lit(payload_rules.TOO_LARGE)).otherwise(reason)
     kept = [c for c in df.columns if c != value_col and c not in merged.names]
 
     def own(name: str):

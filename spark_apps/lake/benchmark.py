@@ -42,7 +42,7 @@ from pathlib import Path
 from adlake import registry
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
-from adlake.kafka_local import scratch_broker
+from adlake.local.kafka import scratch_broker
 from spark_apps.lake import bronze, silver
 from spark_apps.lake.tables import table_path
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from adlake import generator, registry
 from adlake.config import REPO_ROOT, Settings, load_settings
 from adlake.helpformat import HelpFormatter
-from adlake.kafka_local import scratch_broker
+from adlake.local.kafka import scratch_broker
 from adlake.quality.results import RunContext
 from spark_apps.lake import bronze, gold, quality, silver
 from spark_apps.lake.views.engine import full_refresh

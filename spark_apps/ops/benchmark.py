@@ -43,7 +43,7 @@ from pathlib import Path
 from adlake import generator, registry
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
-from adlake.kafka_local import scratch_broker
+from adlake.local.kafka import scratch_broker
 from adlake.status import read_status
 from spark_apps.common.attribution.contract import TIMER_DRIVEN
 from spark_apps.common.streaming.triggers import DEFAULT_RTM_INTERVAL

@@ -49,11 +49,11 @@ import time
 import uuid
 from pathlib import Path
 
-from adlake import generator, registry, rules
+from adlake import generator, payload_rules, registry
 from adlake.apps import committed_offsets, settings_env
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
-from adlake.kafka_local import scratch_broker
+from adlake.local.kafka import scratch_broker
 from adlake.status import read_status
 from spark_apps.common.attribution.contract import (
     ATTRIBUTED_CALLBACK,
@@ -267,7 +267,7 @@ def expected_counts(report: dict) -> dict[str, int]:
     """
     out: dict[str, int] = {}
     rejected = {
-        t: sum(report["anomalies_by_topic"][t].get(k, 0) for k in rules.REASON_KINDS)
+        t: sum(report["anomalies_by_topic"][t].get(k, 0) for k in payload_rules.REASON_KINDS)
         for t in report["sent"]
     }
     for topic, sent in report["sent"].items():

@@ -32,7 +32,7 @@ import pytest
 from adlake import apps, generator, registry
 from adlake.airflow import factory
 from adlake.config import load_settings
-from adlake.kafka_local import LocalKafka, free_port
+from adlake.local.kafka import LocalKafka, free_port
 from tests.conftest import private_settings
 from tests.dags.conftest import DAGS_DIR, task_env
 from tests.spark_apps.ops.conftest import committed_offsets, read_topic

@@ -30,7 +30,7 @@ import pytest
 
 from adlake import registry
 from adlake.airflow import factory
-from adlake.kafka_local import free_port, scratch_broker
+from adlake.local.kafka import free_port, scratch_broker
 from tests.conftest import private_settings
 from tests.dags.conftest import DAGS_DIR, task_env
 from tests.spark_apps.lake.test_transforms import at, d, silver

@@ -32,7 +32,7 @@ MALFORMED = ("invalid_json", "missing_field", "wrong_type")
 def platform_env(tmp_path_factory, airflow_db):
     """A broker of this module, generated traffic, and the environment Airflow's tasks see:
     the test's ADLAKE_* settings, the Spark connections, the lake environment's bin on PATH."""
-    from adlake.kafka_local import LocalKafka
+    from adlake.local.kafka import LocalKafka
 
     settings = private_settings(tmp_path_factory.mktemp("airflow-lake"))
     broker = LocalKafka(settings)

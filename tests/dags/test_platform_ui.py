@@ -1,4 +1,4 @@
-"""The platform as a new user meets it: ``make up``'s code (``adlake.platform.up``) starts the
+"""The platform as a new user meets it: ``make up``'s code (``adlake.local.platform.up``) starts the
 broker and Airflow's four processes on a runtime of this test's own, then a real browser
 (headless Chromium) signs in through Airflow's login form and opens the plugin's pages from the
 navigation; at the end ``down`` stops everything and leaves no process behind. Both commands are
@@ -25,8 +25,9 @@ import urllib.request
 
 import pytest
 
-from adlake import apps, credentials, platform, registry
-from adlake.kafka_local import free_port
+from adlake import apps, registry
+from adlake.local import credentials, platform
+from adlake.local.kafka import free_port
 from tests.conftest import private_settings
 from tests.dags.conftest import task_env
 from tests.support.airflow_daemons import wait_for

@@ -17,7 +17,7 @@ import pytest
 
 from adlake import registry
 from adlake.airflow import factory
-from adlake.kafka_local import free_ports
+from adlake.local.kafka import free_ports
 from tests.conftest import private_settings
 from tests.dags.conftest import DAGS_DIR, task_env
 

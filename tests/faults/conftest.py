@@ -18,7 +18,7 @@ SEED, COUNT = 14, 800
 def lake(tmp_path_factory, spark) -> Iterator[harness.Lake]:
     """The reference run (bronze, silver, the view, gold) on a broker of its own."""
     from adlake import generator
-    from adlake.kafka_local import LocalKafka
+    from adlake.local.kafka import LocalKafka
 
     settings = private_settings(tmp_path_factory.mktemp("faults") / "reference")
     broker = LocalKafka(settings)

@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from adlake import generator
     from adlake.config import load_settings
-    from adlake.kafka_local import LocalKafka
+    from adlake.local.kafka import LocalKafka
     from adlake.spark_session import get_session
     from tests.conftest import private_settings
 

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from adlake.kafka_local import LocalKafka
+from adlake.local.kafka import LocalKafka
 from tests.faults import harness
 
 pytestmark = pytest.mark.faults

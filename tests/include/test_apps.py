@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from adlake import apps
-from adlake.app_launcher import LOCK_HELD
+from adlake.apps.launcher import LOCK_HELD
 from adlake.config import load_settings
 from adlake.status import read_status, stop_marker, write_status
 from tests.conftest import private_settings
@@ -512,7 +512,7 @@ def test_start_runs_the_app_detached_in_its_own_session_holding_its_lock(fake):
         "--threshold",
         "50",
     ]
-    assert "-m adlake.app_launcher" in apps.log_path(fake, APP).read_text()
+    assert "-m adlake.apps.launcher" in apps.log_path(fake, APP).read_text()
     wait_for(lambda: (read_status(fake, APP) or {}).get("argv"), message="no status")
     assert read_status(fake, APP)["argv"] == [
         "--trigger",

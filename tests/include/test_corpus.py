@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-from adlake import registry, rules
+from adlake import payload_rules, registry
 from tests.support import corpus
 
 # A Kafka timestamp long after the corpus's earliest one: the reasons must not depend on it.
@@ -31,7 +31,11 @@ def mismatches(records, kafka_ts_ms: int) -> Counter:
     return Counter(
         (r.topic, r.kind, r.expected, got)
         for r in records
-        if (got := rules.check_record(r.topic, r.value, kafka_ts_ms, max_bytes=corpus.MAX_BYTES))
+        if (
+            got := payload_rules.check_record(
+                r.topic, r.value, kafka_ts_ms, max_bytes=corpus.MAX_BYTES
+            )
+        )
         != r.expected
     )
 
@@ -78,7 +82,7 @@ def test_every_field_of_every_input_topic_is_missing_and_mistyped_somewhere(reco
             if field.required:
                 assert (topic, f"missing_field:{field.name}") in reasons, (topic, field)
             assert (topic, f"wrong_type:{field.name}") in reasons, (topic, field)
-        for kind in rules.REASON_KINDS:
+        for kind in payload_rules.REASON_KINDS:
             assert any(t == topic and e and e.split(":")[0] == kind for t, e in reasons), (
                 topic,
                 kind,

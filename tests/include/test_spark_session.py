@@ -6,8 +6,9 @@ pyspark = pytest.importorskip("pyspark")
 
 from pyspark.sql import SparkSession  # noqa: E402 - only after the importorskip above
 
-from adlake import spark_session, versions  # noqa: E402 - as above
+from adlake import spark_session  # noqa: E402 - as above
 from adlake.config import load_settings  # noqa: E402 - as above
+from adlake.local import versions  # noqa: E402 - as above
 
 RUNTIME = "ops" if pyspark.__version__ == versions.SPARK_OPS else "lake"
 OTHER = "lake" if RUNTIME == "ops" else "ops"

@@ -14,7 +14,7 @@ Kafka record of an input topic::
 ``value_b64`` instead (base64), and a Kafka null value (a tombstone) is ``"value": null``.
 ``expected`` is the reason silver's quarantine and the DLQs must give (null: a valid record).
 Every record of one kind has that kind's reason, from :data:`WHOLE_VALUE_KINDS` and
-:data:`FIELD_KINDS`: tables written out by hand, never computed by ``adlake.rules`` or Spark.
+:data:`FIELD_KINDS`: tables written out by hand, never computed by ``adlake.payload_rules`` or Spark.
 
 What the reasons assume:
 
@@ -577,7 +577,7 @@ def loaded_broker(runtime_dir: Path) -> Iterator[tuple[object, dict]]:
     """A broker of its own (state under ``runtime_dir``, free ports, every registry topic)
     holding the whole committed corpus, produced now; yields its settings and the records by
     coordinates (see :func:`produce`), and stops the broker on exit."""
-    from adlake.kafka_local import LocalKafka
+    from adlake.local.kafka import LocalKafka
     from tests.conftest import private_settings
 
     settings = private_settings(runtime_dir)
@@ -625,16 +625,16 @@ def wrong_raw_values(
 ) -> dict:
     """Coordinates -> kind of every rejected record whose raw value in ``kept`` is not what
     the DLQ and the quarantine keep: a too_large record's head and size
-    (:func:`adlake.rules.kept_raw`), any other UTF-8 value whole, a tombstone's null as null and
+    (:func:`adlake.payload_rules.kept_raw`), any other UTF-8 value whole, a tombstone's null as null and
     an empty value as an empty string (a value that is not UTF-8 is not compared: the JVM
     decodes it its own way)."""
-    from adlake import rules
+    from adlake import payload_rules
 
     wrong = {}
     for c, raw in kept.items():
         rec = placed[c]
-        if rec.expected == rules.TOO_LARGE:
-            want = rules.kept_raw(rec.value)
+        if rec.expected == payload_rules.TOO_LARGE:
+            want = payload_rules.kept_raw(rec.value)
         elif rec.value is None:
             want = None
         else:

@@ -1,8 +1,8 @@
-"""One test vector for both implementations of the payload rules (``adlake.rules``).
+"""One test vector for both implementations of the payload rules (``adlake.payload_rules``).
 
 Each :class:`Case` is a Kafka record (topic, raw value bytes, Kafka timestamp) and the reason it
-must get, written out by hand. ``tests/include/test_rules.py`` runs them through the pure-Python
-:func:`adlake.rules.check_record` (no JVM); ``tests/spark_apps/common/test_parsing.py`` through
+must get, written out by hand. ``tests/include/test_payload_rules.py`` runs them through the pure-Python
+:func:`adlake.payload_rules.check_record` (no JVM); ``tests/spark_apps/common/test_parsing.py`` through
 Spark's ``parse_json`` and ``parse_json_by_topic`` on the lake runtime, and its ops twin on the
 ops runtime. So the generator's tally, silver's quarantine and the DLQs cannot drift apart on
 any of these records.

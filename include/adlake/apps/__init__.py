@@ -8,7 +8,7 @@ Used by the apps' Airflow DAGs (:func:`act`), the supervisor DAG (:func:`supervi
 seconds and a retried task could start a second driver, so a task only *acts*:
 
 * :func:`start` launches the app as a detached process in a session of its own, with the ops
-  interpreter (``settings.ops_python``): ``python -m adlake.app_launcher ... -- <app module>
+  interpreter (``settings.ops_python``): ``python -m adlake.apps.launcher ... -- <app module>
   --trigger T --<knob> V ...``. The launcher takes an exclusive ``flock`` on
   ``<runtime>/locks/<app>.lock`` and runs the app in the same process, so the app holds the lock
   for its whole life and the kernel releases it when the process dies, however it dies. One

@@ -1,6 +1,6 @@
 """Run one streaming app as the holder of its lock (``adlake.apps`` starts apps through this).
 
-    <ops python> -m adlake.app_launcher --lock L --exit-file E --mode realtime \\
+    <ops python> -m adlake.apps.launcher --lock L --exit-file E --mode realtime \\
         -- spark_apps.ops.click_surge --trigger realtime --threshold 50
 
 1. Take an exclusive, non-blocking ``flock`` on the lock file ``L``. If another process holds it,
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     split = argv.index("--") if "--" in argv else len(argv)
     parser = argparse.ArgumentParser(
-        prog="python -m adlake.app_launcher",
+        prog="python -m adlake.apps.launcher",
         formatter_class=HelpFormatter,
         usage="%(prog)s --lock L --exit-file E --mode M -- MODULE [ARGS...]",
         description="Run MODULE as __main__ holding an exclusive flock on L for the whole life "

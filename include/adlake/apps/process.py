@@ -15,8 +15,8 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from adlake.app_launcher import LOCK_HELD
 from adlake.apps.checkpoints import _prepare_checkpoint
+from adlake.apps.launcher import LOCK_HELD
 from adlake.apps.state import (
     AlreadyRunning,
     AppStartError,
@@ -38,7 +38,7 @@ from adlake.config import REPO_ROOT, Settings
 from adlake.processes import alive
 from adlake.status import read_status, stop_marker
 
-LAUNCHER = "adlake.app_launcher"
+LAUNCHER = "adlake.apps.launcher"
 
 # How long start() waits for the new process to hold the lock (the launcher takes it before
 # PySpark is imported: well under a second on an idle machine).

@@ -31,7 +31,7 @@ Anomalies (each a probability, 0 disables it):
 The report counts anomalies from what was actually produced, by rules a consumer can apply to
 the topics read back partition by partition in offset order (see :class:`Tally`), so an
 end-to-end test can recount them exactly. Rejected records are counted by the kind of reason
-the DLQs and silver's quarantine give them (:func:`adlake.rules.check_record`, the same rules).
+the DLQs and silver's quarantine give them (:func:`adlake.payload_rules.check_record`, the same rules).
 The injected knobs and the counted anomalies differ on purpose: a held-back event is out of order
 only if a later event of its own partition overtook it, a late event is usually out of order too,
 a duplicate of a late event is late as well.

@@ -15,7 +15,7 @@ import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from adlake import registry, rules
+from adlake import payload_rules, registry
 from adlake.registry import Topic
 
 # The four topics the generator writes, by role. Nothing else is ever produced to.
@@ -30,11 +30,15 @@ _BY_NAME = {t.name: t for t in INPUT_TOPICS}
 EVENT_TIME = "event_time"
 
 # The malformed records the generator injects, by the kind of reason they are rejected with.
-MALFORMED_KINDS = (rules.INVALID_JSON, rules.MISSING_FIELD, rules.WRONG_TYPE)
-# What the report counts: every kind of reject reason (adlake.rules, the DLQs' and silver's), then
+MALFORMED_KINDS = (
+    payload_rules.INVALID_JSON,
+    payload_rules.MISSING_FIELD,
+    payload_rules.WRONG_TYPE,
+)
+# What the report counts: every kind of reject reason (adlake.payload_rules, the DLQs' and silver's), then
 # the anomalies of well-formed records. The generator injects no invalid values; a consumer
 # reading the topics back may still count some (a record another producer wrote, say).
-ANOMALY_KINDS = rules.REASON_KINDS + (
+ANOMALY_KINDS = payload_rules.REASON_KINDS + (
     "duplicate",
     "late",
     "out_of_order",

@@ -1,7 +1,7 @@
 """Counting what a run produced: :class:`Tally` (pure: fed records in delivery order).
 
 The counts are those a consumer reading the topics back can make exactly, with the same rules
-as silver and the DLQs (:mod:`adlake.rules`), so an end-to-end test recounts them.
+as silver and the DLQs (:mod:`adlake.payload_rules`), so an end-to-end test recounts them.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
-from adlake import rules
+from adlake import payload_rules
 from adlake.generator.plan import (
     _BY_NAME,
     AD_CALLBACKS,
@@ -26,7 +26,7 @@ class Tally:
 
     Feed it every record as produced (or, on the consumer side, every partition in offset order;
     only per-partition order matters). A record is *well-formed* if it passes its topic's rules
-    (:func:`adlake.rules.check_record`, the rules of silver and of the DLQs); over those:
+    (:func:`adlake.payload_rules.check_record`, the rules of silver and of the DLQs); over those:
 
     * ``duplicate``: the record's id_fields value was already seen on that topic;
     * ``late``: Kafka timestamp - event_time > lateness;
@@ -65,7 +65,7 @@ class Tally:
         self.sent[topic_name] += 1
         self.sent_per_partition[topic_name][partition] += 1
         count = self.by_topic[topic_name]
-        reason, obj, values = rules.validate(topic, value, timestamp_ms)
+        reason, obj, values = payload_rules.validate(topic, value, timestamp_ms)
         if reason is not None:
             count[reason.split(":")[0]] += 1
             return

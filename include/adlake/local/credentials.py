@@ -6,7 +6,7 @@ only at the moment it is made:
 * the Airflow admin's password, under the runtime dir (``<runtime>/airflow/passwords.json``),
   in every profile: ``make up`` generates it at its first start (``local``); in the ``compose``
   profile the ``airflow-init`` service does, on the data volume
-  (``python -m adlake.credentials admin-password``). There is no default password anywhere.
+  (``python -m adlake.local.credentials admin-password``). There is no default password anywhere.
 * the compose deployment's own secrets (Postgres, the JWT secret that signs task tokens, the
   Fernet key that encrypts connections): in ``.env`` beside ``docker-compose.yaml``, which
   Compose reads for ``${VAR}`` and git ignores. ``make compose-env`` writes it; the compose file
@@ -114,7 +114,7 @@ def ensure_compose_env(path: Path = COMPOSE_ENV_FILE) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="adlake.credentials", description=__doc__, formatter_class=HelpFormatter
+        prog="adlake.local.credentials", description=__doc__, formatter_class=HelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser(

@@ -5,9 +5,9 @@ set (``make setup``). Its storage is formatted on first start under ``<runtime_d
 file there makes ``up`` idempotent (a running broker is reported and left alone) and lets ``down``
 stop it, waiting until the process is gone.
 
-    python -m adlake.kafka_local up        # start, wait until it accepts connections, create topics
-    python -m adlake.kafka_local status
-    python -m adlake.kafka_local down
+    python -m adlake.local.kafka up        # start, wait until it accepts connections, create topics
+    python -m adlake.local.kafka status
+    python -m adlake.local.kafka down
 
 Topics come from the registry; creating them is idempotent too.
 """
@@ -352,7 +352,7 @@ def _wait_for_leaders(admin, topics: list[registry.Topic], timeout: float) -> No
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m adlake.kafka_local",
+        prog="python -m adlake.local.kafka",
         description="Run Adlake's local Kafka broker.",
         formatter_class=HelpFormatter,
     )

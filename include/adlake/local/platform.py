@@ -2,7 +2,7 @@
 
 ``up`` starts, in order, each step idempotent (a part already running is left alone and said so):
 
-1. the local Kafka broker (``adlake.kafka_local``) with the registry's topics;
+1. the local Kafka broker (``adlake.local.kafka``) with the registry's topics;
 2. Airflow 3 — api-server, scheduler, dag-processor, triggerer — as detached processes with
    their home under ``<runtime>/airflow``: metadata on SQLite (``airflow db migrate`` first; the
    LocalExecutor runs on SQLite, as ``airflow standalone`` does), the DAGs of ``dags/``, the
@@ -16,9 +16,9 @@ stop marker, SIGTERM, the running batch commits, SIGKILL only after the drain ti
 Airflow's processes (each in its own process group, so their workers go with them), then the
 broker. No process is left behind; a second ``down`` finds nothing to do.
 
-    python -m adlake.platform up      # make up
-    python -m adlake.platform status
-    python -m adlake.platform down    # make down
+    python -m adlake.local.platform up      # make up
+    python -m adlake.local.platform status
+    python -m adlake.local.platform down    # make down
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ import time
 import urllib.request
 from pathlib import Path
 
-from adlake import credentials, registry
+from adlake import registry
 from adlake.config import REPO_ROOT, Settings, load_settings
 from adlake.helpformat import HelpFormatter
+from adlake.local import credentials
 from adlake.processes import alive, group_alive
 
 AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
@@ -68,7 +69,7 @@ def _jwt_secret(home: Path) -> str:
 
 
 def admin_password(settings: Settings) -> str:
-    """The admin's password (see :mod:`adlake.credentials`; SimpleAuthManager reads its file)."""
+    """The admin's password (see :mod:`adlake.local.credentials`; SimpleAuthManager reads its file)."""
     return credentials.ensure_admin_password(settings)[0]
 
 
@@ -296,7 +297,7 @@ def up(
     app_timeout_s: float = 300,
 ) -> None:
     from adlake import apps
-    from adlake.kafka_local import LocalKafka
+    from adlake.local.kafka import LocalKafka
 
     started = time.monotonic()
     broker = LocalKafka(settings)
@@ -346,7 +347,7 @@ def up(
 
 def down(settings: Settings) -> None:
     from adlake import apps
-    from adlake.kafka_local import LocalKafka
+    from adlake.local.kafka import LocalKafka
 
     for app in ops_apps():
         if apps.holder(settings, app):
@@ -373,14 +374,26 @@ def status(settings: Settings) -> dict:
     }
 
 
+def airflow_cli(settings: Settings, args: list[str]) -> None:
+    """Replace this process with Airflow's CLI in the platform's environment (its home, DAGs,
+    connections, auth manager), as ``make airflow ARGS="..."`` runs it: the same metadata
+    database and configuration as the running platform's."""
+    binary = Path(sys.executable).parent / "airflow"
+    os.execve(binary, [str(binary), *args], airflow_env(settings))
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["airflow"]:  # everything after it is Airflow's own arguments
+        airflow_cli(load_settings(), argv[1:])
     parser = argparse.ArgumentParser(
-        prog="python -m adlake.platform", description=__doc__, formatter_class=HelpFormatter
+        prog="python -m adlake.local.platform", description=__doc__, formatter_class=HelpFormatter
     )
     parser.add_argument(
         "command",
-        choices=("up", "down", "status"),
-        help="start the platform, stop it, or show what runs",
+        choices=("up", "down", "status", "airflow"),
+        help="start the platform, stop it, show what runs, or run Airflow's CLI in the "
+        "platform's environment (airflow ARGS...: every argument after it is Airflow's)",
     )
     parser.add_argument(
         "--no-apps", action="store_true", help="up: do not start the streaming apps"

@@ -1,8 +1,8 @@
 """Every pinned version of Adlake, in one place.
 
 The two Python environments (``lake`` and ``ops``) and the three JVM jar sets (``lake``, ``ops``,
-``kafka``) are all derived from the constants below by :mod:`adlake.bootstrap`, and the image tags
-and build arguments of ``docker-compose.yaml`` by :mod:`adlake.compose_versions`; nothing else in
+``kafka``) are all derived from the constants below by :mod:`adlake.local.bootstrap`, and the image tags
+and build arguments of ``docker-compose.yaml`` by :mod:`adlake.local.compose_versions`; nothing else in
 the repository names a version. Changing a pin here and running ``make setup`` rebuilds exactly the
 environments and jar sets whose inputs changed.
 

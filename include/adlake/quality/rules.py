@@ -8,7 +8,7 @@ Two sources, in this order in every suite:
    numeric column non-negative (counts, amounts and rates are); the partition column within the
    interval's event dates. For a view: keys not null and unique; counts and sketches present and
    non-negative; aggregates of a field the payload rules declare non-negative
-   (:data:`adlake.rules.NON_NEGATIVE`) non-negative; the count aggregate's total equal to the
+   (:data:`adlake.payload_rules.NON_NEGATIVE`) non-negative; the count aggregate's total equal to the
    source's row count at the version the view reflects.
 2. **Business rules** (:data:`BUSINESS_RULES`), written here by hand, each with why it holds or
    why it is only a ``warn``. Some need a value computed from the row first (a match rate, a
@@ -35,8 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from adlake import registry
-from adlake import rules as payload_rules
+from adlake import payload_rules, registry
 from adlake.quality import ERROR, SEVERITIES, WARN
 
 # Suite parameters, supplied at run time by the quality job (spark_apps/lake/quality.py).

@@ -2,7 +2,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from adlake import bootstrap, versions
+from adlake.local import bootstrap, versions
 
 NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 

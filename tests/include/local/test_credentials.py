@@ -7,7 +7,7 @@ import stat
 import subprocess
 import sys
 
-from adlake import credentials
+from adlake.local import credentials
 from tests.conftest import private_settings
 
 
@@ -48,7 +48,7 @@ def test_the_command_announces_the_password_only_when_it_generates_it(tmp_path):
         "ADLAKE_RUNTIME_DIR": str(tmp_path / "data"),
         "PATH": "/usr/bin:/bin",
     }
-    run = [sys.executable, "-m", "adlake.credentials", "admin-password"]
+    run = [sys.executable, "-m", "adlake.local.credentials", "admin-password"]
     first = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
     second = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
     password = first.stdout.strip()

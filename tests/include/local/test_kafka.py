@@ -5,7 +5,7 @@ import socket
 import pytest
 
 from adlake import registry
-from adlake.kafka_local import KafkaError, LocalKafka
+from adlake.local.kafka import KafkaError, LocalKafka
 from adlake.processes import alive
 
 pytestmark = pytest.mark.integration
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def own_broker(settings, tmp_path):
     # A broker of its own (own ports and directory), so stopping it leaves the session's alone.
-    from adlake.kafka_local import free_ports
+    from adlake.local.kafka import free_ports
 
     port, controller_port = free_ports(2)
     broker = LocalKafka(

@@ -3,7 +3,7 @@
 The same tests run on the ops runtime (``ops/test_parsing_ops.py`` imports them): both apps'
 DLQs parse on Spark 4.3, silver on Spark 4.2. The shared vector
 (``tests/support/parsing_cases.py``) also runs through the pure-Python checker
-(``tests/include/test_rules.py``), so both implementations give every case the same reason.
+(``tests/include/test_payload_rules.py``), so both implementations give every case the same reason.
 """
 
 from __future__ import annotations

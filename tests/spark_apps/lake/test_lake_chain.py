@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from adlake import generator, registry, rules
+from adlake import generator, payload_rules, registry
 from spark_apps.lake.tables import read_table
 from tests.conftest import private_settings
 
@@ -15,13 +15,13 @@ pytestmark = pytest.mark.integration
 
 INPUTS = ("ad_requests", "ad_impressions", "ad_callbacks", "page_clicks")
 # Every kind of reject reason: the quarantine must hold what the report counts, kind by kind.
-MALFORMED = rules.REASON_KINDS
+MALFORMED = payload_rules.REASON_KINDS
 
 
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory, spark):
     """A broker of this module alone, loaded once with generated traffic (every anomaly on)."""
-    from adlake.kafka_local import LocalKafka
+    from adlake.local.kafka import LocalKafka
 
     settings = private_settings(tmp_path_factory.mktemp("lake-chain"))
     broker = LocalKafka(settings)

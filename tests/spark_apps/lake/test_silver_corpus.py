@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from adlake import registry, rules
+from adlake import payload_rules, registry
 from spark_apps.lake.tables import read_table
 from tests.support import corpus
 from tests.support.corpus import corpus_broker, corpus_limit  # noqa: F401 - fixtures
@@ -76,7 +76,7 @@ def test_silver_quarantines_each_record_with_its_reason_and_accounts_for_every_o
 
     longest = (
         read_table(spark, settings, silver.QUARANTINE.name)
-        .where(F.col("reason") == rules.TOO_LARGE)
+        .where(F.col("reason") == payload_rules.TOO_LARGE)
         .agg(F.max(F.octet_length("raw_value")))
         .first()[0]
     )

@@ -39,13 +39,13 @@ _STARTED: list[subprocess.Popen] = []
 
 
 if TYPE_CHECKING:
-    from adlake.kafka_local import LocalKafka
+    from adlake.local.kafka import LocalKafka
 
 
 @pytest.fixture
 def fresh_kafka(tmp_path: Path) -> Iterator[LocalKafka]:
     """A broker of this test alone, with every registry topic created (and empty)."""
-    from adlake.kafka_local import LocalKafka
+    from adlake.local.kafka import LocalKafka
 
     broker = LocalKafka(private_settings(tmp_path / "runtime"))
     broker.start()

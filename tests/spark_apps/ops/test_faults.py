@@ -66,7 +66,7 @@ import pytest
 
 from adlake import apps, generator, registry
 from adlake.config import Settings, load_settings
-from adlake.kafka_local import LocalKafka, create_topics
+from adlake.local.kafka import LocalKafka, create_topics
 from adlake.status import read_status
 from spark_apps.common.attribution.contract import REQUEST_CLOSED
 from spark_apps.ops.click_surge import WATERMARK
