@@ -20,128 +20,70 @@ page_clicks, attributed_events, page_surges, ad_events_dlq, page_clicks_dlq"
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pyspark.sql.types import StructType
-
-# JSON type of each neutral field type, as the generator writes and the validators check it.
-# Timestamps travel as ISO-8601 UTC strings with milliseconds, e.g. "2026-11-21T23:40:44.123Z".
-FIELD_TYPES = ("string", "timestamp", "long", "int", "double", "boolean", "date")
-
-# Callback event types; gold counts each one (clicks, first_quartiles, ...) and the funnel's
-# stages are CLICK and CONVERSION.
-CLICK, CONVERSION = "click", "conversion"
-CALLBACK_EVENT_TYPES = (
-    CLICK,
-    "first_quartile",
-    "midpoint",
-    "third_quartile",
-    "complete",
-    CONVERSION,
+from adlake.declarations import (
+    AGGREGATE_KINDS as AGGREGATE_KINDS,
 )
-# The record types of attributed_events (the attribution app's output; see
-# spark_apps.common.attribution.contract, which names each one).
-RECORD_TYPES = (
-    "attributed_impression",
-    "attributed_callback",
-    "request_closed",
-    "orphan_impression",
-    "orphan_callback",
+from adlake.declarations import (
+    APP_ACTIONS as APP_ACTIONS,
 )
-# A column of this name holds one of these values in every table that has it.
-COLUMN_ENUMERATIONS: dict[str, tuple[str, ...]] = {
-    "event_type": CALLBACK_EVENT_TYPES,
-    "record_type": RECORD_TYPES,
-}
-# click_surge's tumbling event-time window, in seconds (surge_history's windows are this long).
-SURGE_WINDOW_S = 5
-
-
-@dataclass(frozen=True)
-class Field:
-    name: str
-    type: str
-    required: bool = True
-
-    def __post_init__(self) -> None:
-        if self.type not in FIELD_TYPES:
-            raise ValueError(f"field {self.name!r}: type {self.type!r} not in {FIELD_TYPES}")
-
-
-@dataclass(frozen=True)
-class Schema:
-    fields: tuple[Field, ...]
-
-    @property
-    def names(self) -> list[str]:
-        return [f.name for f in self.fields]
-
-    @property
-    def required(self) -> list[str]:
-        return [f.name for f in self.fields if f.required]
-
-    def field(self, name: str) -> Field:
-        for f in self.fields:
-            if f.name == name:
-                return f
-        raise KeyError(f"no field {name!r}; fields are {', '.join(self.names)}")
-
-    def spark(self) -> StructType:
-        """The Spark ``StructType`` of this schema (all fields nullable: validation, not the
-        JSON parser, decides what a missing field means)."""
-        from pyspark.sql import types as T
-
-        spark_types = {
-            "string": T.StringType(),
-            "timestamp": T.TimestampType(),
-            "long": T.LongType(),
-            "int": T.IntegerType(),
-            "double": T.DoubleType(),
-            "boolean": T.BooleanType(),
-            "date": T.DateType(),
-        }
-        return T.StructType([T.StructField(f.name, spark_types[f.type], True) for f in self.fields])
-
-
-def _schema(*spec: str) -> Schema:
-    """``"name:type"`` or ``"name:type?"`` (optional) for each field."""
-    fields = []
-    for item in spec:
-        name, typ = item.split(":")
-        fields.append(Field(name, typ.rstrip("?"), required=not typ.endswith("?")))
-    return Schema(tuple(fields))
-
-
-@dataclass(frozen=True)
-class Topic:
-    name: str
-    partitions: int
-    key_field: str
-    schema: Schema
-    # The fields that identify one record, so duplicates can be recognised downstream.
-    id_fields: tuple[str, ...]
-    description: str = ""
-    retention_ms: int = 7 * 24 * 3600 * 1000
-
-
-@dataclass(frozen=True)
-class Knob:
-    """A setting of a streaming app that a user may change when starting it: a ``--name`` flag
-    of the app (dashes for underscores) and a typed field of the app's Airflow trigger form."""
-
-    name: str
-    type: str  # "integer", "number" or "string" (JSON Schema types, as Airflow Params use)
-    default: int | float | str
-    description: str
-    minimum: float | None = None
-    choices: tuple[str, ...] = ()
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
-
+from adlake.declarations import (
+    CALLBACK_EVENT_TYPES as CALLBACK_EVENT_TYPES,
+)
+from adlake.declarations import (
+    CLICK as CLICK,
+)
+from adlake.declarations import (
+    COLUMN_ENUMERATIONS as COLUMN_ENUMERATIONS,
+)
+from adlake.declarations import (
+    CONVERSION as CONVERSION,
+)
+from adlake.declarations import (  # re-exported: registry.Table, registry.CLICK...
+    FIELD_TYPES as FIELD_TYPES,
+)
+from adlake.declarations import (
+    RECORD_TYPES as RECORD_TYPES,
+)
+from adlake.declarations import (
+    SCHEDULES as SCHEDULES,
+)
+from adlake.declarations import (
+    SURGE_WINDOW_S as SURGE_WINDOW_S,
+)
+from adlake.declarations import (
+    TRIGGERS as TRIGGERS,
+)
+from adlake.declarations import (
+    Aggregate as Aggregate,
+)
+from adlake.declarations import (
+    App as App,
+)
+from adlake.declarations import (
+    Field as Field,
+)
+from adlake.declarations import (
+    Job as Job,
+)
+from adlake.declarations import (
+    Knob as Knob,
+)
+from adlake.declarations import (
+    Schema as Schema,
+)
+from adlake.declarations import (
+    Table as Table,
+)
+from adlake.declarations import (
+    Topic as Topic,
+)
+from adlake.declarations import (
+    View as View,
+)
+from adlake.declarations import (
+    lookup,
+    schema,
+)
 
 # How a view DAG refreshes its view (a field of its trigger form; asset-triggered runs take the
 # default): see spark_apps.lake.views.
@@ -155,81 +97,6 @@ VIEW_MODE = Knob(
     choices=("incremental", "full-refresh", "verify"),
 )
 
-TRIGGERS = ("realtime", "processing_time")
-# What a user (or the app's DAG) can ask of a streaming app; see adlake.apps.
-APP_ACTIONS = ("start", "stop", "restart", "status")
-
-
-@dataclass(frozen=True)
-class App:
-    name: str
-    runtime: str  # "ops" or "lake"
-    module: str  # spark-submit entry point, "package.module" with a main(argv)
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
-    dlq: str | None = None
-    description: str = ""
-    default_trigger: str = "processing_time"
-    knobs: tuple[Knob, ...] = ()
-
-    def knob(self, name: str) -> Knob:
-        return _lookup("knob", {k.name: k for k in self.knobs}, name)
-
-
-@dataclass(frozen=True)
-class Table:
-    name: str
-    layer: str  # bronze, silver, gold, quarantine, quality
-    sources: tuple[str, ...]  # the topics or tables it is built from
-    partition_by: tuple[str, ...] = field(default=())
-    description: str = ""
-    schema: Schema | None = None
-    # The columns that identify one row (silver: the event id; gold: the grouping keys).
-    keys: tuple[str, ...] = ()
-    # Silver and gold sources of views record their changes (Delta Change Data Feed).
-    change_feed: bool = False
-
-
-AGGREGATE_KINDS = ("count", "sum", "min", "max", "avg", "approx_distinct")
-
-
-@dataclass(frozen=True)
-class Aggregate:
-    """One output column of a view: ``kind`` over source ``column`` (``count`` takes none)."""
-
-    name: str
-    kind: str
-    column: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind not in AGGREGATE_KINDS:
-            raise ValueError(
-                f"aggregate {self.name!r}: kind {self.kind!r} not in {AGGREGATE_KINDS}"
-            )
-        if (self.kind == "count") != (self.column is None):
-            raise ValueError(f"aggregate {self.name!r}: count takes no column, the others one")
-
-
-@dataclass(frozen=True)
-class View:
-    """An incremental materialized view: ``source`` table grouped by ``keys``; ``key_exprs``
-    may derive a key from source columns (a Spark SQL expression per key name)."""
-
-    name: str
-    source: str
-    keys: tuple[str, ...]
-    aggregates: tuple[Aggregate, ...]
-    key_exprs: tuple[tuple[str, str], ...] = ()
-    description: str = ""
-
-    @property
-    def time_key(self) -> str:
-        """The key changes arrive by: the last one, a date or an hour. The view's table is laid
-        out in ranges of it, so an hour's events touch the files of their own dates only."""
-        return self.keys[-1]
-
-
-# Input topics get 4 partitions: Real-Time Mode needs one task slot per source partition plus
 # one per shuffle partition at the same time (see config: local[8], 4 shuffle partitions).
 _INPUT_PARTITIONS = 4
 
@@ -238,7 +105,7 @@ _TOPIC_LIST = [
         "ad_requests",
         _INPUT_PARTITIONS,
         "request_id",
-        _schema(
+        schema(
             "request_id:string",
             "event_time:timestamp",
             "device_id:string",
@@ -256,7 +123,7 @@ _TOPIC_LIST = [
         "ad_impressions",
         _INPUT_PARTITIONS,
         "request_id",
-        _schema(
+        schema(
             "impression_id:string",
             "request_id:string",
             "campaign_id:string",
@@ -272,7 +139,7 @@ _TOPIC_LIST = [
         "ad_callbacks",
         _INPUT_PARTITIONS,
         "request_id",
-        _schema(
+        schema(
             "callback_id:string",
             "impression_id:string",
             "request_id:string",
@@ -287,7 +154,7 @@ _TOPIC_LIST = [
         "page_clicks",
         _INPUT_PARTITIONS,
         "page_id",
-        _schema(
+        schema(
             "click_id:string",
             "page_id:string",
             "event_time:timestamp",
@@ -300,7 +167,7 @@ _TOPIC_LIST = [
         "attributed_events",
         _INPUT_PARTITIONS,
         "request_id",
-        _schema(
+        schema(
             "record_type:string",
             "request_id:string",
             "impression_id:string?",
@@ -324,7 +191,7 @@ _TOPIC_LIST = [
         "page_surges",
         _INPUT_PARTITIONS,
         "page_id",
-        _schema(
+        schema(
             "page_id:string",
             "window_start:timestamp",
             "window_end:timestamp",
@@ -339,7 +206,7 @@ _TOPIC_LIST = [
 ]
 
 # Dead-letter topics: one record per input record that could not be parsed or validated.
-DLQ_SCHEMA = _schema(
+DLQ_SCHEMA = schema(
     "raw_value:string?",
     "reason:string",
     "source_topic:string",
@@ -445,7 +312,7 @@ APPS: dict[str, App] = {
 }
 
 # Bronze keeps every topic raw, so any later job can be replayed from it.
-BRONZE_SCHEMA = _schema(
+BRONZE_SCHEMA = schema(
     "key:string?",
     "value:string?",
     "headers_json:string?",
@@ -465,7 +332,7 @@ _SILVER_EXTRA = (
     "kafka_timestamp:timestamp",
     "event_date:date",
 )
-QUARANTINE_SCHEMA = _schema(
+QUARANTINE_SCHEMA = schema(
     "source_table:string",
     "reason:string",
     "raw_value:string?",
@@ -494,7 +361,7 @@ def silver_time_field(topic_name: str) -> str:
 
 def _silver(topic_name: str) -> Table:
     t = TOPICS[topic_name]
-    fields = t.schema.fields + _schema(*_SILVER_EXTRA).fields
+    fields = t.schema.fields + schema(*_SILVER_EXTRA).fields
     return Table(
         f"silver_{topic_name}",
         "silver",
@@ -537,7 +404,7 @@ _TABLE_LIST = [
         "gold",
         ("silver_ad_impressions", "silver_ad_callbacks"),
         partition_by=("event_date",),
-        schema=_schema(
+        schema=schema(
             "campaign_id:string",
             "creative_id:string",
             "event_date:date",
@@ -561,7 +428,7 @@ _TABLE_LIST = [
         "gold",
         _ATTRIBUTION_INPUTS,
         partition_by=("event_date",),
-        schema=_schema(
+        schema=schema(
             "campaign_id:string",
             "event_date:date",
             "requests:long?",
@@ -580,7 +447,7 @@ _TABLE_LIST = [
         "gold",
         ("silver_page_clicks",),
         partition_by=("event_date",),
-        schema=_schema(
+        schema=schema(
             "page_id:string",
             "event_date:date",
             "minute:timestamp",
@@ -595,7 +462,7 @@ _TABLE_LIST = [
         "gold",
         ("silver_page_surges",),
         partition_by=("event_date",),
-        schema=_schema(
+        schema=schema(
             "page_id:string",
             "event_date:date",
             "window_start:timestamp",
@@ -610,7 +477,7 @@ _TABLE_LIST = [
         "gold",
         ("silver_attributed_events", *_ATTRIBUTION_INPUTS),
         partition_by=("event_date",),
-        schema=_schema(
+        schema=schema(
             "event_date:date",
             "record_type:string",
             "matched:long",
@@ -628,7 +495,7 @@ _TABLE_LIST = [
         "quality",
         (),
         partition_by=("table",),
-        schema=_schema(
+        schema=schema(
             "dag_id:string",
             "run_id:string",
             "table:string",
@@ -692,49 +559,6 @@ VIEWS: dict[str, View] = {
         ),
     ]
 }
-# -- scheduled jobs ------------------------------------------------------------------------------
-
-SCHEDULES = ("hourly", "on_update")
-
-
-@dataclass(frozen=True)
-class Job:
-    """One scheduled Spark job: ``module`` (a ``main(argv)`` entry point) run with ``args`` by
-    spark-submit on ``runtime``. ``reads`` and ``writes`` name tables (topics, for bronze's
-    reads); the DAG factory turns them into task dependencies and Airflow Assets.
-
-    ``hourly`` jobs make the lake chain: each takes its data interval as ``--start/--end`` and
-    writes it idempotently, so a rerun or an Airflow backfill gives the same tables.
-    ``on_update`` jobs run when a table they read is updated; they catch up to its latest state
-    (an asset-triggered run has no data interval) and take none.
-    """
-
-    name: str
-    module: str
-    runtime: str
-    reads: tuple[str, ...]
-    writes: tuple[str, ...]
-    schedule: str
-    args: tuple[str, ...] = ()
-    description: str = ""
-    # Every job writes idempotently (partition replace, insert-if-absent MERGE, a view's
-    # versioned MERGE), so a retried attempt is safe.
-    retries: int = 2
-    # A quality gate validates the tables it reads (spark_apps.lake.quality): it runs right after
-    # their writer, and what depends on them waits for it (its `error` expectations passing).
-    gate: bool = False
-    # Fields of the DAG's trigger form, each passed to the job as its flag (a run the form did
-    # not start, e.g. asset-triggered, takes the defaults). Only for a job that owns its DAG.
-    params: tuple[Knob, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"job {self.name!r}: schedule {self.schedule!r} not in {SCHEDULES}")
-
-    @property
-    def takes_interval(self) -> bool:
-        return self.schedule == "hourly"
-
 
 _GOLD = [t for t in TABLES.values() if t.layer == "gold"]
 
@@ -831,30 +655,21 @@ JOBS: dict[str, Job] = {
 }
 
 
-def _lookup(kind: str, mapping: dict, name: str):
-    try:
-        return mapping[name]
-    except KeyError:
-        raise KeyError(
-            f"unknown {kind} {name!r}; registered {kind}s: {', '.join(mapping)}"
-        ) from None
-
-
 def topic(name: str) -> Topic:
-    return _lookup("topic", TOPICS, name)
+    return lookup("topic", TOPICS, name)
 
 
 def app(name: str) -> App:
-    return _lookup("app", APPS, name)
+    return lookup("app", APPS, name)
 
 
 def table(name: str) -> Table:
-    return _lookup("table", TABLES, name)
+    return lookup("table", TABLES, name)
 
 
 def view(name: str) -> View:
-    return _lookup("view", VIEWS, name)
+    return lookup("view", VIEWS, name)
 
 
 def job(name: str) -> Job:
-    return _lookup("job", JOBS, name)
+    return lookup("job", JOBS, name)
