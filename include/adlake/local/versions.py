@@ -56,16 +56,18 @@ POSTGRES = "16"
 RUNTIMES = ("lake", "ops")
 JAR_SETS = ("lake", "ops", "kafka")
 
+# What every environment has beside what its code imports: the test runner and the linter
+# (pyproject's `dev` extra), and the build backend: the project itself is installed editable
+# without build isolation (no network needed).
+_DEV = [f"pytest{PYTEST}", f"ruff=={RUFF}"]
+_BUILD = ["setuptools>=70", "wheel"]
 # Shared by both environments: the Kafka client used by the generator, the broker tooling and the
-# tests, and the test runner itself.
+# tests, with the tools above.
 _COMMON = [
     f"confluent-kafka=={CONFLUENT_KAFKA}",
-    f"pytest{PYTEST}",
-    f"ruff=={RUFF}",
+    *_DEV,
     "pyyaml>=6",
-    # The project itself is installed editable without build isolation (no network needed).
-    "setuptools>=70",
-    "wheel",
+    *_BUILD,
     # PySpark's Arrow-based paths (Python transformWithState, toPandas) need these.
     "pyarrow>=18",
     "protobuf>=5",
@@ -122,6 +124,22 @@ def requirements(env: str) -> list[str]:
     if env not in _REQUIREMENTS:
         raise ValueError(f"unknown environment {env!r}; allowed: {', '.join(_REQUIREMENTS)}")
     return list(_REQUIREMENTS[env])
+
+
+def extras() -> dict[str, list[str]]:
+    """pyproject.toml's optional dependencies, derived from the same pins: each environment's
+    runtime requirements (``pip install -e '.[lake]'``) and ``dev`` (test runner, linter). A unit
+    test fails when pyproject.toml and this disagree, printing the table to paste.
+
+    >>> extras()["dev"]
+    ['pytest>=8,<10', 'ruff==0.17.6']
+    >>> "setuptools>=70" in extras()["lake"]
+    False
+    """
+    tools = {*_DEV, *_BUILD}
+    out = {env: [r for r in reqs if r not in tools] for env, reqs in _REQUIREMENTS.items()}
+    out["dev"] = list(_DEV)
+    return out
 
 
 def jvm_artifacts(jar_set: str) -> list[str]:

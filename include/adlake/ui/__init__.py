@@ -1,5 +1,6 @@
-"""Adlake's pages in the Airflow UI: one FastAPI app, mounted by the Airflow 3.3 plugin in
-``plugins/adlake_ui.py`` at :data:`URL_PREFIX`, with two navigation entries
+"""Adlake's pages in the Airflow UI: one FastAPI app, mounted by the Airflow 3.3 plugin
+:mod:`adlake.ui.plugin` (the package's ``airflow.plugins`` entry point) at :data:`URL_PREFIX`,
+with two navigation entries
 (:data:`EXTERNAL_VIEWS`).
 
 * ``/adlake/apps/``: the streaming apps (``adlake.apps.app_status`` of each ops app); its buttons

@@ -1,5 +1,10 @@
-"""Adlake's pages in the Airflow UI ("Streaming apps", "Data quality"): wiring only, see
-:mod:`adlake.ui`."""
+"""Adlake's pages in the Airflow UI ("Streaming apps", "Data quality") as an Airflow plugin:
+wiring only, see :mod:`adlake.ui`.
+
+Airflow finds it through the package's ``airflow.plugins`` entry point (pyproject.toml), so an
+install of the package (``make setup``, ``pip install -e '.[lake]'``, the Airflow image) is all
+a deployment needs; the ``plugins/`` folder holds nothing of Adlake's.
+"""
 
 from airflow.plugins_manager import AirflowPlugin
 

@@ -1,5 +1,6 @@
-"""Airflow finds the plugin in the repository's ``plugins/``: its FastAPI app and both
-navigation entries (``airflow plugins``, as the api-server loads it)."""
+"""Airflow finds the plugin through the installed package's ``airflow.plugins`` entry point: its
+FastAPI app and both navigation entries (``airflow plugins``, as the api-server loads it), with
+nothing of Adlake's in the plugins folder."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ def test_airflow_lists_the_plugin_with_its_app_and_both_pages():
     assert done.returncode == 0, done.stderr[-3000:]
     plugins = {p["name"]: p for p in json.loads(done.stdout)}
     plugin = plugins["adlake_ui"]
+    assert plugin["source"].startswith("adlake=="), plugin["source"]  # the entry point, not a file
     assert plugin["fastapi_apps"] == [
         {"app": "fastapi.applications.FastAPI", "url_prefix": "/adlake", "name": "adlake"}
     ]
