@@ -10,16 +10,13 @@ with 401 (none, expired) or 403 (invalid) before any handler runs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
-from fastapi import Depends, FastAPI, HTTPException
+from fastapi import Depends, FastAPI
 from fastapi.responses import FileResponse, RedirectResponse
 
 from adlake.config import Settings, load_settings
 from adlake.ui import apps, quality
-
-STATIC_DIR = Path(__file__).resolve().parent / "static"
-MEDIA_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
+from adlake.ui.deps import static_file
 
 
 def create_app(settings: Settings | Callable[[], Settings] | None = None) -> FastAPI:
@@ -50,13 +47,3 @@ def create_app(settings: Settings | Callable[[], Settings] | None = None) -> Fas
         return static_file(name)
 
     return app
-
-
-def static_file(name: str) -> FileResponse:
-    """One of the package's static files, by bare name (nothing else is reachable)."""
-    path = STATIC_DIR / name
-    if "/" in name or path.suffix not in MEDIA_TYPES or not path.is_file():
-        raise HTTPException(404, f"no static file {name!r}")
-    return FileResponse(
-        path, media_type=MEDIA_TYPES[path.suffix], headers={"Cache-Control": "no-cache"}
-    )

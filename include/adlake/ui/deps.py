@@ -1,11 +1,17 @@
-"""What the routers share: the settings of the app serving the request, and a page's HTML."""
+"""What the app and its routers share: the settings of the app serving the request, and the
+package's static files (a page's HTML, its scripts and styles)."""
 
 from __future__ import annotations
 
-from fastapi import Request
+from pathlib import Path
+
+from fastapi import HTTPException, Request
 from fastapi.responses import FileResponse
 
 from adlake.config import Settings
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+MEDIA_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
 
 
 def current_settings(request: Request) -> Settings:
@@ -15,6 +21,14 @@ def current_settings(request: Request) -> Settings:
 
 def page(name: str) -> FileResponse:
     """A page of ``adlake/ui/static`` (its scripts and styles are fetched from ``../static/``)."""
-    from adlake.ui.app import static_file
-
     return static_file(name)
+
+
+def static_file(name: str) -> FileResponse:
+    """One of the package's static files, by bare name (nothing else is reachable)."""
+    path = STATIC_DIR / name
+    if "/" in name or path.suffix not in MEDIA_TYPES or not path.is_file():
+        raise HTTPException(404, f"no static file {name!r}")
+    return FileResponse(
+        path, media_type=MEDIA_TYPES[path.suffix], headers={"Cache-Control": "no-cache"}
+    )

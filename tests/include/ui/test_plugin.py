@@ -45,7 +45,7 @@ def test_the_pages_load_nothing_from_elsewhere():
     """No CDN, no build: every script and style the pages use is a file of the package."""
     import re
 
-    from adlake.ui.app import STATIC_DIR
+    from adlake.ui.deps import STATIC_DIR
 
     files = sorted(p.name for p in STATIC_DIR.iterdir())
     assert files == [
