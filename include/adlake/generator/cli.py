@@ -1,4 +1,36 @@
-"""``python -m adlake.generator``: the command line of the event generator."""
+"""``python -m adlake.generator``: realistic ad and page-click traffic to the input topics, with
+anomalies injected on purpose (the package: :mod:`adlake.generator`).
+
+Traffic. Ad *chains*: an ad request, filled with probability ``fill_rate`` by one impression 10-500
+ms later, followed by 0..n callbacks 100 ms-5 s after the impression (the quartiles in order with
+drop-off, sometimes a click, rarely a conversion with a value). Page clicks hit a population of
+pages with skewed popularity; ``surge_pages`` pages also get ``surge_rate`` extra clicks/s each.
+Every event is sent when the wall clock reaches its event time, so a healthy record has
+``kafka_timestamp - event_time`` of a few milliseconds.
+
+Anomalies (each a probability, 0 disables it):
+
+* ``out_of_order``: an event is held back and delivered after k (1..50) later events.
+* ``duplicates``: an event is sent twice in a row (same key, value and partition).
+* ``late``: an event's event_time is set ``lateness_s`` + 1..60 s before its send time.
+* ``malformed``: an extra standalone record, not part of any chain, is sent to a random input topic:
+  unparseable JSON, a required field removed, or a required non-string field with a value of the
+  wrong JSON type.
+* ``orphans``: a filled chain's request is never sent, and (same probability) a chain gets an
+  extra callback whose impression is never sent.
+
+The report counts anomalies from what was actually produced, by rules a consumer can apply to
+the topics read back partition by partition in offset order (see :class:`adlake.generator.Tally`), so an
+end-to-end test can recount them exactly. Rejected records are counted by the kind of reason
+the DLQs and silver's quarantine give them (:func:`adlake.payload_rules.check_record`, the same rules).
+The injected knobs and the counted anomalies differ on purpose: a held-back event is out of order
+only if a later event of its own partition overtook it, a late event is usually out of order too,
+a duplicate of a late event is late as well.
+
+Command line::
+
+    python -m adlake.generator --rate 1000 --duration 30 --seed 1 --late 0.01
+"""
 
 from __future__ import annotations
 
@@ -13,12 +45,10 @@ from adlake.helpformat import HelpFormatter
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from adlake import generator
-
     d = GeneratorConfig(count=0)
     p = argparse.ArgumentParser(
         prog="python -m adlake.generator",
-        description=generator.__doc__,
+        description=__doc__,
         formatter_class=HelpFormatter,
     )
     p.add_argument("--rate", type=float, default=d.rate, help="base events per second")

@@ -1,16 +1,13 @@
-"""What a generator run produces: its settings, the records it plans, and their encoding.
+"""What a generator run produces: its settings and the records it plans.
 
 :class:`GeneratorConfig` says what to generate (rates, anomaly knobs); :class:`OutRecord` is one
-record to produce; the constants are the traffic's populations and the registry's topics by
-role. :mod:`adlake.generator.traffic` plans the records from them.
+record to produce; the constants are the registry's topics by role, the event types and the
+anomaly kinds. :mod:`adlake.generator.traffic` plans the records from them.
 """
 
 from __future__ import annotations
 
 import functools
-import json
-import random
-import uuid
 import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -24,7 +21,7 @@ AD_IMPRESSIONS = registry.topic("ad_impressions")
 AD_CALLBACKS = registry.topic("ad_callbacks")
 PAGE_CLICKS = registry.topic("page_clicks")
 INPUT_TOPICS: tuple[Topic, ...] = (AD_REQUESTS, AD_IMPRESSIONS, AD_CALLBACKS, PAGE_CLICKS)
-_BY_NAME = {t.name: t for t in INPUT_TOPICS}
+INPUT_TOPIC_BY_NAME = {t.name: t for t in INPUT_TOPICS}
 
 # The event-time field every input topic carries (checked at import, below).
 EVENT_TIME = "event_time"
@@ -67,32 +64,8 @@ for _t in INPUT_TOPICS:
     if _t.schema.field(EVENT_TIME).type != "timestamp":
         raise TypeError(f"{_t.name}.{EVENT_TIME} must be a timestamp in the registry")
 
-# Traffic shape: small, fixed populations, so keys repeat the way real ones do.
-_GEOS = ("US-CA", "US-NY", "US-TX", "US-FL", "GB", "DE", "FR", "ES", "BR", "IN", "JP", "AU")
-_SLOTS = ("pre-roll", "mid-roll-1", "mid-roll-2", "post-roll", "pause", "banner")
-_N_HOUSEHOLDS = 2000
-_N_CONTENT = 300
-_N_CAMPAIGNS = 24
-_N_PAGES = 200
-_N_USERS = 5000
-# Probability of going on to each quartile, given the previous one was reached (drop-off).
-_QUARTILE_CONTINUE = (0.92, 0.88, 0.9, 0.94)
-_CLICK_P = 0.04
-_CONVERSION_P = 0.25  # given a click
-_HOLD_MAX = 50
-_CLICKS, _CHAINS = "<clicks>", "<chains>"  # base sources; the other sources are surge page ids
-_LATE_EXTRA_MS = (1_000, 60_000)
-
-# Wrong-type values by field type. Only non-string required fields are made wrong: a Spark JSON
-# reader turns any token into a string column silently, and a wrong optional field reads as null,
-# so neither would be detectable downstream. Numbers get non-numeric strings ("NaN" would parse).
-_WRONG_VALUES = {
-    "timestamp": ("yesterday", "not-a-timestamp", "21/11/2026 23:40"),
-    "double": ("n/a", "twelve", "high"),
-    "long": ("n/a", "seven", "many"),
-    "int": ("n/a", "seven", "many"),
-    "boolean": ("n/a", "yes", "maybe"),
-}
+# The population of pages clicks go to (surge pages are among its less popular half).
+N_PAGES = 200
 
 
 class GeneratorError(ValueError):
@@ -147,8 +120,8 @@ class GeneratorConfig:
             raise GeneratorError(f"duration_s={self.duration_s!r}: expected >= 0")
         if self.lateness_s < 0:
             raise GeneratorError(f"lateness_s={self.lateness_s!r}: expected >= 0")
-        if not 0 <= self.surge_pages <= _N_PAGES // 2:
-            raise GeneratorError(f"surge_pages={self.surge_pages!r}: expected 0 to {_N_PAGES // 2}")
+        if not 0 <= self.surge_pages <= N_PAGES // 2:
+            raise GeneratorError(f"surge_pages={self.surge_pages!r}: expected 0 to {N_PAGES // 2}")
         if self.surge_rate < 0:
             raise GeneratorError(f"surge_rate={self.surge_rate!r}: expected clicks/s >= 0")
 
@@ -168,15 +141,6 @@ class OutRecord:
     key: str
     value: bytes
     kind: str = "event"
-    injected: tuple[str, ...] = ()
-
-
-@dataclass
-class _Event:
-    due_ms: int  # after the start of the run
-    topic: Topic
-    values: dict  # every schema field except event_time
-    event_ms: int  # epoch milliseconds
     injected: tuple[str, ...] = ()
 
 
@@ -201,28 +165,3 @@ def iso_ms(epoch_ms: int) -> str:
 @functools.lru_cache(maxsize=256)
 def _iso_seconds(epoch_s: int) -> str:
     return (_EPOCH + timedelta(seconds=epoch_s)).strftime("%Y-%m-%dT%H:%M:%S")
-
-
-def _uuid(rng: random.Random) -> str:
-    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
-
-
-_NAMES = {t.name: tuple(t.schema.names) for t in INPUT_TOPICS}
-
-
-def _ordered(topic: Topic, values: dict) -> dict:
-    """``values`` in the registry's field order; refuses a field set that drifted from it."""
-    names = _NAMES[topic.name]
-    if len(values) != len(names) or any(n not in values for n in names):
-        missing = [n for n in names if n not in values]
-        extra = [n for n in values if n not in names]
-        raise GeneratorError(
-            f"{topic.name}: the generator does not build fields {missing} and "
-            f"builds unknown fields {extra}; update adlake.generator to the "
-            f"registry"
-        )
-    return {n: values[n] for n in names}
-
-
-def _encode(obj: object) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode("utf-8")

@@ -11,12 +11,12 @@ from collections.abc import Iterable
 
 from adlake import payload_rules
 from adlake.generator.plan import (
-    _BY_NAME,
     AD_CALLBACKS,
     AD_IMPRESSIONS,
     AD_REQUESTS,
     ANOMALY_KINDS,
     EVENT_TIME,
+    INPUT_TOPIC_BY_NAME,
     INPUT_TOPICS,
 )
 
@@ -61,7 +61,7 @@ class Tally:
         self._waiting_impression: Counter[str] = Counter()
 
     def add(self, topic_name: str, partition: int, value: bytes, timestamp_ms: int) -> None:
-        topic = _BY_NAME[topic_name]
+        topic = INPUT_TOPIC_BY_NAME[topic_name]
         self.sent[topic_name] += 1
         self.sent_per_partition[topic_name][partition] += 1
         count = self.by_topic[topic_name]

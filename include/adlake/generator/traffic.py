@@ -1,7 +1,8 @@
 """The planned traffic of one run: :class:`Traffic` (pure: no clock, no Kafka).
 
 Ad chains, page clicks and surge clicks in due order, then the anomaly knobs applied to them
-(late, held back, duplicated, malformed, orphans); see :mod:`adlake.generator`.
+(late, held back, duplicated, malformed, orphans); see :mod:`adlake.generator.cli`. The traffic's
+shape (its populations and probabilities) and the records' JSON encoding are this module's own.
 """
 
 from __future__ import annotations
@@ -10,26 +11,12 @@ import heapq
 import itertools
 import json
 import random
+import uuid
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from adlake.generator.plan import (
-    _CHAINS,
-    _CLICK_P,
-    _CLICKS,
-    _CONVERSION_P,
-    _GEOS,
-    _HOLD_MAX,
-    _LATE_EXTRA_MS,
-    _N_CAMPAIGNS,
-    _N_CONTENT,
-    _N_HOUSEHOLDS,
-    _N_PAGES,
-    _N_USERS,
-    _QUARTILE_CONTINUE,
-    _SLOTS,
-    _WRONG_VALUES,
     AD_CALLBACKS,
     AD_IMPRESSIONS,
     AD_REQUESTS,
@@ -38,17 +25,76 @@ from adlake.generator.plan import (
     EVENT_TIME,
     INPUT_TOPICS,
     MALFORMED_KINDS,
+    N_PAGES,
     PAGE_CLICKS,
     QUARTILES,
     GeneratorConfig,
+    GeneratorError,
     OutRecord,
-    _encode,
-    _Event,
-    _ordered,
-    _uuid,
     iso_ms,
     partition_for,
 )
+from adlake.registry import Topic
+
+# Traffic shape: small, fixed populations, so keys repeat the way real ones do.
+_GEOS = ("US-CA", "US-NY", "US-TX", "US-FL", "GB", "DE", "FR", "ES", "BR", "IN", "JP", "AU")
+_SLOTS = ("pre-roll", "mid-roll-1", "mid-roll-2", "post-roll", "pause", "banner")
+_N_HOUSEHOLDS = 2000
+_N_CONTENT = 300
+_N_CAMPAIGNS = 24
+_N_USERS = 5000
+# Probability of going on to each quartile, given the previous one was reached (drop-off).
+_QUARTILE_CONTINUE = (0.92, 0.88, 0.9, 0.94)
+_CLICK_P = 0.04
+_CONVERSION_P = 0.25  # given a click
+_HOLD_MAX = 50
+_CLICKS, _CHAINS = "<clicks>", "<chains>"  # base sources; the other sources are surge page ids
+_LATE_EXTRA_MS = (1_000, 60_000)
+
+# Wrong-type values by field type. Only non-string required fields are made wrong: a Spark JSON
+# reader turns any token into a string column silently, and a wrong optional field reads as null,
+# so neither would be detectable downstream. Numbers get non-numeric strings ("NaN" would parse).
+_WRONG_VALUES = {
+    "timestamp": ("yesterday", "not-a-timestamp", "21/11/2026 23:40"),
+    "double": ("n/a", "twelve", "high"),
+    "long": ("n/a", "seven", "many"),
+    "int": ("n/a", "seven", "many"),
+    "boolean": ("n/a", "yes", "maybe"),
+}
+
+
+@dataclass
+class _Event:
+    due_ms: int  # after the start of the run
+    topic: Topic
+    values: dict  # every schema field except event_time
+    event_ms: int  # epoch milliseconds
+    injected: tuple[str, ...] = ()
+
+
+def _uuid(rng: random.Random) -> str:
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+_NAMES = {t.name: tuple(t.schema.names) for t in INPUT_TOPICS}
+
+
+def _ordered(topic: Topic, values: dict) -> dict:
+    """``values`` in the registry's field order; refuses a field set that drifted from it."""
+    names = _NAMES[topic.name]
+    if len(values) != len(names) or any(n not in values for n in names):
+        missing = [n for n in names if n not in values]
+        extra = [n for n in values if n not in names]
+        raise GeneratorError(
+            f"{topic.name}: the generator does not build fields {missing} and "
+            f"builds unknown fields {extra}; update adlake.generator to the "
+            f"registry"
+        )
+    return {n: values[n] for n in names}
+
+
+def _encode(obj: object) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode("utf-8")
 
 
 class Traffic:
@@ -94,13 +140,13 @@ class Traffic:
             for c in range(_N_CAMPAIGNS)
             for k in range(pop.randint(1, 4))
         ]
-        self.pages = [f"page-{p:04d}" for p in range(_N_PAGES)]
+        self.pages = [f"page-{p:04d}" for p in range(N_PAGES)]
         # Zipf-like popularity: page-0000 is the most clicked.
-        self._page_cum = list(itertools.accumulate(1.0 / (p + 1) ** 1.1 for p in range(_N_PAGES)))
+        self._page_cum = list(itertools.accumulate(1.0 / (p + 1) ** 1.1 for p in range(N_PAGES)))
         self._users = [f"user-{u:05d}" for u in range(_N_USERS)]
         # Surge pages come from the less popular half, so a surge stands out from the baseline.
         self.surge_pages: list[str] = sorted(
-            self._rng["surge"].sample(self.pages[_N_PAGES // 2 :], config.surge_pages)
+            self._rng["surge"].sample(self.pages[N_PAGES // 2 :], config.surge_pages)
         )
 
     # -- single events (the rng decides which stream the ids come from) --------------------------
