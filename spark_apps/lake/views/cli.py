@@ -1,8 +1,12 @@
-"""The command: refresh, full-refresh or verify registered views, one line each.
+"""Refresh, full-refresh or verify registered views (incremental materialized views: group-by
+aggregates over a Delta source, kept up to date from its Change Data Feed and a MERGE), one
+line per view.
 
 .venv/lake/bin/python -m spark_apps.lake.views --all
 .venv/lake/bin/python -m spark_apps.lake.views --view campaign_daily_totals --full-refresh
 .venv/lake/bin/python -m spark_apps.lake.views --all --verify
+
+How a refresh works: :mod:`spark_apps.lake.views`.
 """
 
 from __future__ import annotations
@@ -24,11 +28,9 @@ MODES = registry.VIEW_MODE.choices
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    from spark_apps.lake import views  # the package: its docstring describes the command
-
     parser = argparse.ArgumentParser(
         prog="spark_apps.lake.views",
-        description=views.__doc__.split("\n\n")[0],
+        description=__doc__.split("\n\n")[0],
         formatter_class=HelpFormatter,
     )
     which = parser.add_mutually_exclusive_group(required=True)
