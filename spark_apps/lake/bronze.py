@@ -104,9 +104,12 @@ def committed_source_offset(checkpoint: Path) -> dict | None:
     yet; None when its newest batch was planned (``offsets/N``) but not committed
     (``commits/N``), or its files do not read as expected: then only the query knows what is
     left to do. Used by bronze (Kafka offsets) and silver (Delta versions)."""
-    from spark_apps.lake.errors import _numbered
+    from spark_apps.lake.errors import numbered_files
 
-    offsets, commits = _numbered(checkpoint / "offsets"), _numbered(checkpoint / "commits")
+    offsets, commits = (
+        numbered_files(checkpoint / "offsets"),
+        numbered_files(checkpoint / "commits"),
+    )
     if not offsets and not commits:
         return {}
     if not offsets or max(offsets) != max(commits, default=None):

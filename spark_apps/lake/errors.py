@@ -103,7 +103,8 @@ def retry_on_conflict(
 # -- inspection: what is wrong with a checkpoint or a Delta log ------------------------------------
 
 
-def _numbered(directory: Path) -> dict[int, Path]:
+def numbered_files(directory: Path) -> dict[int, Path]:
+    """The files of a streaming checkpoint's ``offsets/`` or ``commits/`` by batch number."""
     if not directory.is_dir():
         return {}
     return {int(p.name): p for p in directory.iterdir() if p.name.isdigit()}
@@ -149,7 +150,10 @@ def inspect_checkpoint(checkpoint: Path) -> list[str]:
     if not checkpoint.is_dir():
         return []
     problems: list[str] = []
-    offsets, commits = _numbered(checkpoint / "offsets"), _numbered(checkpoint / "commits")
+    offsets, commits = (
+        numbered_files(checkpoint / "offsets"),
+        numbered_files(checkpoint / "commits"),
+    )
     metadata = checkpoint / "metadata"
     if metadata.exists():
         try:
@@ -228,7 +232,7 @@ def committed_batch(checkpoint: Path) -> tuple[str | None, int | None]:
         query_id = json.loads((checkpoint / "metadata").read_text().splitlines()[0]).get("id")
     except (OSError, ValueError, IndexError):
         query_id = None
-    commits = _numbered(checkpoint / "commits")
+    commits = numbered_files(checkpoint / "commits")
     return query_id, (max(commits) if commits else None)
 
 
