@@ -11,6 +11,7 @@ parse time; :meth:`Schema.spark` imports PySpark only when called.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -140,7 +141,36 @@ APP_ACTIONS = ("start", "stop", "restart", "status")
 
 
 @dataclass(frozen=True)
+class StateClose:
+    """What waits in a streaming app's state, and when the watermark has closed all of it: once
+    it passes its value now + ``window`` + ``delay`` (``adlake.latency.waiting_in_state``).
+
+    ``window`` is how long a key stays open past its time; ``delay`` is the watermark's delay
+    behind the newest time it follows (the app's ``withWatermark``). Each is seconds, or the name
+    of the app's knob that gives them. ``holds`` says what waits, a format string with
+    ``{window}``, ``{delay}`` (numbers) and ``{open_after}`` (the watermark minus the window: the
+    keys still open started after it); ``closes_with`` says what must arrive for it to close.
+    """
+
+    window: float | str
+    delay: float | str
+    holds: str
+    closes_with: str
+
+    def seconds(self, value: float | str, knobs: Mapping[str, object], app: App) -> float:
+        """``window`` or ``delay`` in seconds: itself, or its knob's value in ``knobs`` (the
+        knob's default when absent)."""
+        if isinstance(value, str):
+            return float(knobs.get(value, app.knob(value).default))  # type: ignore[arg-type]
+        return float(value)
+
+
+@dataclass(frozen=True)
 class App:
+    """A streaming app: everything the platform's tools know of it (its DAG and form, its
+    lifecycle, status, latency probe and card on the Streaming apps page) comes from this entry;
+    its query is its module's ``StreamingApp`` spec (``spark_apps.common.streaming.runner``)."""
+
     name: str
     runtime: str  # "ops" or "lake"
     module: str  # spark-submit entry point, "package.module" with a main(argv)
@@ -150,6 +180,33 @@ class App:
     description: str = ""
     default_trigger: str = "processing_time"
     knobs: tuple[Knob, ...] = ()
+    # Trigger switches (old, new) Spark resumes on the same checkpoint, state included (measured:
+    # see adlake.apps); any other switch starts a new checkpoint from the old one's committed
+    # offsets, without the state.
+    same_checkpoint_switches: tuple[tuple[str, str], ...] = ()
+    # Knobs that pick a different stateful operator, whose checkpoint the other cannot resume.
+    checkpoint_knobs: tuple[str, ...] = ()
+    # Output record types (the ``record_type`` field) an event-time timer emits, not an arriving
+    # event: late by design, the latency probe counts them apart.
+    timer_driven: tuple[str, ...] = ()
+    # What waits in its state and when it closes; None: the app keeps no such state.
+    state: StateClose | None = None
+
+    def __post_init__(self) -> None:
+        knobs = {k.name for k in self.knobs}
+        if self.default_trigger not in TRIGGERS:
+            raise ValueError(
+                f"app {self.name!r}: trigger {self.default_trigger!r} not in {TRIGGERS}"
+            )
+        for switch in self.same_checkpoint_switches:
+            if len(switch) != 2 or not set(switch) <= set(TRIGGERS):
+                raise ValueError(f"app {self.name!r}: switch {switch!r} is not two of {TRIGGERS}")
+        named = [*self.checkpoint_knobs]
+        if self.state is not None:
+            named += [v for v in (self.state.window, self.state.delay) if isinstance(v, str)]
+        for name in named:
+            if name not in knobs:
+                raise ValueError(f"app {self.name!r}: no knob {name!r}; knobs are {sorted(knobs)}")
 
     def knob(self, name: str) -> Knob:
         return lookup("knob", {k.name: k for k in self.knobs}, name)

@@ -12,15 +12,17 @@ to run every few seconds:
   the topic's: ``CreateTime`` on the registry's topics (the Spark Kafka sink's producer stamps
   each record when it sends it), ``LogAppendTime`` if a topic is configured so; the probe
   reports which one it saw. Records older than ``max_age_s`` are left out, so an app that writes
-  nothing shows no figure instead of an old one, and attribution's timer-driven records
-  (:data:`TIMER_DRIVEN`) are counted apart: they are late by design (the window plus the
-  lateness) and measure the configuration, not the pipeline.
+  nothing shows no figure instead of an old one, and the records its registry entry declares
+  timer-driven (``App.timer_driven``: attribution's closes and orphans) are counted apart: they
+  are late by design (the window plus the lateness) and measure the configuration, not the
+  pipeline. :meth:`LatencyProbe.for_app` builds the probe of a registry app from its entry.
 * :func:`add_history` keeps a bounded history of the figures (the last hour).
 * :meth:`LatencyProbe.dlq_total` sums the end offsets of the app's DLQ topic, and
   :func:`dlq_growth` turns two such sums into ``dlq_rows_last_interval`` (rows sent to the DLQ
   between two probes), ``dlq_interval_s`` and ``dlq_total``.
 * :func:`waiting_in_state` says what waits in state and when it will close, from what the
-  listener knows (state rows, watermark, the app's knobs), without a state scan.
+  listener knows (state rows, watermark, the app's knobs) and the app's ``App.state``
+  declaration, without a state scan.
 
 The app's status listener (``spark_apps/common/streaming/listener.py``) runs the probe every
 ``probe_every_s`` seconds in a thread of the driver and writes ``e2e_latency``,
@@ -52,14 +54,6 @@ MAX_AGE_S = 60.0
 PROBE_EVERY_S = 15.0
 HISTORY_S = 3600.0
 HISTORY_MAX_POINTS = int(HISTORY_S / PROBE_EVERY_S) + 1
-
-# Attribution's records emitted by an event-time timer (a request's window closing, and what was
-# still waiting then), not by an arriving event: the names of
-# spark_apps.common.attribution.contract.TIMER_DRIVEN (a test keeps the two equal; the contract
-# imports PySpark, which this module must not).
-TIMER_DRIVEN = tuple(
-    t for t in registry.RECORD_TYPES if t == "request_closed" or t.startswith("orphan_")
-)
 
 _TIMESTAMP_TYPES = {1: "CreateTime", 2: "LogAppendTime"}
 
@@ -146,7 +140,8 @@ class LatencyProbe:
 
     Keeps one Kafka consumer, assigned partitions by hand (never joins its group, never commits
     an offset); each :meth:`measure` reads at most ``per_partition`` records per partition, from
-    ``end - per_partition`` to the end as it was when the measure began.
+    ``end - per_partition`` to the end as it was when the measure began. Records whose
+    ``record_type`` is one of ``timer_driven`` are counted apart.
 
     >>> probe = LatencyProbe("127.0.0.1:9092", ["page_surges"])    # doctest: +SKIP
     >>> probe.measure()["p50_ms"]                                  # doctest: +SKIP
@@ -162,10 +157,31 @@ class LatencyProbe:
         max_age_s: float = MAX_AGE_S,
         timeout_s: float = 5.0,
         dlq: str | None = None,
+        timer_driven: Iterable[str] = (),
     ) -> None:
         self.bootstrap, self.topics, self.dlq = bootstrap, list(topics), dlq
         self.per_partition, self.max_age_s, self.timeout_s = per_partition, max_age_s, timeout_s
+        self.timer_driven = frozenset(timer_driven)
         self._consumer = None
+
+    @classmethod
+    def for_app(
+        cls, bootstrap: str, app: registry.App, topics: Iterable[str] | None = None, **options
+    ) -> LatencyProbe:
+        """The probe of a registry app: its output topics (or ``topics``), its DLQ, its
+        timer-driven record types.
+
+        >>> probe = LatencyProbe.for_app("127.0.0.1:9092", registry.app("attribution"))
+        >>> probe.topics, probe.dlq, sorted(probe.timer_driven)[0]
+        (['attributed_events'], 'ad_events_dlq', 'orphan_callback')
+        """
+        return cls(
+            bootstrap,
+            app.outputs if topics is None else topics,
+            dlq=app.dlq,
+            timer_driven=app.timer_driven,
+            **options,
+        )
 
     def _client(self):
         if self._consumer is None:
@@ -245,7 +261,7 @@ class LatencyProbe:
                     if place in wanted and msg.offset() >= wanted[place] - 1:
                         del wanted[place]
                     kind, out_ms = msg.timestamp()
-                    sample = _sample(msg.value(), out_ms)
+                    sample = _sample(msg.value(), out_ms, self.timer_driven)
                     if sample == "timer":
                         timer_driven += 1
                     elif sample is not None:
@@ -272,14 +288,16 @@ class LatencyProbe:
         return figures
 
 
-def _sample(value: bytes | None, out_ms: float) -> tuple[float, float] | str | None:
+def _sample(
+    value: bytes | None, out_ms: float, timer_driven: frozenset[str]
+) -> tuple[float, float] | str | None:
     try:
         record = json.loads(value) if value else None
     except ValueError:
         return None
     if not isinstance(record, dict) or not record.get("source_kafka_ts"):
         return None
-    if record.get("record_type") in TIMER_DRIVEN:
+    if record.get("record_type") in timer_driven:
         return "timer"
     try:
         return float(out_ms), ts_ms(record["source_kafka_ts"])
@@ -336,12 +354,13 @@ def dlq_growth(previous: tuple[float, int] | None, total: int | None, now_s: flo
 
 
 def waiting_in_state(
-    app: str, state_rows: int | None, watermark: str | None, knobs: Mapping
+    app: str | registry.App, state_rows: int | None, watermark: str | None, knobs: Mapping
 ) -> dict:
     """What waits in ``app``'s state and when it closes: ``rows``, ``oldest_event_time``,
     ``closes_at`` (the watermark that, once reached, has closed everything in state now) and
-    ``why``. The watermark advances only as input arrives: with no traffic, nothing closes.
-    The exact oldest event time would need a state scan, so ``oldest_event_time`` is None and
+    ``why``, from the app's ``App.state`` declaration and its ``knobs`` (defaults for the missing
+    ones). The watermark advances only as input arrives: with no traffic, nothing closes. The
+    exact oldest event time would need a state scan, so ``oldest_event_time`` is None and
     ``why`` gives the bound the watermark implies.
 
     >>> w = waiting_in_state("click_surge", 12, "2026-11-22T10:00:00.000Z", {})
@@ -350,6 +369,7 @@ def waiting_in_state(
     >>> waiting_in_state("attribution", 0, "2026-11-22T10:00:00.000Z", {})["why"]
     'nothing waits in state'
     """
+    spec = registry.APPS.get(app) if isinstance(app, str) else app
     out: dict = {
         "rows": state_rows,
         "oldest_event_time": None,
@@ -366,52 +386,21 @@ def waiting_in_state(
             "checkpoint interval) and only moves as input arrives"
         )
         return out
-    wm_s = ts_ms(watermark) / 1000
-    if app == "click_surge":
-        window, delay = registry.SURGE_WINDOW_S, CLICK_SURGE_WATERMARK_DELAY_S
-        out["closes_at"] = iso(wm_s + window + delay)
-        what = (
-            f"open {window}-second windows (page, window start); a window closes when the "
-            f"watermark (the newest click's event time - {delay} s) passes its end. Open "
-            f"windows started at or after {iso(wm_s - window)}"
-        )
-        then = "clicks with later event times"
-    elif app == "attribution":
-        knob = registry.app("attribution").knob
-        window = float(knobs.get("window_s", knob("window_s").default))
-        lateness = float(knobs.get("lateness_s", knob("lateness_s").default))
-        out["closes_at"] = iso(wm_s + lateness + window)
-        what = (
-            f"requests and items waiting for their partners, and tombstones of closed keys "
-            f"(kept one more window, {window:g} s, for stragglers). A request closes "
-            f"(request_closed, orphans) when the watermark (the newest Kafka timestamp read "
-            f"- {lateness:g} s) passes its event time + {window:g} s. Requests still open "
-            f"have event times after {iso(wm_s - window)}"
-        )
-        then = (
-            "input with later timestamps (in Real-Time Mode, closes come at the first "
-            "checkpoint boundary after that)"
-        )
-    else:
+    state = spec.state if spec is not None else None
+    if state is None:
         out["why"] = f"{state_rows} rows; their close depends on the app's windows"
         return out
+    wm_s = ts_ms(watermark) / 1000
+    window = state.seconds(state.window, knobs, spec)
+    delay = state.seconds(state.delay, knobs, spec)
+    out["closes_at"] = iso(wm_s + window + delay)
+    what = state.holds.format(window=window, delay=delay, open_after=iso(wm_s - window))
     out["why"] = (
         f"{state_rows} rows: {what} (exact oldest: a state scan); all of them have "
         f"closed when the watermark reaches about {out['closes_at']}, which needs "
-        f"{then}: with no traffic, nothing closes"
+        f"{state.closes_with}: with no traffic, nothing closes"
     )
     return out
-
-
-# spark_apps/ops/click_surge.py's WATERMARK ("5 seconds"): the watermark's delay behind the
-# newest event time.
-CLICK_SURGE_WATERMARK_DELAY_S = 5
-
-
-def output_topics(app: str) -> tuple[str, ...]:
-    """The output topics of a registry app (none for an unknown name)."""
-    spec = registry.APPS.get(app)
-    return spec.outputs if spec is not None else ()
 
 
 def _round(value: float | None) -> float | None:
@@ -438,10 +427,13 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
     args = parser.parse_args(argv)
     settings = settings or load_settings()
     apps = args.apps or [n for n, a in registry.APPS.items() if a.runtime == "ops"]
+    unknown = [app for app in apps if app not in registry.APPS]
+    if unknown:
+        parser.error(f"unknown app {unknown[0]!r}; registered apps: {', '.join(registry.APPS)}")
     for app in apps:
-        probe = LatencyProbe(
+        probe = LatencyProbe.for_app(
             settings.kafka_bootstrap,
-            output_topics(app),
+            registry.app(app),
             per_partition=args.per_partition,
             max_age_s=args.max_age_s,
         )

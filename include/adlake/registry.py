@@ -72,6 +72,9 @@ from adlake.declarations import (
     Schema as Schema,
 )
 from adlake.declarations import (
+    StateClose as StateClose,
+)
+from adlake.declarations import (
     Table as Table,
 )
 from adlake.declarations import (
@@ -287,6 +290,23 @@ APPS: dict[str, App] = {
                     choices=("jvm", "python"),
                 ),
             ),
+            # transformWithState: update output mode in Real-Time Mode, append in micro-batch;
+            # Spark resumes neither as the other, nor one engine's operator as the other's.
+            same_checkpoint_switches=(),
+            checkpoint_knobs=("engine",),
+            # a request's window closing, and what was still waiting then
+            timer_driven=("request_closed", "orphan_impression", "orphan_callback"),
+            state=StateClose(
+                window="window_s",
+                delay="lateness_s",
+                holds="requests and items waiting for their partners, and tombstones of closed "
+                "keys (kept one more window, {window:g} s, for stragglers). A request closes "
+                "(request_closed, orphans) when the watermark (the newest Kafka timestamp read "
+                "- {delay:g} s) passes its event time + {window:g} s. Requests still open have "
+                "event times after {open_after}",
+                closes_with="input with later timestamps (in Real-Time Mode, closes come at the "
+                "first checkpoint boundary after that)",
+            ),
         ),
         App(
             "click_surge",
@@ -306,6 +326,21 @@ APPS: dict[str, App] = {
                     "a window surges when its click count is greater than this",
                     minimum=0,
                 ),
+            ),
+            # update output mode and one aggregation in both modes: open windows keep their
+            # counts across a switch
+            same_checkpoint_switches=(
+                ("realtime", "processing_time"),
+                ("processing_time", "realtime"),
+            ),
+            state=StateClose(
+                window=SURGE_WINDOW_S,
+                # the query's watermark: 5 s behind the newest click's event time
+                delay=5,
+                holds="open {window:g}-second windows (page, window start); a window closes "
+                "when the watermark (the newest click's event time - {delay:g} s) passes its "
+                "end. Open windows started at or after {open_after}",
+                closes_with="clicks with later event times",
             ),
         ),
     ]

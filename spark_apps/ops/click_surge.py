@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 APP = registry.app("click_surge")
 DEFAULT_THRESHOLD = APP.knob("threshold").default
 WINDOW = f"{registry.SURGE_WINDOW_S} seconds"
-WATERMARK = "5 seconds"
+# The watermark's delay behind the newest event time, declared once in the registry entry (whose
+# ``state`` says when windows close: adlake.latency.waiting_in_state).
+WATERMARK = f"{APP.state.delay:g} seconds"
 
 
 def transform_detect(raw: DataFrame, threshold: int) -> DataFrame:

@@ -372,7 +372,7 @@ def test_supervise_waits_for_the_backoff_and_leaves_stopped_apps_alone(settings)
     restarts = apps.Restarts(
         count=2, consecutive=2, last_restart_at=NOW - 15, next_allowed_at=NOW + 45
     )
-    apps.state._write_restarts(settings, "click_surge", restarts)
+    apps.state.write_restarts(settings, "click_surge", restarts)
     assert apps.supervise(settings, now=NOW) == [
         {
             "app": "click_surge",
@@ -481,7 +481,7 @@ def test_the_launcher_refuses_to_run_an_app_whose_lock_is_held(fake, lock_holder
         ],
         capture_output=True,
         text=True,
-        env=apps.process._app_env(fake),
+        env=apps.process.app_env(fake),
         timeout=DEADLINE_S,
         check=False,
     )

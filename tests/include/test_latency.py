@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from adlake import latency
+from adlake import registry
 from adlake.latency import (
     LatencyProbe,
     add_history,
@@ -99,11 +99,25 @@ def test_dlq_growth_is_the_end_offsets_growth_since_the_previous_probe():
     assert dlq_growth((NOW, 100), None, NOW + 15) == {**nothing, "dlq_total": None}  # unread
 
 
-def test_timer_driven_record_types_are_the_attribution_contracts():
+def test_an_apps_probe_reads_its_outputs_and_dlq_and_counts_its_timer_records_apart():
+    """Declared once, on the registry entry: the probe and the attribution contract read it."""
     pytest.importorskip("pyspark")
     from spark_apps.common.attribution.contract import TIMER_DRIVEN
 
-    assert latency.TIMER_DRIVEN == TIMER_DRIVEN
+    attribution = registry.app("attribution")
+    probe = LatencyProbe.for_app("127.0.0.1:1", attribution)
+    assert (probe.topics, probe.dlq) == (list(attribution.outputs), attribution.dlq)
+    assert probe.timer_driven == set(TIMER_DRIVEN) == {
+        "request_closed",
+        "orphan_impression",
+        "orphan_callback",
+    }
+    surges = LatencyProbe.for_app("127.0.0.1:1", registry.app("click_surge"))
+    assert (surges.topics, surges.dlq, surges.timer_driven) == (
+        ["page_surges"],
+        "page_clicks_dlq",
+        frozenset(),
+    )
 
 
 def test_click_surge_state_closes_one_window_and_the_watermark_delay_past_the_watermark():
@@ -176,7 +190,14 @@ def test_probe_measures_the_newest_records_of_the_output_topic(kafka):
     producer.flush(10)
 
     # the topic stands in for a DLQ too: its end offsets summed over both partitions
-    probe = LatencyProbe(bootstrap, [topic], per_partition=3, max_age_s=60, dlq=topic)
+    probe = LatencyProbe(
+        bootstrap,
+        [topic],
+        per_partition=3,
+        max_age_s=60,
+        dlq=topic,
+        timer_driven=registry.app("attribution").timer_driven,
+    )
     try:
         figures, total = probe.measure(), probe.dlq_total()
         for lat in (1, 2, 3, 4):  # written after: a new measure reads only the newest 3 again

@@ -17,6 +17,34 @@ def test_apps_read_and_write_registered_topics():
         assert app.runtime in ("lake", "ops")
 
 
+def test_an_apps_timer_driven_records_are_record_types_of_its_outputs():
+    for app in registry.APPS.values():
+        if app.timer_driven:
+            types = registry.COLUMN_ENUMERATIONS["record_type"]
+            assert set(app.timer_driven) <= set(types), app.name
+            assert all("record_type" in registry.topic(t).schema.names for t in app.outputs)
+
+
+def test_an_app_declaration_names_its_own_knobs_and_the_triggers():
+    knob = registry.Knob("window_s", "number", 1.0, "a window")
+    with pytest.raises(ValueError, match="no knob 'engine'"):
+        registry.App("x", "ops", "m", (), (), knobs=(knob,), checkpoint_knobs=("engine",))
+    with pytest.raises(ValueError, match="no knob 'lag_s'"):
+        registry.App(
+            "x",
+            "ops",
+            "m",
+            (),
+            (),
+            knobs=(knob,),
+            state=registry.StateClose("window_s", "lag_s", "", ""),
+        )
+    with pytest.raises(ValueError, match="switch"):
+        registry.App("x", "ops", "m", (), (), same_checkpoint_switches=(("realtime", "batch"),))
+    with pytest.raises(ValueError, match="trigger 'continuous'"):
+        registry.App("x", "ops", "m", (), (), default_trigger="continuous")
+
+
 def test_every_topic_has_a_bronze_table():
     assert {t.sources for t in registry.TABLES.values() if t.layer == "bronze"} == {
         (name,) for name in registry.TOPICS

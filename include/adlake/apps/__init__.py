@@ -47,8 +47,10 @@ long as the last, from ``app_backoff_min_s`` (30 s) up to ``app_backoff_max_s`` 
 once the app has been healthy for ``app_backoff_reset_s`` (10 minutes) the next failure is
 restarted at once again. A start by a user resets the backoff.
 
-**Restarts and trigger switches keep the checkpoint where Spark allows it** (measured with
-Spark 4.3.0, both apps, each direction; see ``tests/spark_apps/ops/test_app_lifecycle.py``):
+**Restarts and trigger switches keep the checkpoint where Spark allows it**, as each app's
+registry entry declares (``App.same_checkpoint_switches``, ``App.checkpoint_knobs``; an app that
+declares none gets a new checkpoint at every switch). Measured with Spark 4.3.0, both apps, each
+direction (see ``tests/spark_apps/ops/test_app_lifecycle.py``):
 
 * click_surge (update output mode in both modes, one aggregation): Real-Time Mode ⇄ micro-batch
   resume on the same checkpoint, state included: open windows keep their counts across the
@@ -86,9 +88,12 @@ The package, along its seams:
 * :mod:`~adlake.apps.checkpoints`: committed offsets, :func:`same_checkpoint`, moving a
   checkpoint aside;
 * :mod:`~adlake.apps.process`: the launcher's arguments, the lock (:func:`holder`), the control
-  lock, reaping leftovers, :func:`start`, :func:`stop`, :func:`restart`;
+  lock (:func:`control`), reaping leftovers, :func:`start`, :func:`stop`, :func:`restart` (and
+  :func:`launch`, :func:`terminate`: start and stop under a control lock already held);
 * :mod:`~adlake.apps.supervisor`: staleness, :func:`derive_state`, :func:`app_status`,
-  :func:`act`, the backoff and :func:`supervise`.
+  :func:`act`, the backoff and :func:`supervise`;
+* :mod:`~adlake.apps.cli`: ``python -m adlake.apps`` (``make status``, ``make app``): every
+  app's status and lifecycle as a table, the actions, an app in the foreground.
 
 >>> from adlake.config import load_settings                      # doctest: +SKIP
 >>> s = load_settings()                                           # doctest: +SKIP
@@ -101,24 +106,22 @@ adlake.apps.AlreadyRunning: click_surge is already running: pid 4242, mode realt
 []
 """
 
-from adlake.apps.checkpoints import (
-    CHECKPOINT_KNOBS,
-    SAME_CHECKPOINT_SWITCHES,
-    committed_offsets,
-    same_checkpoint,
-)
+from adlake.apps.checkpoints import committed_offsets, same_checkpoint
 from adlake.apps.process import (
     LAUNCHER,
     LEFTOVER_GRACE_S,
     LOCK_TIMEOUT_S,
     START_SETTLE_S,
     app_argv,
+    control,
     holder,
+    launch,
     log_tail,
     restart,
     settings_env,
     start,
     stop,
+    terminate,
 )
 from adlake.apps.state import (
     ACTIONS,
@@ -143,6 +146,7 @@ from adlake.apps.state import (
     read_desired,
     read_restarts,
     write_desired,
+    write_restarts,
 )
 from adlake.apps.supervisor import (
     act,
@@ -161,12 +165,10 @@ from adlake.apps.supervisor import (
 # (e.g. adlake.apps.process.LEFTOVER_GRACE_S), as it calls a private helper there.
 __all__ = [
     "ACTIONS",
-    "CHECKPOINT_KNOBS",
     "DESIRED_STATES",
     "LAUNCHER",
     "LEFTOVER_GRACE_S",
     "LOCK_TIMEOUT_S",
-    "SAME_CHECKPOINT_SWITCHES",
     "START_SETTLE_S",
     "STATES",
     "TRIGGERS",
@@ -186,12 +188,14 @@ __all__ = [
     "backoff_delay_s",
     "check_knobs",
     "committed_offsets",
+    "control",
     "decide",
     "default_knobs",
     "derive_state",
     "exit_path",
     "holder",
     "interval_s",
+    "launch",
     "lock_path",
     "log_path",
     "log_tail",
@@ -206,5 +210,7 @@ __all__ = [
     "start",
     "stop",
     "supervise",
+    "terminate",
     "write_desired",
+    "write_restarts",
 ]

@@ -11,18 +11,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from adlake.apps.state import _checkpoint_record_path, _read_json, _write_json
+from adlake.apps.state import app_spec, checkpoint_record_path, read_json, write_json
 from adlake.config import Settings
 from adlake.status import read_status
 
-# Trigger switches Spark resumes on the same checkpoint, per app (measured: package docstring).
-# Any other switch starts a new checkpoint from the old one's committed offsets.
-SAME_CHECKPOINT_SWITCHES: dict[str, frozenset[tuple[str, str]]] = {
-    "click_surge": frozenset({("realtime", "processing_time"), ("processing_time", "realtime")}),
-    "attribution": frozenset(),
-}
-# Knobs that pick a different stateful operator, whose checkpoint the other cannot resume.
-CHECKPOINT_KNOBS: dict[str, tuple[str, ...]] = {"attribution": ("engine",)}
+# Which trigger switches Spark resumes on the same checkpoint (measured: package docstring) and
+# which knobs bind a checkpoint are the app's own: its registry entry's
+# ``same_checkpoint_switches`` and ``checkpoint_knobs``. Any other switch starts a new checkpoint
+# from the old one's committed offsets.
 
 
 # -- checkpoints -----------------------------------------------------------------------------------
@@ -54,17 +50,29 @@ def committed_offsets(checkpoint: Path) -> dict[str, dict[str, int]]:
 
 def _checkpoint_shape(app: str, trigger: str, knobs: Mapping[str, object]) -> dict:
     """What a checkpoint is bound to: the trigger and the knobs that pick the operator."""
-    return {"trigger": trigger, **{k: knobs[k] for k in CHECKPOINT_KNOBS.get(app, ())}}
+    return {"trigger": trigger, **{k: knobs[k] for k in app_spec(app).checkpoint_knobs}}
 
 
 def same_checkpoint(app: str, old: Mapping, new: Mapping) -> bool:
-    """Whether Spark resumes a checkpoint of shape ``old`` as ``new``."""
-    if any(old.get(k) != new.get(k) for k in CHECKPOINT_KNOBS.get(app, ())):
+    """Whether Spark resumes a checkpoint of shape ``old`` as ``new``.
+
+    >>> same_checkpoint("click_surge", {"trigger": "realtime"}, {"trigger": "processing_time"})
+    True
+    >>> same_checkpoint("attribution", {"trigger": "realtime", "engine": "jvm"},
+    ...                 {"trigger": "processing_time", "engine": "jvm"})
+    False
+    """
+    spec = app_spec(app)
+    if any(old.get(k) != new.get(k) for k in spec.checkpoint_knobs):
         return False
-    return old.get("trigger") == new.get("trigger") or (
-        old.get("trigger"),
-        new.get("trigger"),
-    ) in SAME_CHECKPOINT_SWITCHES.get(app, ())
+    return (
+        old.get("trigger") == new.get("trigger")
+        or (
+            old.get("trigger"),
+            new.get("trigger"),
+        )
+        in spec.same_checkpoint_switches
+    )
 
 
 def _has_offsets(checkpoint: Path) -> bool:
@@ -72,13 +80,13 @@ def _has_offsets(checkpoint: Path) -> bool:
     return offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())
 
 
-def _prepare_checkpoint(
+def prepare_checkpoint(
     settings: Settings, app: str, trigger: str, knobs: Mapping[str, object]
 ) -> list[str]:
     """Keep the app's checkpoint, or move it aside and start the next one from its committed
     offsets (package docstring). Returns the extra app arguments (``--starting-offsets``)."""
     path = settings.checkpoint_path(app)
-    record = _read_json(_checkpoint_record_path(settings, app)) or {}
+    record = read_json(checkpoint_record_path(settings, app)) or {}
     new = _checkpoint_shape(app, trigger, knobs)
     old = record.get("shape")
     if old is None and _has_offsets(path):
@@ -86,7 +94,7 @@ def _prepare_checkpoint(
         status = read_status(settings, app) or {}
         old = {
             "trigger": status.get("mode", trigger),
-            **{k: status.get(k, knobs[k]) for k in CHECKPOINT_KNOBS.get(app, ())},
+            **{k: status.get(k, knobs[k]) for k in app_spec(app).checkpoint_knobs},
         }
     if _has_offsets(path) and not same_checkpoint(app, old, new):
         committed = committed_offsets(path) or record.get("starting_offsets") or {}
@@ -118,6 +126,6 @@ def _prepare_checkpoint(
         record.pop("starting_offsets", None)  # the new checkpoint has committed: done with them
     record["shape"] = new
     record["path"] = str(path)
-    _write_json(_checkpoint_record_path(settings, app), record)
+    write_json(checkpoint_record_path(settings, app), record)
     offsets = record.get("starting_offsets")
     return ["--starting-offsets", json.dumps(offsets, sort_keys=True)] if offsets else []

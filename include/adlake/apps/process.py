@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from adlake.apps.checkpoints import _prepare_checkpoint
+from adlake.apps.checkpoints import prepare_checkpoint
 from adlake.apps.launcher import LOCK_HELD
 from adlake.apps.state import (
     AlreadyRunning,
@@ -24,15 +24,15 @@ from adlake.apps.state import (
     Busy,
     Holder,
     StopResult,
-    _app,
-    _check_trigger,
-    _control_path,
-    _iso,
-    _read_json,
+    app_spec,
     check_knobs,
+    check_trigger,
+    control_path,
     exit_path,
+    iso_time,
     lock_path,
     log_path,
+    read_json,
 )
 from adlake.config import REPO_ROOT, Settings
 from adlake.processes import alive
@@ -65,8 +65,8 @@ def app_argv(
     >>> app_argv("click_surge", "processing_time", {"threshold": 50}, rtm_interval_s=30)
     ['--trigger', 'processing_time', '--threshold', '50']
     """
-    spec = _app(app)
-    argv = ["--trigger", _check_trigger(trigger)]
+    spec = app_spec(app)
+    argv = ["--trigger", check_trigger(trigger)]
     if trigger == "realtime" and rtm_interval_s is not None:
         argv += ["--trigger-interval", f"{rtm_interval_s} seconds"]
     for knob in spec.knobs:
@@ -103,7 +103,7 @@ def holder(settings: Settings, app: str, timeout_s: float = 2.0) -> Holder | Non
                 return None
         finally:
             os.close(fd)
-        record = _read_json(path)
+        record = read_json(path)
         pid = int(record.get("pid", 0)) if record else 0
         if pid > 0 and alive(pid):  # kill(0, 0) would signal our own process group
             return Holder(
@@ -118,10 +118,11 @@ def holder(settings: Settings, app: str, timeout_s: float = 2.0) -> Holder | Non
 
 
 @contextlib.contextmanager
-def _control(settings: Settings, app: str, timeout_s: float | None = None) -> Iterator[None]:
+def control(settings: Settings, app: str, timeout_s: float | None = None) -> Iterator[None]:
     """One lifecycle action at a time per app (act, supervise, start, stop, restart), across
-    processes: the supervisor must not restart an app a user is stopping."""
-    path = _control_path(settings, app)
+    processes: the supervisor must not restart an app a user is stopping. Not reentrant: inside
+    it, start and stop are :func:`launch` and :func:`terminate`."""
+    path = control_path(settings, app)
     path.parent.mkdir(parents=True, exist_ok=True)
     timeout_s = (
         settings.app_drain_timeout_s + 2 * LOCK_TIMEOUT_S if timeout_s is None else timeout_s
@@ -223,7 +224,7 @@ _NOT_INHERITED = ("ADLAKE_", "AIRFLOW", "_AIRFLOW", "PYSPARK_", "SPARK_")
 _NOT_INHERITED_NAMES = {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"}
 
 
-def _app_env(settings: Settings) -> dict[str, str]:
+def app_env(settings: Settings) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
@@ -247,19 +248,21 @@ def start(
     too). Does not change the desired state (:func:`act` does): the supervisor stops an app that
     should be stopped. Raises :class:`AlreadyRunning` if the lock is held, :class:`AppStartError`
     (with the log) if the process exits first."""
-    with _control(settings, app):
-        return _start(settings, app, trigger, knobs, reason)
+    with control(settings, app):
+        return launch(settings, app, trigger, knobs, reason)
 
 
-def _start(
+def launch(
     settings: Settings,
     app: str,
     trigger: str | None,
     knobs: Mapping[str, object] | None,
     reason: str,
 ) -> Holder:
-    spec = _app(app)
-    trigger = _check_trigger(trigger or spec.default_trigger)
+    """:func:`start`, by a caller that holds the app's :func:`control` (``act``, the
+    supervisor: a stop then a start, as one action)."""
+    spec = app_spec(app)
+    trigger = check_trigger(trigger or spec.default_trigger)
     knobs = check_knobs(app, knobs)
     current = holder(settings, app)
     if current is not None:
@@ -271,12 +274,12 @@ def _start(
             "set ADLAKE_OPS_PYTHON"
         )
     # What remains of the previous run (its JVM, if its driver was killed) goes first.
-    previous = _read_json(lock_path(settings, app))
+    previous = read_json(lock_path(settings, app))
     if previous and previous.get("pid"):
         _reap_leftovers(int(previous["pid"]), float(previous.get("started_at", 0.0)))
     # A marker left by a stop that ended in a kill would stop the new run at once.
     stop_marker(settings, app).unlink(missing_ok=True)
-    extra = _prepare_checkpoint(settings, app, trigger, knobs)
+    extra = prepare_checkpoint(settings, app, trigger, knobs)
 
     argv = [
         str(python),
@@ -296,7 +299,9 @@ def _start(
     log = log_path(settings, app)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        out.write(f"\n=== {_iso(time.time())} start {app} ({reason}): {' '.join(argv)}\n".encode())
+        out.write(
+            f"\n=== {iso_time(time.time())} start {app} ({reason}): {' '.join(argv)}\n".encode()
+        )
         out.flush()
         offset = out.tell()
         proc = subprocess.Popen(
@@ -305,7 +310,7 @@ def _start(
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=REPO_ROOT,
-            env=_app_env(settings),
+            env=app_env(settings),
             start_new_session=True,
             close_fds=True,
         )
@@ -378,12 +383,15 @@ def stop(
     """Stop marker, SIGTERM, wait up to the drain timeout (``settings.app_drain_timeout_s``) for
     the app to commit its batch and exit, then SIGKILL its process group; return once its lock
     is free (:class:`AppStopError` if it is not). Does not change the desired state."""
-    with _control(settings, app):
-        return _stop(settings, app, drain_timeout_s, reason)
+    with control(settings, app):
+        return terminate(settings, app, drain_timeout_s, reason)
 
 
-def _stop(settings: Settings, app: str, drain_timeout_s: float | None, reason: str) -> StopResult:
-    _app(app)
+def terminate(
+    settings: Settings, app: str, drain_timeout_s: float | None, reason: str
+) -> StopResult:
+    """:func:`stop`, by a caller that holds the app's :func:`control`."""
+    app_spec(app)
     drain = settings.app_drain_timeout_s if drain_timeout_s is None else drain_timeout_s
     current = holder(settings, app)
     marker = stop_marker(settings, app)
@@ -414,7 +422,7 @@ def _stop(settings: Settings, app: str, drain_timeout_s: float | None, reason: s
     if current.pid > 0:
         _reap_leftovers(current.pid, current.started_at)
     code = None
-    record = _read_json(exit_path(settings, app))
+    record = read_json(exit_path(settings, app))
     if (
         how == "exited"
         and record
@@ -442,6 +450,6 @@ def restart(
     reason: str = "user",
 ) -> Holder:
     """Stop the app if it runs (:func:`stop`), then start it (:func:`start`)."""
-    with _control(settings, app):
-        _stop(settings, app, None, reason)
-        return _start(settings, app, trigger, knobs, reason)
+    with control(settings, app):
+        terminate(settings, app, None, reason)
+        return launch(settings, app, trigger, knobs, reason)

@@ -40,7 +40,7 @@ class AlreadyRunning(AppError):
         who = (
             "pid ?"
             if holder is None
-            else f"pid {holder.pid}, mode {holder.mode}, started {_iso(holder.started_at)}, "
+            else f"pid {holder.pid}, mode {holder.mode}, started {iso_time(holder.started_at)}, "
             f"argv {' '.join(holder.argv)}"
         )
         super().__init__(
@@ -144,7 +144,7 @@ def log_path(settings: Settings, app: str) -> Path:
     return settings.logs_dir / f"{app}.log"
 
 
-def _control_path(settings: Settings, app: str) -> Path:
+def control_path(settings: Settings, app: str) -> Path:
     return settings.locks_dir / f"{app}.control.lock"
 
 
@@ -160,11 +160,11 @@ def exit_path(settings: Settings, app: str) -> Path:
     return settings.apps_dir / f"{app}.exit.json"
 
 
-def _checkpoint_record_path(settings: Settings, app: str) -> Path:
+def checkpoint_record_path(settings: Settings, app: str) -> Path:
     return settings.apps_dir / f"{app}.checkpoint.json"
 
 
-def _write_json(path: Path, obj: object) -> None:
+def write_json(path: Path, obj: object) -> None:
     """Replace ``path`` atomically: a reader sees the old file or the new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -180,7 +180,7 @@ def _write_json(path: Path, obj: object) -> None:
         raise
 
 
-def _read_json(path: Path) -> dict | None:
+def read_json(path: Path) -> dict | None:
     try:
         value = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -188,7 +188,7 @@ def _read_json(path: Path) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def _iso(ts: float | None) -> str | None:
+def iso_time(ts: float | None) -> str | None:
     if ts is None:
         return None
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
@@ -197,7 +197,7 @@ def _iso(ts: float | None) -> str | None:
 # -- the registry's side: apps, triggers, knobs ----------------------------------------------------
 
 
-def _app(name: str) -> registry.App:
+def app_spec(name: str) -> registry.App:
     app = registry.APPS.get(name)
     if app is None or app.runtime != "ops":
         allowed = ", ".join(sorted(a.name for a in registry.APPS.values() if a.runtime == "ops"))
@@ -205,7 +205,7 @@ def _app(name: str) -> registry.App:
     return app
 
 
-def _check_trigger(trigger: str) -> str:
+def check_trigger(trigger: str) -> str:
     if trigger not in TRIGGERS:
         raise InvalidRequest(
             f"trigger {trigger!r} is not valid: allowed values are {', '.join(TRIGGERS)}"
@@ -214,7 +214,7 @@ def _check_trigger(trigger: str) -> str:
 
 
 def default_knobs(app: str) -> dict[str, object]:
-    return {k.name: k.default for k in _app(app).knobs}
+    return {k.name: k.default for k in app_spec(app).knobs}
 
 
 def check_knobs(app: str, knobs: Mapping[str, object] | None) -> dict[str, object]:
@@ -228,7 +228,7 @@ def check_knobs(app: str, knobs: Mapping[str, object] | None) -> dict[str, objec
     ...
     adlake.apps.InvalidRequest: unknown knob 'treshold' for click_surge: allowed knobs are threshold
     """
-    spec = _app(app)
+    spec = app_spec(app)
     by_name = {k.name: k for k in spec.knobs}
     unknown = sorted(set(knobs or {}) - set(by_name))
     if unknown:
@@ -272,8 +272,8 @@ def _knob_value(app: str, knob: registry.Knob, value: object) -> object:
 
 def read_desired(settings: Settings, app: str) -> Desired:
     """The app's desired state; without a record: stopped, its default trigger and knobs."""
-    spec = _app(app)
-    record = _read_json(_desired_path(settings, app))
+    spec = app_spec(app)
+    record = read_json(_desired_path(settings, app))
     if record is None:
         return Desired("stopped", spec.default_trigger, default_knobs(app), 0.0, "default")
     return Desired(
@@ -289,7 +289,7 @@ def _stored_knobs(app: str, stored: Mapping[str, object]) -> dict[str, object]:
     """Knobs as recorded, against today's registry: a knob added since gets its default, one
     removed is dropped, a value no longer allowed falls back to the default."""
     out = {}
-    for knob in _app(app).knobs:
+    for knob in app_spec(app).knobs:
         try:
             out[knob.name] = check_knobs(app, {knob.name: stored.get(knob.name)})[knob.name]
         except InvalidRequest:
@@ -304,20 +304,20 @@ def write_desired(settings: Settings, app: str, desired: Desired) -> None:
             f"desired state {desired.state!r} is not valid: allowed values are "
             f"{', '.join(DESIRED_STATES)}"
         )
-    _check_trigger(desired.trigger)
+    check_trigger(desired.trigger)
     record = dataclasses.asdict(desired)
     record["knobs"] = check_knobs(app, desired.knobs)
-    _write_json(_desired_path(settings, app), {"app": app, **record})
+    write_json(_desired_path(settings, app), {"app": app, **record})
 
 
 # -- restarts record -------------------------------------------------------------------------------
 
 
 def read_restarts(settings: Settings, app: str) -> Restarts:
-    record = _read_json(_restarts_path(settings, app)) or {}
+    record = read_json(_restarts_path(settings, app)) or {}
     names = {f.name for f in dataclasses.fields(Restarts)}
     return Restarts(**{k: v for k, v in record.items() if k in names})
 
 
-def _write_restarts(settings: Settings, app: str, restarts: Restarts) -> None:
-    _write_json(_restarts_path(settings, app), {"app": app, **dataclasses.asdict(restarts)})
+def write_restarts(settings: Settings, app: str, restarts: Restarts) -> None:
+    write_json(_restarts_path(settings, app), {"app": app, **dataclasses.asdict(restarts)})

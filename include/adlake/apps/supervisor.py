@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping
 
 from adlake import registry
-from adlake.apps.process import _control, _start, _stop, holder
+from adlake.apps.process import control, holder, launch, terminate
 from adlake.apps.state import (
     ACTIONS,
     AlreadyRunning,
@@ -20,18 +20,18 @@ from adlake.apps.state import (
     Holder,
     InvalidRequest,
     Restarts,
-    _app,
-    _check_trigger,
-    _checkpoint_record_path,
-    _read_json,
-    _write_restarts,
+    app_spec,
     check_knobs,
+    check_trigger,
+    checkpoint_record_path,
     exit_path,
     lock_path,
     log_path,
     read_desired,
+    read_json,
     read_restarts,
     write_desired,
+    write_restarts,
 )
 from adlake.config import Settings
 from adlake.status import read_status, stop_marker
@@ -125,8 +125,8 @@ def app_status(settings: Settings, app: str, now: float | None = None) -> dict:
         "holder": None if current is None else dataclasses.asdict(current),
         "status": status,
         "restarts": dataclasses.asdict(restarts),
-        "last_exit": _read_json(exit_path(settings, app)),
-        "checkpoint": _read_json(_checkpoint_record_path(settings, app)),
+        "last_exit": read_json(exit_path(settings, app)),
+        "checkpoint": read_json(checkpoint_record_path(settings, app)),
         "stale_after_s": stale_after_s(settings, current.mode if current else desired.trigger),
         "log": str(log_path(settings, app)),
     }
@@ -155,12 +155,12 @@ def act(
         raise InvalidRequest(
             f"action {action!r} is not valid: allowed values are {', '.join(ACTIONS)}"
         )
-    _app(app)
+    app_spec(app)
     result: dict | None = None
-    with _control(settings, app):
+    with control(settings, app):
         desired = read_desired(settings, app)
         if action in ("start", "restart"):
-            new_trigger = _check_trigger(trigger or desired.trigger)
+            new_trigger = check_trigger(trigger or desired.trigger)
             new_knobs = check_knobs(
                 app, {**desired.knobs, **{k: v for k, v in (knobs or {}).items() if v is not None}}
             )
@@ -172,9 +172,9 @@ def act(
             # a user's start is a fresh start: the next failure is restarted at once
             restarts = read_restarts(settings, app)
             restarts.consecutive, restarts.next_allowed_at = 0, None
-            _write_restarts(settings, app, restarts)
-            stopped = _stop(settings, app, None, reason) if action == "restart" else None
-            started = _start(settings, app, new_trigger, new_knobs, reason)
+            write_restarts(settings, app, restarts)
+            stopped = terminate(settings, app, None, reason) if action == "restart" else None
+            started = launch(settings, app, new_trigger, new_knobs, reason)
             result = {
                 "started": dataclasses.asdict(started),
                 **({"stopped": stopped.to_dict()} if stopped else {}),
@@ -187,7 +187,7 @@ def act(
                     desired, state="stopped", updated_at=time.time(), reason=reason
                 ),
             )
-            result = {"stopped": _stop(settings, app, None, reason).to_dict()}
+            result = {"stopped": terminate(settings, app, None, reason).to_dict()}
         return {
             "app": app,
             "action": action,
@@ -276,7 +276,7 @@ def supervise(settings: Settings, now: float | None = None) -> list[dict]:
         if spec.runtime != "ops":
             continue
         try:
-            with _control(settings, spec.name):
+            with control(settings, spec.name):
                 action = _supervise_app(settings, spec.name, time.time() if now is None else now)
         except AppError as error:
             action = {"app": spec.name, "action": "error", "ok": False, "error": str(error)}
@@ -293,12 +293,12 @@ def _supervise_app(settings: Settings, app: str, now: float) -> dict | None:
         if desired.state == "running":
             seen = observe_health(settings, restarts, state, now)
             if seen != restarts:
-                _write_restarts(settings, app, seen)
+                write_restarts(settings, app, seen)
         return None
     if action == "stop":
         if current is None:
             return None
-        result = _stop(settings, app, None, "supervisor: desired stopped")
+        result = terminate(settings, app, None, "supervisor: desired stopped")
         return {
             "app": app,
             "action": "stop",
@@ -316,7 +316,7 @@ def _supervise_app(settings: Settings, app: str, now: float) -> dict | None:
         }
     # restart
     error = _last_error(settings, app, current, status)
-    stopped = _stop(settings, app, None, f"supervisor: {why}") if current is not None else None
+    stopped = terminate(settings, app, None, f"supervisor: {why}") if current is not None else None
     entry = {
         "app": app,
         "action": "restart",
@@ -325,7 +325,7 @@ def _supervise_app(settings: Settings, app: str, now: float) -> dict | None:
         **({"stopped": stopped.to_dict()} if stopped else {}),
     }
     try:
-        started = _start(settings, app, desired.trigger, desired.knobs, f"supervisor: {why}")
+        started = launch(settings, app, desired.trigger, desired.knobs, f"supervisor: {why}")
         entry.update(ok=True, started=dataclasses.asdict(started))
     except AlreadyRunning as running:  # started meanwhile by something that bypasses act()
         entry.update(ok=True, started=running.holder and dataclasses.asdict(running.holder))
@@ -333,7 +333,7 @@ def _supervise_app(settings: Settings, app: str, now: float) -> dict | None:
         entry.update(ok=False, start_error=str(failure))
         error = str(failure)
     restarts = record_restart(settings, restarts, now, why, error)
-    _write_restarts(settings, app, restarts)
+    write_restarts(settings, app, restarts)
     entry.update(count=restarts.count, next_allowed_at=restarts.next_allowed_at)
     return entry
 
@@ -347,8 +347,8 @@ def _last_error(
         return str(status["error"])[-2000:]
     if current is not None:
         return None  # stale: the process still runs, nothing failed that it reported
-    record = _read_json(exit_path(settings, app))
-    lock = _read_json(lock_path(settings, app)) or {}
+    record = read_json(exit_path(settings, app))
+    lock = read_json(lock_path(settings, app)) or {}
     if record and record.get("pid") == lock.get("pid"):
         text = f"exited with code {record.get('code')}"
         return f"{text}: {record['error'][-2000:]}" if record.get("error") else text

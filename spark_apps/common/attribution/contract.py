@@ -41,8 +41,9 @@ RECORD_TYPES = registry.RECORD_TYPES
     RECORD_TYPES
 )
 # Records emitted when the watermark passes a time (a close, or what was still waiting then),
-# not when an event arrives.
-TIMER_DRIVEN = (REQUEST_CLOSED, ORPHAN_IMPRESSION, ORPHAN_CALLBACK)
+# not when an event arrives: request_closed and the orphans, declared in the app's registry entry
+# (the latency probe counts them apart).
+TIMER_DRIVEN = _APP.timer_driven
 
 # The streaming query routes records that failed validation through the processor too (one
 # stateful operator, one sink: see spark_apps/ops/attribution.py): such an input row has kind

@@ -107,9 +107,8 @@ class StatusReporter:
         )
 
     def waiting(self, state_rows: int | None, watermark: str | None) -> dict:
-        spec = self.registry_app()
         return latency.waiting_in_state(
-            spec.name if spec else self.app, state_rows, watermark, self.extra
+            self.registry_app() or self.app, state_rows, watermark, self.extra
         )
 
     def update(self, progress: dict) -> dict:
@@ -200,11 +199,10 @@ class StatusReporter:
         if probe is None:
             if self._probe is None:
                 spec = self.registry_app()
-                topics = (
-                    self.outputs if self.outputs is not None else (spec.outputs if spec else ())
-                )
-                self._probe = latency.LatencyProbe(
-                    self.settings.kafka_bootstrap, topics, dlq=spec.dlq if spec else None
+                self._probe = (
+                    latency.LatencyProbe.for_app(self.settings.kafka_bootstrap, spec, self.outputs)
+                    if spec is not None
+                    else latency.LatencyProbe(self.settings.kafka_bootstrap, self.outputs or ())
                 )
             probe = self._probe
         try:

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from adlake import apps
-from adlake.apps.state import _write_restarts
+from adlake.apps.state import write_restarts
 from adlake.status import write_status
 
 
@@ -199,7 +199,7 @@ def test_a_failed_app_then_waiting_for_its_backoff(user, runtime):
         "exit code 1: boom",
     )
     restarts.next_allowed_at = now - 1  # its backoff is over: failed, to be restarted
-    _write_restarts(runtime, "attribution", restarts)
+    write_restarts(runtime, "attribution", restarts)
 
     app = by_app(user)["attribution"]
     assert (app["state"], app["holder"]) == ("failed", None)
@@ -211,7 +211,7 @@ def test_a_failed_app_then_waiting_for_its_backoff(user, runtime):
     }
 
     restarts.next_allowed_at = now + 300
-    _write_restarts(runtime, "attribution", restarts)
+    write_restarts(runtime, "attribution", restarts)
     assert by_app(user)["attribution"]["state"] == "restarting"
 
 

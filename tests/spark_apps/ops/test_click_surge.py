@@ -510,9 +510,12 @@ def test_trigger_config_rejects_an_unknown_mode():
         TriggerConfig("continuous")
 
 
-def test_the_status_says_when_windows_close_with_the_apps_own_watermark_delay():
-    """adlake.latency (no PySpark) states click-surge's watermark delay for waiting_in_state."""
-    from adlake.latency import CLICK_SURGE_WATERMARK_DELAY_S
-    from spark_apps.ops.click_surge import WATERMARK
+def test_the_query_and_its_status_share_the_registry_entrys_watermark_delay():
+    """The query's watermark is the delay the registry entry declares (App.state), which
+    adlake.latency (no PySpark) reads to say when windows close."""
+    from adlake.latency import waiting_in_state
+    from spark_apps.ops.click_surge import APP, WATERMARK
 
-    assert f"{CLICK_SURGE_WATERMARK_DELAY_S} seconds" == WATERMARK
+    assert WATERMARK == "5 seconds" == f"{APP.state.delay:g} seconds"
+    closes = waiting_in_state(APP.name, 1, "2026-11-22T10:00:00.000Z", {})["closes_at"]
+    assert closes == "2026-11-22T10:00:10.000Z"  # the 5-second window + the 5-second delay
