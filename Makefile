@@ -9,7 +9,7 @@ DURATION ?= 60
 SEED ?= 7
 
 .PHONY: lint airflow setup test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
-	attribution click-surge status bench-click-surge bench-attribution bench-lake down \
+	app status bench-click-surge bench-attribution bench-lake down \
 	faults faults-ops soak bench bench-quick
 
 setup:
@@ -79,16 +79,15 @@ kafka-status:
 generate: kafka-up
 	$(LAKE_PY) -m adlake.generator --rate $(RATE) --duration $(DURATION) --seed $(SEED)
 
-# The operational apps, in the foreground (Ctrl-C or SIGTERM stops them gracefully).
-THRESHOLD ?= 5000
-attribution: kafka-up
-	$(OPS_PY) -m spark_apps.ops.attribution
+# One streaming app of the registry in the foreground, with the ops interpreter (Ctrl-C or
+# SIGTERM stops it gracefully), e.g. make app APP=click_surge ARGS="--threshold 50".
+APP ?=
+app: kafka-up
+	$(LAKE_PY) -m adlake.apps run $(APP) $(ARGS)
 
-click-surge: kafka-up
-	$(OPS_PY) -m spark_apps.ops.click_surge --threshold $(THRESHOLD)
-
+# Every streaming app's status and lifecycle (adlake.apps.cli).
 status:
-	$(LAKE_PY) -m adlake.status
+	$(LAKE_PY) -m adlake.apps status
 
 # Benchmarks (not tests): latency percentiles and throughput against a private local broker.
 BENCH_DURATION ?= 60
@@ -141,12 +140,14 @@ soak: setup
 	$(OPS_PY) -m spark_apps.ops.soak --duration-min $(SOAK_MIN) --rate $(SOAK_RATE)
 
 # The platform on embedded defaults (adlake.local.platform): the broker, Airflow (api-server, scheduler,
-# dag-processor, triggerer; metadata on SQLite), every DAG unpaused, both streaming apps started
-# through their Airflow DAGs; then live generated traffic in the foreground for DURATION seconds.
-# Every path comes from the configuration (ADLAKE_RUNTIME_DIR). Idempotent: a second `make up`
-# finds everything running and only sends traffic.
+# dag-processor, triggerer; metadata on SQLite), every DAG unpaused, every streaming app started
+# through its Airflow DAG (SET: knobs of their starts, APP.KNOB=VALUE separated by spaces, e.g.
+# SET="click_surge.threshold=50"); then live generated traffic in the foreground for DURATION
+# seconds. Every path comes from the configuration (ADLAKE_RUNTIME_DIR). Idempotent: a second
+# `make up` finds everything running and only sends traffic.
+SET ?=
 up: setup
-	$(LAKE_PY) -m adlake.local.platform up --set click_surge.threshold=$(THRESHOLD)
+	$(LAKE_PY) -m adlake.local.platform up $(foreach knob,$(SET),--set $(knob))
 	$(LAKE_PY) -m adlake.generator --rate $(RATE) --duration $(DURATION) --seed $(SEED)
 	@echo "the platform keeps running: 'make status' shows the apps, 'make down' stops everything"
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from adlake.status import COLUMNS, format_table, read_all, read_status, write_status
+from adlake.apps.cli import COLUMNS, format_table
+from adlake.status import read_all, read_status, write_status
 from spark_apps.common.streaming.listener import StatusReporter
 
 
