@@ -92,25 +92,25 @@ status:
 # Benchmarks (not tests): latency percentiles and throughput against a private local broker.
 BENCH_DURATION ?= 60
 bench-click-surge: setup
-	$(OPS_PY) -m spark_apps.ops.benchmark click_surge --rate 1000 --duration $(BENCH_DURATION)
+	$(OPS_PY) -m bench.ops.latency click_surge --rate 1000 --duration $(BENCH_DURATION)
 
 # Attribution in Real-Time Mode needs 12 source + 4 shuffle task slots; 120 s of warm-up (the JIT
 # of 16 long-lived tasks on 2 cores); a 5-minute checkpoint interval keeps its boundary (where
 # timers fire) out of the measured minute: see README, "Benchmarks".
 bench-attribution: setup
-	ADLAKE_SPARK_MASTER_OPS='local[16]' $(OPS_PY) -m spark_apps.ops.benchmark attribution \
+	ADLAKE_SPARK_MASTER_OPS='local[16]' $(OPS_PY) -m bench.ops.latency attribution \
 		--modes realtime,processing_time --rates 1000,2000,4000 --rtm-interval "5 minutes" \
 		--warmup 120 --duration $(BENCH_DURATION)
 
 # Bronze (and the jobs' fixed costs), then the views (the lake benchmark no longer runs them).
 bench-lake: setup
-	$(LAKE_PY) -m spark_apps.lake.benchmark
-	$(LAKE_PY) -m spark_apps.lake.views_benchmark --rows 10000000
+	$(LAKE_PY) -m bench.lake.bronze
+	$(LAKE_PY) -m bench.lake.views --rows 10000000
 
 # The benchmark report (issue 15): the apps' latency suite (with the bare Kafka hop), bronze
 # ingest, the view refresh suite, in sequence, each writing its JSON into BENCH_DIR
 # (<runtime>/reports/bench; bench-quick: .../bench-quick, a smoke run of a few minutes); then
-# adlake.bench_report writes BENCH_DIR/REPORT.md and its plots from whatever JSON is there. A
+# bench.report writes BENCH_DIR/REPORT.md and its plots from whatever JSON is there. A
 # benchmark that fails leaves its section "not run" and, after the report, fails the target.
 # docs/bench/ holds the committed report of a full run.
 REPORTS = $(shell $(LAKE_PY) -c 'from adlake.config import load_settings; print(load_settings().reports_dir)')
@@ -120,10 +120,10 @@ bench-quick: BENCH_FLAGS = --quick
 
 bench bench-quick: setup
 	mkdir -p "$(BENCH_DIR)" && rm -f "$(BENCH_DIR)/ops.json" "$(BENCH_DIR)/bronze.json" "$(BENCH_DIR)/views.json"
-	$(OPS_PY) -m spark_apps.ops.benchmark suite --out-dir "$(BENCH_DIR)" $(BENCH_FLAGS); ops=$$?; \
-	$(LAKE_PY) -m spark_apps.lake.benchmark --out-dir "$(BENCH_DIR)" $(BENCH_FLAGS); bronze=$$?; \
-	$(LAKE_PY) -m spark_apps.lake.views_benchmark --suite --out-dir "$(BENCH_DIR)" $(BENCH_FLAGS); views=$$?; \
-	$(OPS_PY) -m adlake.bench_report "$(BENCH_DIR)" --to "$(BENCH_DIR)" --command "make $@" && \
+	$(OPS_PY) -m bench.ops.latency suite --out-dir "$(BENCH_DIR)" $(BENCH_FLAGS); ops=$$?; \
+	$(LAKE_PY) -m bench.lake.bronze --out-dir "$(BENCH_DIR)" $(BENCH_FLAGS); bronze=$$?; \
+	$(LAKE_PY) -m bench.lake.views --suite --out-dir "$(BENCH_DIR)" $(BENCH_FLAGS); views=$$?; \
+	$(OPS_PY) -m bench.report "$(BENCH_DIR)" --to "$(BENCH_DIR)" --command "make $@" && \
 	[ $$ops -eq 0 ] && [ $$bronze -eq 0 ] && [ $$views -eq 0 ]
 
 # The streaming apps' fault tests, long form (make test runs the short one): several kill -9 of
@@ -133,11 +133,11 @@ faults-ops: setup
 	FAULTS_FORM=long $(OPS_PY) -m pytest -m faults tests/spark_apps/ops --durations=10
 
 # Not in CI: both streaming apps at SOAK_RATE events/s each for SOAK_MIN minutes, sampled every
-# minute; JSON and a PNG plot under <runtime>/reports/soak/ (spark_apps/ops/soak.py).
+# minute; JSON and a PNG plot under <runtime>/reports/soak/ (bench/ops/soak.py).
 SOAK_MIN ?= 30
 SOAK_RATE ?= 1000
 soak: setup
-	$(OPS_PY) -m spark_apps.ops.soak --duration-min $(SOAK_MIN) --rate $(SOAK_RATE)
+	$(OPS_PY) -m bench.ops.soak --duration-min $(SOAK_MIN) --rate $(SOAK_RATE)
 
 # The platform on embedded defaults (adlake.local.platform): the broker, Airflow (api-server, scheduler,
 # dag-processor, triggerer; metadata on SQLite), every DAG unpaused, every streaming app started

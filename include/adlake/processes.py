@@ -1,5 +1,6 @@
-"""Is a process, or a process group, still alive? For the tooling that starts and stops
-Adlake's own processes (the broker, Airflow's components). Standard library, Linux ``/proc``.
+"""Is a process, or a process group, still alive, and what runs below it? For the tooling that
+starts and stops Adlake's own processes (the broker, Airflow's components, the apps' drivers).
+Standard library, Linux ``/proc``.
 
 >>> import os
 >>> alive(os.getpid())
@@ -43,3 +44,34 @@ def group_alive(pgid: int) -> bool:
         if int(fields[2]) == pgid and fields[0] != "Z":
             return True
     return False
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (children, grandchildren ...), from ``/proc``."""
+    parent: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parent[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+    out, frontier = [], [pid]
+    while frontier:
+        current = frontier.pop()
+        children = [p for p, pp in parent.items() if pp == current]
+        out += children
+        frontier += children
+    return out
+
+
+def driver_jvm(app_pid: int) -> int | None:
+    """The pid of a Spark app's driver JVM: the ``java`` process PySpark started below it."""
+    for pid in descendants(app_pid):
+        try:
+            argv0 = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")[0]
+        except OSError:
+            continue
+        if os.path.basename(argv0) == b"java":
+            return pid
+    return None

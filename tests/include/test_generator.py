@@ -514,3 +514,15 @@ def test_command_line_defaults_and_errors():
     with pytest.raises(generator.GeneratorError, match="late=1.5"):
         generator.config_from_args(generator.parse_args(["--late", "1.5"]))
     assert generator.main(["--duplicates", "-1"]) == 2
+
+
+def test_the_closing_request_passes_every_close_time():
+    app = registry.app("attribution")
+    knobs = {k.name: k.default for k in app.knobs}
+    value, timestamp_ms = generator.closing_request("close-1", 1_000_000)
+    obj = json.loads(value)
+    assert obj["request_id"] == "close-1"
+    assert set(obj) == set(registry.topic("ad_requests").schema.names)
+    watermark = timestamp_ms - knobs["lateness_s"] * 1000
+    # every key of a record stamped up to 1_000_000 closes at most a window after it
+    assert watermark > 1_000_000 + knobs["window_s"] * 1000

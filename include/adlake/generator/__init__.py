@@ -40,6 +40,7 @@ from adlake.generator.plan import (
     GeneratorConfig,
     GeneratorError,
     OutRecord,
+    closing_request,
     iso_ms,
     partition_for,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "Tally",
     "Traffic",
     "classify",
+    "closing_request",
     "config_from_args",
     "emit",
     "iso_ms",

@@ -8,6 +8,7 @@ anomaly kinds. :mod:`adlake.generator.traffic` plans the records from them.
 from __future__ import annotations
 
 import functools
+import json
 import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -165,3 +166,33 @@ def iso_ms(epoch_ms: int) -> str:
 @functools.lru_cache(maxsize=256)
 def _iso_seconds(epoch_s: int) -> str:
     return (_EPOCH + timedelta(seconds=epoch_s)).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def closing_request(request_id: str, newest_ms: int) -> tuple[bytes, int]:
+    """A valid ``ad_requests`` value and the Kafka timestamp to send it with, such that once
+    attribution reads it, its watermark (timestamp - delay) is past the close time (event time +
+    window, the registry's :class:`~adlake.declarations.StateClose` at the knobs' defaults) of
+    every key whose records carry Kafka timestamps up to ``newest_ms``: the next batch closes
+    them all, and this request too. For runs that must see every key closed (fault tests, the
+    soak).
+
+    >>> value, timestamp_ms = closing_request("close-1", 1_000_000)
+    >>> timestamp_ms - 1_000_000  # window 300 s + lateness 30 s + 5 s to spare
+    335000
+    """
+    app = registry.app("attribution")
+    assert app.state is not None
+    window_s = app.state.seconds(app.state.window, {}, app)
+    delay_s = app.state.seconds(app.state.delay, {}, app)
+    value = {
+        "request_id": request_id,
+        EVENT_TIME: iso_ms(newest_ms),
+        "device_id": "dev-sentinel",
+        "household_id": "hh-sentinel",
+        "content_id": "content-0000",
+        "slot_id": "pre-roll",
+        "geo": "US-CA",
+        "floor_price": 1.0,
+        "bid_count": 1,
+    }
+    return json.dumps(value).encode(), newest_ms + int((window_s + delay_s) * 1000) + 5_000

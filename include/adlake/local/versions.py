@@ -47,7 +47,7 @@ CONFLUENT_KAFKA = "2.16.1"
 PYTEST = ">=8,<10"
 # The linter and formatter (`make lint`), configured in pyproject.toml.
 RUFF = "0.17.6"
-# The soak's plot (spark_apps/ops/soak.py).
+# The soak's plot (bench/ops/soak.py).
 MATPLOTLIB = "3.11.2"
 
 # Only in the compose shape: Airflow's metadata database.

@@ -70,7 +70,6 @@ from adlake.local.kafka import LocalKafka, create_topics
 from adlake.status import read_status
 from spark_apps.common.attribution.contract import REQUEST_CLOSED
 from spark_apps.ops.click_surge import WATERMARK
-from spark_apps.ops.soak import closing_request
 from tests.conftest import private_settings
 from tests.spark_apps.ops.conftest import (
     Record,
@@ -156,10 +155,11 @@ def plan_input(config: generator.GeneratorConfig, start_ms: int) -> list[InputRe
 
 
 def sentinel(records: list[InputRecord], seed: int) -> InputRecord:
-    """The closing request (:func:`spark_apps.ops.soak.closing_request`) for ``records``: once
+    """The closing request (:func:`adlake.generator.closing_request`) for ``records``: once
     read, attribution's watermark passes every key's close, so the next batch closes them all."""
     request_id = f"sentinel-{seed}"
-    value, timestamp_ms = closing_request(request_id, max(r.timestamp_ms for r in records))
+    newest_ms = max(r.timestamp_ms for r in records)
+    value, timestamp_ms = generator.closing_request(request_id, newest_ms)
     return InputRecord(
         generator.AD_REQUESTS.name,
         generator.partition_for(generator.AD_REQUESTS, request_id),

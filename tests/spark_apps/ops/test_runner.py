@@ -77,7 +77,7 @@ def test_attribution_knobs_are_checked_before_anything_starts(capsys, argv, mess
     assert message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("module", [a.module for a in OPS_APPS] + ["spark_apps.ops.benchmark"])
+@pytest.mark.parametrize("module", [a.module for a in OPS_APPS])
 def test_help_shows_every_flags_default(module, capsys, monkeypatch):
     assert_help_shows_defaults(module, capsys, monkeypatch)
 

@@ -30,10 +30,10 @@ The JSON report goes to ``<reports_dir>/views_benchmark-<rows>-<spread>-<aggrega
 per size). The tables are ``bench_*`` under the configured tables directory (point
 ``ADLAKE_RUNTIME_DIR`` elsewhere to keep them apart) and are rebuilt on every run.
 
-    .venv/lake/bin/python -m spark_apps.lake.views_benchmark                  # 10M rows
-    .venv/lake/bin/python -m spark_apps.lake.views_benchmark --rows 10000000 30000000
-    .venv/lake/bin/python -m spark_apps.lake.views_benchmark --rows 1000000 --spread uniform
-    .venv/lake/bin/python -m spark_apps.lake.views_benchmark --suite --out-dir /tmp/bench
+    .venv/lake/bin/python -m bench.lake.views                  # 10M rows
+    .venv/lake/bin/python -m bench.lake.views --rows 10000000 30000000
+    .venv/lake/bin/python -m bench.lake.views --rows 1000000 --spread uniform
+    .venv/lake/bin/python -m bench.lake.views --suite --out-dir /tmp/bench
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def timed(fn, *args, **kwargs):
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="spark_apps.lake.views_benchmark",
+        prog="bench.lake.views",
         description=__doc__.split("\n")[0],
         formatter_class=HelpFormatter,
     )

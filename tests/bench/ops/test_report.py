@@ -1,4 +1,4 @@
-"""adlake.bench_report on synthetic benchmark JSON (no JVM, no broker): the tables, the goals,
+"""bench.report on synthetic benchmark JSON (no JVM, no broker): the tables, the goals,
 the plots written, a missing file reported as not run, a malformed one named with its field.
 
 In the ops environment: the plots need its matplotlib (the lake environment has none).
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from adlake import bench_report
-from adlake.bench_report import MalformedReport, build, main
+from bench import report as bench_report
+from bench.report import MalformedReport, build, main
 from tests.conftest import private_settings
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

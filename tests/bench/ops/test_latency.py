@@ -4,7 +4,7 @@ boundaries"."""
 
 from __future__ import annotations
 
-from spark_apps.ops.benchmark import (
+from bench.ops.latency import (
     BOUNDARY_AFTER_MS,
     between_boundaries,
     boundaries,

@@ -12,8 +12,8 @@ free loopback ports under a temporary directory, then for every scenario:
 4. stops the app (SIGTERM, graceful) and reports p50/p95/p99 latency, input rows/s sent, and
    output rows/s, plus whether the app kept up (the newest source timestamp seen at the end).
 
-    .venv/ops/bin/python -m spark_apps.ops.benchmark click_surge --rate 1000 --duration 60
-    ADLAKE_SPARK_MASTER_OPS='local[16]' .venv/ops/bin/python -m spark_apps.ops.benchmark \
+    .venv/ops/bin/python -m bench.ops.latency click_surge --rate 1000 --duration 60
+    ADLAKE_SPARK_MASTER_OPS='local[16]' .venv/ops/bin/python -m bench.ops.latency \
         attribution --modes realtime,processing_time --rates 1000,2000,4000 --warmup 120
 
 Click-surge runs Real-Time Mode and micro-batch in one invocation so their ratio is measured on
@@ -546,7 +546,7 @@ def run_scenario(
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="spark_apps.ops.benchmark", description=__doc__, formatter_class=HelpFormatter
+        prog="bench.ops.latency", description=__doc__, formatter_class=HelpFormatter
     )
     parser.add_argument(
         "app",
@@ -638,7 +638,7 @@ def run_suite(out_dir: Path, quick: bool = False, rate: float = 1000.0) -> dict:
 
     1. attribution (JVM engine) in Real-Time Mode with the default checkpoint interval (30 s):
        120 s warm-up, 600 s measured;
-    2. the bare Kafka hop (:mod:`spark_apps.ops.kafka_hop`) at the same rate, 60 s measured;
+    2. the bare Kafka hop (:mod:`bench.ops.kafka_hop`) at the same rate, 60 s measured;
     3. click-surge (threshold 0) in Real-Time Mode, default interval: 60 s warm-up, 600 s;
     4. click-surge in micro-batch (``processing_time`` 0 s): 60 s warm-up, 120 s measured.
 
@@ -646,7 +646,7 @@ def run_suite(out_dir: Path, quick: bool = False, rate: float = 1000.0) -> dict:
     ``quick``: 15 s warm-up and 15 s measured everywhere (the hop 10 s), and a 10 s checkpoint
     interval so the smoke run still holds boundaries. Writes and returns
     ``out_dir/ops.json`` (the report contract: ``runs``, ``kafka_hop``, ``goals``)."""
-    from spark_apps.ops import kafka_hop
+    from bench.ops import kafka_hop
 
     warm = (
         {"attribution": 15.0, "click_surge": 15.0}
@@ -687,7 +687,7 @@ def run_suite(out_dir: Path, quick: bool = False, rate: float = 1000.0) -> dict:
             whole=latency_stats(latencies),
             quantiles_ms=quantiles(latencies),
             load_average=[load_start, round(os.getloadavg()[0], 2)],
-            what="consumer receive wall time - producer CreateTime (spark_apps/ops/kafka_hop.py)",
+            what="consumer receive wall time - producer CreateTime (bench/ops/kafka_hop.py)",
         )
         print(f"[bench] suite: kafka hop {hop_figures['whole']}", flush=True)
 

@@ -14,7 +14,7 @@ input record of an app pays before Spark sees it. An app's latency (output ``Cre
 input ``CreateTime``) also includes Spark's work and its own sink's stamping, but not the final
 consumer's fetch, so ``app p99 / hop p99`` is Spark's cost in units of one hop.
 
-    .venv/ops/bin/python -m spark_apps.ops.kafka_hop --rate 1000 --duration 30
+    .venv/ops/bin/python -m bench.ops.kafka_hop --rate 1000 --duration 30
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import time
 
 from adlake.config import load_settings
 from adlake.helpformat import HelpFormatter
-from spark_apps.ops.benchmark import TopicReader, latency_stats
+from bench.ops.latency import TopicReader, latency_stats
 
 TOPIC = "bench_kafka_hop"
 PARTITIONS = 4  # as page_clicks, the topic click-surge reads
@@ -131,7 +131,7 @@ def measure(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="spark_apps.ops.kafka_hop", description=__doc__, formatter_class=HelpFormatter
+        prog="bench.ops.kafka_hop", description=__doc__, formatter_class=HelpFormatter
     )
     parser.add_argument("--rate", type=float, default=1000.0, help="records per second")
     parser.add_argument("--duration", type=float, default=30.0, help="measured seconds")

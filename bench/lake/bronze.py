@@ -22,8 +22,8 @@ On a broker of its own (free loopback ports, runtime under a temporary directory
 ``--out-dir DIR`` writes ``DIR/bronze.json`` (the report contract of issue 15); ``--quick`` is a
 smoke run (20k records) for CI.
 
-    .venv/lake/bin/python -m spark_apps.lake.benchmark --out-dir .runtime/reports/bench
-    .venv/lake/bin/python -m spark_apps.lake.benchmark --quick --out-dir .runtime/reports/bench-quick
+    .venv/lake/bin/python -m bench.lake.bronze --out-dir .runtime/reports/bench
+    .venv/lake/bin/python -m bench.lake.bronze --quick --out-dir .runtime/reports/bench-quick
 """
 
 from __future__ import annotations
@@ -329,7 +329,7 @@ def report(args: argparse.Namespace, session_s: float, measured: dict, load: lis
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="spark_apps.lake.benchmark", description=__doc__, formatter_class=HelpFormatter
+        prog="bench.lake.bronze", description=__doc__, formatter_class=HelpFormatter
     )
     parser.add_argument(
         "--records",

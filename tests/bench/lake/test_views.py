@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_apps.lake import views_benchmark
+from bench.lake import views as views_benchmark
 
 pytest.importorskip("delta")
 

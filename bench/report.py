@@ -4,14 +4,14 @@
 one JSON file there (the contract is below). This module reads whichever of them are present
 and writes ``OUT/REPORT.md`` and its plots::
 
-    .venv/ops/bin/python -m adlake.bench_report DIR --to OUT
+    .venv/ops/bin/python -m bench.report DIR --to OUT
 
-* ``views.json`` (``spark_apps.lake.views_benchmark --suite``): a row per case (delete/update,
+* ``views.json`` (``bench.lake.views --suite``): a row per case (delete/update,
   append, a fixed change per source size, one row): incremental and full refresh times, phases,
   Spark jobs, Delta commits.
-* ``bronze.json`` (``spark_apps.lake.benchmark``): records/s steady and wall, per batch, the
+* ``bronze.json`` (``bench.lake.bronze``): records/s steady and wall, per batch, the
   start-up, each job's fixed cost.
-* ``ops.json`` (``spark_apps.ops.benchmark suite``): per run the latency percentiles, 1001
+* ``ops.json`` (``bench.ops.latency suite``): per run the latency percentiles, 1001
   quantiles (the CDF), a 5 s timeline, the interval boundaries with their stall and durations;
   the bare Kafka hop.
 
@@ -76,7 +76,7 @@ class Node:
     >>> Node("bronze.json", "", {"records": "ten"}).num("records")
     Traceback (most recent call last):
     ...
-    adlake.bench_report.MalformedReport: bronze.json: records: expected a number, got 'ten'
+    bench.report.MalformedReport: bronze.json: records: expected a number, got 'ten'
     """
 
     file: str
@@ -590,7 +590,7 @@ def ops_section(runs: list[Run] | None, hop: KafkaHop | None) -> str:
         "End-to-end latency, output Kafka timestamp − input Kafka timestamp, over each run's "
         "measured span; *between boundaries* leaves out the inputs a checkpoint-interval "
         "boundary held: from the first input its stall held to 1 s after the stall "
-        "(`between_boundaries` in `spark_apps/ops/benchmark.py`).",
+        "(`between_boundaries` in `bench/ops/latency.py`).",
         "",
     ]
     rows = [
@@ -791,7 +791,7 @@ def render(inputs: Inputs, plots: Mapping[str, str], out: Path, command: str | N
         "# Benchmark report",
         "",
         "Issue 15's benchmarks in one run: view refresh, bronze ingest, the operational apps' "
-        "latency. Built by `python -m adlake.bench_report` from the JSON each benchmark "
+        "latency. Built by `python -m bench.report` from the JSON each benchmark "
         "wrote: "
         + (", ".join(f"[{name}]({name})" for name in inputs.extras) or "none")
         + ", beside this report.",
@@ -1099,7 +1099,7 @@ def build(directory: Path, out: Path, command: str | None = None) -> Path:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m adlake.bench_report",
+        prog="python -m bench.report",
         formatter_class=HelpFormatter,
         description="Build the benchmark report (REPORT.md and PNG plots) from the JSON files "
         "the benchmarks wrote with --out-dir: " + ", ".join(FILES) + ".",
@@ -1122,14 +1122,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not args.directory.is_dir():
-        print(f"bench_report: {args.directory} is not a directory", file=sys.stderr)
+        print(f"bench.report: {args.directory} is not a directory", file=sys.stderr)
         return 2
     try:
         report = build(args.directory, args.to or args.directory, args.command)
     except MalformedReport as e:
-        print(f"bench_report: malformed benchmark JSON in {args.directory}: {e}", file=sys.stderr)
+        print(f"bench.report: malformed benchmark JSON in {args.directory}: {e}", file=sys.stderr)
         return 1
-    print(f"bench_report: wrote {report}")
+    print(f"bench.report: wrote {report}")
     return 0
 
 

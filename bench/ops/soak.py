@@ -1,6 +1,6 @@
 """Soak both operational apps: hours-long health at a steady rate, sampled every minute.
 
-Not a test: it measures and reports. Like the benchmark (:mod:`spark_apps.ops.benchmark`, whose
+Not a test: it measures and reports. Like the benchmark (:mod:`bench.ops.latency`, whose
 broker and app machinery it uses), it starts a broker of its own on free loopback ports under a
 temporary directory and runs each app as its own process on a fresh checkpoint: attribution in
 micro-batches (JVM engine), click-surge in Real-Time Mode with threshold 0 (every click updates
@@ -15,7 +15,7 @@ its window, so every click is an output whose latency is measured). Then:
    end-to-end latency p50/p99 (the status file's ``e2e_latency``, from the app's own probe of its
    output topic) and the input rate;
 3. when the traffic ends: both apps must read every input offset, then one closing request
-   (:func:`closing_request`) moves attribution's watermark past every key's close, and the
+   (:func:`adlake.generator.closing_request`) moves attribution's watermark past every key's close, and the
    counts in and out are compared (:func:`account`);
 4. the samples, the verdict (each metric flat after the warm-up, :func:`trend`) and the counts go
    to ``<reports>/soak/soak-<time>.json``, the plot to the ``.png`` beside it.
@@ -32,8 +32,8 @@ duplicate, by the rules the DLQs apply) against the outputs read back and dedupl
   click record), less the clicks the watermark dropped as late (the status's ``late_rows``; the
   generator sends no late events here, so normally none).
 
-    .venv/ops/bin/python -m spark_apps.ops.soak                       # 30 minutes (make soak)
-    .venv/ops/bin/python -m spark_apps.ops.soak --duration-min 3 --sample-s 15 --warmup-min 1
+    .venv/ops/bin/python -m bench.ops.soak                       # 30 minutes (make soak)
+    .venv/ops/bin/python -m bench.ops.soak --duration-min 3 --sample-s 15 --warmup-min 1
 """
 
 from __future__ import annotations
@@ -54,7 +54,9 @@ from adlake.apps import committed_offsets, settings_env
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.local.kafka import scratch_broker
+from adlake.processes import driver_jvm
 from adlake.status import read_status
+from bench.ops.latency import start_app, stop_app, wait_started
 from spark_apps.common.attribution.contract import (
     ATTRIBUTED_CALLBACK,
     ATTRIBUTED_IMPRESSION,
@@ -62,7 +64,6 @@ from spark_apps.common.attribution.contract import (
     ORPHAN_IMPRESSION,
     REQUEST_CLOSED,
 )
-from spark_apps.ops.benchmark import start_app, stop_app, wait_started
 
 ATTRIBUTION = registry.app("attribution")
 CLICK_SURGE = registry.app("click_surge")
@@ -97,37 +98,6 @@ def dir_usage(path: Path) -> tuple[int, int]:
                 continue
             files += 1
     return size, files
-
-
-def descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (children, grandchildren ...), from ``/proc``."""
-    parent: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parent[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
-    out, frontier = [], [pid]
-    while frontier:
-        current = frontier.pop()
-        children = [p for p, pp in parent.items() if pp == current]
-        out += children
-        frontier += children
-    return out
-
-
-def driver_jvm(app_pid: int) -> int | None:
-    """The pid of the app's driver JVM: the ``java`` process PySpark started below it."""
-    for pid in descendants(app_pid):
-        try:
-            argv0 = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")[0]
-        except OSError:
-            continue
-        if os.path.basename(argv0) == b"java":
-            return pid
-    return None
 
 
 def parse_heap_info(text: str) -> dict[str, float] | None:
@@ -229,27 +199,6 @@ def trend(points: list[tuple[float, float | None]], warmup_s: float) -> dict:
 
 
 # -- no loss ---------------------------------------------------------------------------------------
-
-
-def closing_request(request_id: str, newest_ms: int) -> tuple[bytes, int]:
-    """A valid ``ad_requests`` value and the Kafka timestamp to send it with, such that once
-    attribution reads it, its watermark (timestamp - lateness) is past the close time (event
-    time + window, with the registry's default knobs) of every key whose records carry Kafka
-    timestamps up to ``newest_ms``: the next batch closes them all, and this request too."""
-    knobs = {k.name: k.default for k in ATTRIBUTION.knobs}
-    value = {
-        "request_id": request_id,
-        "event_time": generator.iso_ms(newest_ms),
-        "device_id": "dev-sentinel",
-        "household_id": "hh-sentinel",
-        "content_id": "content-0000",
-        "slot_id": "pre-roll",
-        "geo": "US-CA",
-        "floor_price": 1.0,
-        "bid_count": 1,
-    }
-    delay_ms = int((knobs["window_s"] + knobs["lateness_s"]) * 1000) + 5_000
-    return json.dumps(value).encode(), newest_ms + delay_ms
 
 
 def expected_counts(report: dict) -> dict[str, int]:
@@ -433,7 +382,7 @@ def plot(samples: list[dict], warmup_s: float, path: Path, title: str) -> Path:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="spark_apps.ops.soak", description=__doc__, formatter_class=HelpFormatter
+        prog="bench.ops.soak", description=__doc__, formatter_class=HelpFormatter
     )
     parser.add_argument("--duration-min", type=float, default=30.0, help="minutes of traffic")
     parser.add_argument("--rate", type=float, default=1000.0, help="events/s to each app")
@@ -586,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
                 for a in SOAK_APPS
             }
             closing_id = f"soak-close-{uuid.uuid4()}"
-            value, ts = closing_request(closing_id, int(time.time() * 1000))
+            value, ts = generator.closing_request(closing_id, int(time.time() * 1000))
             _produce(settings.kafka_bootstrap, closing_id, value, ts)
             # Read, it moves the watermark; the batch run with that watermark closes every key.
             lateness_ms = ATTRIBUTION.knob("lateness_s").default * 1000
