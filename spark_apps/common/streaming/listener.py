@@ -57,11 +57,13 @@ class StatusReporter:
     end-to-end latency from above. Percentiles over the recent window are taken over those
     per-batch bounds. The measured figure is ``e2e_latency``, from :meth:`probe_once`.
 
-    ``outputs`` are the topics the probe reads (default: the registry app named ``app``, or the
-    one whose knobs ``extra`` holds, for a query of another name); ``extra`` holds the app's
-    knobs (the runner sets them), which ``waiting_in_state`` reads. Writes from the listener and
-    the probe thread are serialized; the probe keeps the file's ``written_at``, so a stuck query
-    does not look fresh to the supervisor.
+    ``spec`` is the app's registry entry (the runner passes its ``StreamingApp``'s; without it:
+    the registry app named ``app``, or the one whose knobs ``extra`` holds, for a query of
+    another name): its outputs, DLQ and timer-driven records make the probe, its ``state``
+    ``waiting_in_state``. ``outputs`` are the topics the probe reads instead of the entry's;
+    ``extra`` holds the app's knobs (the runner sets them), which ``waiting_in_state`` reads.
+    Writes from the listener and the probe thread are serialized; the probe keeps the file's
+    ``written_at``, so a stuck query does not look fresh to the supervisor.
     """
 
     def __init__(
@@ -72,8 +74,9 @@ class StatusReporter:
         window: int = 50,
         outputs: tuple[str, ...] | None = None,
         probe_every_s: float = latency.PROBE_EVERY_S,
+        spec: registry.App | None = None,
     ) -> None:
-        self.settings, self.app, self.mode = settings, app, mode
+        self.settings, self.app, self.mode, self.spec = settings, app, mode, spec
         self.latencies: deque[float] = deque(maxlen=window)
         self.late_rows_total = 0
         self.batches = 0
@@ -97,7 +100,9 @@ class StatusReporter:
         ]
 
     def registry_app(self) -> registry.App | None:
-        """The registry app this query runs: by name, else by its knobs."""
+        """The registry app this query runs: ``spec``, else by name, else by its knobs."""
+        if self.spec is not None:
+            return self.spec
         if self.app in registry.APPS:
             return registry.APPS[self.app]
         knobs = {k for k in self.extra if not k.startswith("_")}

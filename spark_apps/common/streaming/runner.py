@@ -196,7 +196,7 @@ def run(spec: StreamingApp, argv: list[str] | None = None, settings: Settings | 
 
     knobs = knob_values(spec, args)
     spark = get_session(spec.app.runtime, name, settings)
-    reporter = StatusReporter(settings, name, trigger.mode)
+    reporter = StatusReporter(settings, name, trigger.mode, spec=spec.app)
     reporter.extra.update(knobs)
     attach_listener(spark, reporter)
     raw = read_kafka(
