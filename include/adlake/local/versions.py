@@ -22,7 +22,7 @@ from __future__ import annotations
 PYTHON = "3.11"
 SCALA = "2.13"
 
-# Open-source Spark splits the mission in two (DESIGN.md, "Two Spark runtimes"): Real-Time Mode
+# Open-source Spark splits the mission in two (docs/architecture.md, "Two Spark runtimes"): Real-Time Mode
 # with stateful operators needs Spark 4.3, while delta-spark 4.4.x supports Spark <= 4.2.
 SPARK_LAKE = "4.2.0"
 SPARK_OPS = "4.3.0"
