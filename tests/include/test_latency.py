@@ -107,11 +107,8 @@ def test_an_apps_probe_reads_its_outputs_and_dlq_and_counts_its_timer_records_ap
     attribution = registry.app("attribution")
     probe = LatencyProbe.for_app("127.0.0.1:1", attribution)
     assert (probe.topics, probe.dlq) == (list(attribution.outputs), attribution.dlq)
-    assert probe.timer_driven == set(TIMER_DRIVEN) == {
-        "request_closed",
-        "orphan_impression",
-        "orphan_callback",
-    }
+    closes = {"request_closed", "orphan_impression", "orphan_callback"}
+    assert probe.timer_driven == set(TIMER_DRIVEN) == closes
     surges = LatencyProbe.for_app("127.0.0.1:1", registry.app("click_surge"))
     assert (surges.topics, surges.dlq, surges.timer_driven) == (
         ["page_surges"],

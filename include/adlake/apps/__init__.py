@@ -84,10 +84,11 @@ The package, along its seams:
 
 * :mod:`~adlake.apps.state`: the actions, triggers and states, the errors, the records
   (:class:`Desired`, :class:`Holder`, :class:`StopResult`, :class:`Restarts`), the paths and
-  atomic JSON files, the registry's side (apps, triggers, knobs) and the desired state;
+  atomic JSON files, the registry's side (apps, triggers, knobs, the app's flags:
+  :func:`app_argv`) and the desired state;
 * :mod:`~adlake.apps.checkpoints`: committed offsets, :func:`same_checkpoint`, moving a
   checkpoint aside;
-* :mod:`~adlake.apps.process`: the launcher's arguments, the lock (:func:`holder`), the control
+* :mod:`~adlake.apps.process`: the launcher's command line, the lock (:func:`holder`), the control
   lock (:func:`control`), reaping leftovers, :func:`start`, :func:`stop`, :func:`restart` (and
   :func:`launch`, :func:`terminate`: start and stop under a control lock already held);
 * :mod:`~adlake.apps.supervisor`: staleness, :func:`derive_state`, :func:`app_status`,
@@ -112,7 +113,6 @@ from adlake.apps.process import (
     LEFTOVER_GRACE_S,
     LOCK_TIMEOUT_S,
     START_SETTLE_S,
-    app_argv,
     control,
     holder,
     launch,
@@ -138,6 +138,7 @@ from adlake.apps.state import (
     InvalidRequest,
     Restarts,
     StopResult,
+    app_argv,
     check_knobs,
     default_knobs,
     exit_path,

@@ -24,6 +24,7 @@ from adlake.apps.state import (
     Busy,
     Holder,
     StopResult,
+    app_argv,
     app_spec,
     check_knobs,
     check_trigger,
@@ -48,30 +49,6 @@ START_SETTLE_S = 5.0
 # After the app's driver has exited, its JVM (which sees its stdin close) gets this long to exit
 # by itself before its process group is killed.
 LEFTOVER_GRACE_S = 15.0
-
-
-# -- the app's arguments ---------------------------------------------------------------------------
-
-
-def app_argv(
-    app: str, trigger: str, knobs: Mapping[str, object], rtm_interval_s: int | None = None
-) -> list[str]:
-    """The app's own arguments (after ``-m <module>``): the trigger (with Real-Time Mode's
-    checkpoint interval, if given) and every knob as a flag; never ``--checkpoint`` (the default
-    keeps restarts on the same checkpoint).
-
-    >>> app_argv("click_surge", "realtime", {"threshold": 50}, rtm_interval_s=30)
-    ['--trigger', 'realtime', '--trigger-interval', '30 seconds', '--threshold', '50']
-    >>> app_argv("click_surge", "processing_time", {"threshold": 50}, rtm_interval_s=30)
-    ['--trigger', 'processing_time', '--threshold', '50']
-    """
-    spec = app_spec(app)
-    argv = ["--trigger", check_trigger(trigger)]
-    if trigger == "realtime" and rtm_interval_s is not None:
-        argv += ["--trigger-interval", f"{rtm_interval_s} seconds"]
-    for knob in spec.knobs:
-        argv += [knob.flag, str(knobs[knob.name])]
-    return argv
 
 
 # -- the lock --------------------------------------------------------------------------------------

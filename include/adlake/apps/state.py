@@ -194,7 +194,7 @@ def iso_time(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
 
 
-# -- the registry's side: apps, triggers, knobs ----------------------------------------------------
+# -- the registry's side: apps, triggers, knobs, the app's flags -----------------------------------
 
 
 def app_spec(name: str) -> registry.App:
@@ -211,6 +211,27 @@ def check_trigger(trigger: str) -> str:
             f"trigger {trigger!r} is not valid: allowed values are {', '.join(TRIGGERS)}"
         )
     return trigger
+
+
+def app_argv(
+    app: str, trigger: str, knobs: Mapping[str, object], rtm_interval_s: int | None = None
+) -> list[str]:
+    """The app's own arguments (after ``-m <module>``): the trigger (with Real-Time Mode's
+    checkpoint interval, if given) and every knob as a flag; never ``--checkpoint`` (the default
+    keeps restarts on the same checkpoint).
+
+    >>> app_argv("click_surge", "realtime", {"threshold": 50}, rtm_interval_s=30)
+    ['--trigger', 'realtime', '--trigger-interval', '30 seconds', '--threshold', '50']
+    >>> app_argv("click_surge", "processing_time", {"threshold": 50}, rtm_interval_s=30)
+    ['--trigger', 'processing_time', '--threshold', '50']
+    """
+    spec = app_spec(app)
+    argv = ["--trigger", check_trigger(trigger)]
+    if trigger == "realtime" and rtm_interval_s is not None:
+        argv += ["--trigger-interval", f"{rtm_interval_s} seconds"]
+    for knob in spec.knobs:
+        argv += [knob.flag, str(knobs[knob.name])]
+    return argv
 
 
 def default_knobs(app: str) -> dict[str, object]:
