@@ -89,7 +89,7 @@ def is_jvm(words: list[str]) -> bool:
     True
     >>> is_jvm(["/bin/sh", "-c", "exec java -cp 'x/*' kafka.Kafka"])
     True
-    >>> is_jvm([sys.executable, "-m", "adlake.status", "--help"])
+    >>> is_jvm([sys.executable, "-m", "adlake.apps", "--help"])
     False
     """
     for word in words:
