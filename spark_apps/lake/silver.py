@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from adlake import registry
 from adlake.config import Settings, load_settings
+from spark_apps.common.frames import null_safe_join
 from spark_apps.lake.tables import ensure_table, read_table, table_path
 
 if TYPE_CHECKING:
@@ -118,19 +119,11 @@ def transform_supersede(rows: DataFrame, stored: DataFrame, topic: str) -> DataF
     from pyspark.sql import functions as F
 
     keep_stored = F.expr(f"NOT ({_earlier('s', 't')})")
-    same = [F.col(f"s.{c}").eqNullSafe(F.col(f"t.{c}")) for c in event_key(topic)]
-    condition = same[0]
-    for part in same[1:]:
-        condition = condition & part
     return rows.alias("s").join(
         stored.select(*event_key(topic), *_EARLIEST_FIRST).alias("t"),
-        condition & keep_stored,
+        null_safe_join("s", "t", event_key(topic)) & keep_stored,
         "left_anti",
     )
-
-
-def _null_safe_match(columns: list[str]) -> str:
-    return " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in columns)
 
 
 def write_batch(spark: SparkSession, settings: Settings, topic: str, batch: DataFrame) -> None:
@@ -144,13 +137,15 @@ def write_batch(spark: SparkSession, settings: Settings, topic: str, batch: Data
 
 def _write_batch(spark: SparkSession, settings: Settings, topic: str, batch: DataFrame) -> None:
     from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
 
     valid, quarantine = transform_validate(batch, topic)
     (
         DeltaTable.forPath(spark, table_path(settings, QUARANTINE))
         .alias("t")
         .merge(
-            quarantine.alias("s"), _null_safe_match(["source_table", *registry.BRONZE_COORDINATES])
+            quarantine.alias("s"),
+            null_safe_join("t", "s", ["source_table", *registry.BRONZE_COORDINATES]),
         )
         .whenNotMatchedInsertAll()
         .execute()
@@ -167,7 +162,9 @@ def _write_batch(spark: SparkSession, settings: Settings, topic: str, batch: Dat
         # Only new events and earlier records of stored ones reach the MERGE, so it rewrites
         # no file for a plain duplicate (a matched row would make Delta rewrite its file).
         changes = transform_supersede(rows, stored, topic)
-        condition = f"t.event_date IN ({in_dates}) AND " + _null_safe_match(event_key(topic))
+        condition = F.expr(f"t.event_date IN ({in_dates})") & null_safe_join(
+            "t", "s", event_key(topic)
+        )
         (
             target.alias("t")
             .merge(changes.alias("s"), condition)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from adlake import registry
 from adlake.config import Settings
+from spark_apps.common.frames import null_safe_join
 from spark_apps.lake.tables import table_path
 from spark_apps.lake.views.bookkeeping import (
     _TXN_APP_ID,
@@ -30,7 +31,7 @@ from spark_apps.lake.views.bookkeeping import (
     recorded_version,
     table_version,
 )
-from spark_apps.lake.views.layout import COUNT, _null_safe_join, needs_recompute
+from spark_apps.lake.views.layout import COUNT, needs_recompute
 from spark_apps.lake.views.transforms import (
     transform_aggregate,
     transform_change_groups,
@@ -391,7 +392,7 @@ def refresh(
                 transform_project(source, view)
                 .alias("s")
                 .join(
-                    F.broadcast(keys).alias("k"), _null_safe_join("s", "k", view.keys), "left_semi"
+                    F.broadcast(keys).alias("k"), null_safe_join("s", "k", view.keys), "left_semi"
                 )
             )
             recomputed, n_recompute = transform_aggregate(rows, view), stats.retracting

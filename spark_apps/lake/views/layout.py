@@ -4,8 +4,6 @@ helpers) and the column helpers the transforms and the MERGE share. See the pack
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from functools import reduce
 from typing import TYPE_CHECKING
 
 from adlake import registry
@@ -78,13 +76,3 @@ def _hll_estimate(sketch: Column) -> Column:
     from pyspark.sql import functions as F
 
     return F.hll_sketch_estimate(F.hll_union(sketch, sketch))
-
-
-def _null_safe_join(left: str, right: str, keys: Sequence[str]) -> Column:
-    from pyspark.sql import functions as F
-
-    # Keys may be NULL (a NULL key is a group, as in GROUP BY): match them null-safely.
-    return reduce(
-        lambda a, b: a & b,
-        [F.col(f"{left}.`{k}`").eqNullSafe(F.col(f"{right}.`{k}`")) for k in keys],
-    )

@@ -7,13 +7,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from adlake import registry
+from spark_apps.common.frames import null_safe_join as _null_safe_join
 from spark_apps.lake.views.layout import (
     COUNT,
     HLL_LG_CONFIG_K,
     _hll,
     _hll_estimate,
     _in,
-    _null_safe_join,
     _sum_cols,
     view_columns,
 )
