@@ -42,6 +42,10 @@ RECORD_TYPES = (
     "orphan_impression",
     "orphan_callback",
 )
+# The fields that identify one attributed_events record (its topic's id fields): a record's type,
+# its request and, where the type has them, its impression and callback (a request_closed record
+# has neither, so they may be null). Batch and real-time attribution are compared by them.
+ATTRIBUTED_EVENT_IDS = ("record_type", "request_id", "impression_id", "callback_id")
 # A column of this name holds one of these values in every table that has it.
 COLUMN_ENUMERATIONS: dict[str, tuple[str, ...]] = {
     "event_type": CALLBACK_EVENT_TYPES,
@@ -49,6 +53,8 @@ COLUMN_ENUMERATIONS: dict[str, tuple[str, ...]] = {
 }
 # click_surge's tumbling event-time window, in seconds (surge_history's windows are this long).
 SURGE_WINDOW_S = 5
+# click_surge's default threshold (its `threshold` knob): a window surges above this many clicks.
+SURGE_THRESHOLD = 5000
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """The registry: every Kafka topic, table and app of Adlake, declared once.
 
 DAGs, Spark apps, the event generator, topic creation and the tests read this module; nothing else
-names a topic, a table or a path. Adding a topic or a table is one entry here.
+names a topic, a table or a path. Adding a topic or a table is one entry here; a gold table is
+one module of :mod:`adlake.gold` (its declaration, build and business rules), whose ``TABLE``
+this module collects into :data:`TABLES`, in :data:`adlake.gold.MODELS`' order.
 
 Schemas are declared in a neutral form (:class:`Field` lists) so this module imports without
 PySpark (DAG files read it at parse time); :meth:`Schema.spark` derives the one ``StructType``
@@ -20,11 +22,18 @@ page_clicks, attributed_events, page_surges, ad_events_dlq, page_clicks_dlq"
 
 from __future__ import annotations
 
+from adlake import gold
 from adlake.declarations import (
     AGGREGATE_KINDS as AGGREGATE_KINDS,
 )
 from adlake.declarations import (
     APP_ACTIONS as APP_ACTIONS,
+)
+from adlake.declarations import (
+    ATTRIBUTED_EVENT_IDS,
+    SURGE_THRESHOLD,
+    lookup,
+    schema,
 )
 from adlake.declarations import (
     CALLBACK_EVENT_TYPES as CALLBACK_EVENT_TYPES,
@@ -82,10 +91,6 @@ from adlake.declarations import (
 )
 from adlake.declarations import (
     View as View,
-)
-from adlake.declarations import (
-    lookup,
-    schema,
 )
 
 # How a view DAG refreshes its view (a field of its trigger form; asset-triggered runs take the
@@ -187,7 +192,7 @@ _TOPIC_LIST = [
             "filled:boolean?",
             "source_kafka_ts:timestamp",
         ),
-        id_fields=("record_type", "request_id", "impression_id", "callback_id"),
+        id_fields=ATTRIBUTED_EVENT_IDS,
         description="Output of the attribution app.",
     ),
     Topic(
@@ -322,7 +327,7 @@ APPS: dict[str, App] = {
                 Knob(
                     "threshold",
                     "integer",
-                    5000,
+                    SURGE_THRESHOLD,
                     "a window surges when its click count is greater than this",
                     minimum=0,
                 ),
@@ -409,8 +414,6 @@ def _silver(topic_name: str) -> Table:
     )
 
 
-_ATTRIBUTION_INPUTS = ("silver_ad_requests", "silver_ad_impressions", "silver_ad_callbacks")
-
 _TABLE_LIST = [
     *[
         Table(
@@ -434,94 +437,8 @@ _TABLE_LIST = [
         keys=("source_table", *BRONZE_COORDINATES),
         description="Bronze rows that failed a validation rule, with the rule.",
     ),
-    Table(
-        "campaign_delivery",
-        "gold",
-        ("silver_ad_impressions", "silver_ad_callbacks"),
-        partition_by=("event_date",),
-        schema=schema(
-            "campaign_id:string",
-            "creative_id:string",
-            "event_date:date",
-            "hour:int",
-            "impressions:long",
-            "clicks:long",
-            "first_quartiles:long",
-            "midpoints:long",
-            "third_quartiles:long",
-            "completes:long",
-            "conversions:long",
-            "click_through_rate:double?",
-            "completion_rate:double?",
-        ),
-        keys=("campaign_id", "creative_id", "event_date", "hour"),
-        change_feed=True,
-        description="Delivery per campaign, creative and hour.",
-    ),
-    Table(
-        "attribution_funnel",
-        "gold",
-        _ATTRIBUTION_INPUTS,
-        partition_by=("event_date",),
-        schema=schema(
-            "campaign_id:string",
-            "event_date:date",
-            "requests:long?",
-            "filled_requests:long",
-            "impressions:long",
-            "clicks:long",
-            "conversions:long",
-            "fill_rate:double?",
-        ),
-        keys=("campaign_id", "event_date"),
-        description="Requests → fills → impressions → clicks → conversions per campaign and "
-        "day; campaign_id '*' is the day's total (requests exist only there).",
-    ),
-    Table(
-        "page_traffic",
-        "gold",
-        ("silver_page_clicks",),
-        partition_by=("event_date",),
-        schema=schema(
-            "page_id:string",
-            "event_date:date",
-            "minute:timestamp",
-            "clicks:long",
-            "distinct_users:long",
-        ),
-        keys=("page_id", "minute"),
-        description="Clicks and distinct users per page and minute.",
-    ),
-    Table(
-        "surge_history",
-        "gold",
-        ("silver_page_surges",),
-        partition_by=("event_date",),
-        schema=schema(
-            "page_id:string",
-            "event_date:date",
-            "window_start:timestamp",
-            "window_end:timestamp",
-            "click_count:long",
-        ),
-        keys=("page_id", "window_start"),
-        description="One row per page and surging window, with the highest count reported.",
-    ),
-    Table(
-        "attribution_reconciliation",
-        "gold",
-        ("silver_attributed_events", *_ATTRIBUTION_INPUTS),
-        partition_by=("event_date",),
-        schema=schema(
-            "event_date:date",
-            "record_type:string",
-            "matched:long",
-            "missing_in_realtime:long",
-            "extra_in_realtime:long",
-        ),
-        keys=("event_date", "record_type"),
-        description="Batch attribution over silver vs the real-time attributed_events.",
-    ),
+    # The gold tables, each declared in its own module with its build and its business rules.
+    *gold.TABLES,
     # What the quality jobs found (adlake.quality): one row per expectation per validation run,
     # rewritten as a whole per (dag_id, run_id, table, interval), so a retried task does not
     # double its rows. interval_* are null for a view (an asset-triggered run has no interval).
@@ -595,9 +512,6 @@ VIEWS: dict[str, View] = {
     ]
 }
 
-_GOLD = [t for t in TABLES.values() if t.layer == "gold"]
-
-
 JOBS: dict[str, Job] = {
     j.name: j
     for j in [
@@ -627,10 +541,10 @@ JOBS: dict[str, Job] = {
             "gold",
             "spark_apps.lake.gold",
             "lake",
-            tuple(dict.fromkeys(src for t in _GOLD for src in t.sources)),
-            tuple(t.name for t in _GOLD),
+            tuple(dict.fromkeys(src for t in gold.TABLES for src in t.sources)),
+            gold.NAMES,
             "hourly",
-            description="Silver → the gold tables (" + ", ".join(t.name for t in _GOLD) + "): "
+            description="Silver → the gold tables (" + ", ".join(gold.NAMES) + "): "
             "every day the interval touches is rebuilt from silver (read with the "
             "margin its rows need around it) and replaced in one commit.",
         ),
@@ -667,7 +581,7 @@ JOBS: dict[str, Job] = {
                 description=f"Great Expectations suite `{t.name}` over the event dates the interval "
                 f"touches; results to `dq_results` and Data Docs.",
             )
-            for t in _GOLD
+            for t in gold.TABLES
         ],
         *[
             Job(

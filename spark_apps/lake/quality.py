@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 from adlake import registry
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
-from adlake.quality import project, rules
+from adlake.quality import expectations, project, rules
 from adlake.quality.results import (
     EXIT_EXPECTATIONS_FAILED,
     QualityCheckFailed,
@@ -58,7 +58,7 @@ from adlake.quality.results import (
     failure_report,
     result_rows,
 )
-from spark_apps.lake.gold import _instant, days_of
+from spark_apps.lake.gold import days_of, parse_instant
 from spark_apps.lake.tables import ensure_table, read_table, table_path
 
 if TYPE_CHECKING:
@@ -102,11 +102,11 @@ def gold_parameters(first: date, after: date, settings: Settings) -> dict[str, A
     """
     # Timestamps as UTC wall-clock text: the lake sessions' time zone is UTC.
     return {
-        rules.FIRST_DAY: first.isoformat(),
-        rules.LAST_DAY: (after - timedelta(days=1)).isoformat(),
-        rules.DAY_START: _midnight(first).replace(tzinfo=None).isoformat(),
-        rules.DAY_END: _midnight(after).replace(tzinfo=None).isoformat(),
-        rules.MIN_MATCH_RATE: settings.dq_min_match_rate,
+        expectations.FIRST_DAY: first.isoformat(),
+        expectations.LAST_DAY: (after - timedelta(days=1)).isoformat(),
+        expectations.DAY_START: _midnight(first).replace(tzinfo=None).isoformat(),
+        expectations.DAY_END: _midnight(after).replace(tzinfo=None).isoformat(),
+        expectations.MIN_MATCH_RATE: settings.dq_min_match_rate,
     }
 
 
@@ -140,7 +140,7 @@ def view_slice(
     source_rows = read_version(spark, table_path(settings, view.source), source_version).count()
     columns = [*view.keys, *(a.name for a in view.aggregates)]
     df = read_version(spark, table_path(settings, name), view_version).select(*columns)
-    return df, {rules.SOURCE_ROWS: source_rows}
+    return df, {expectations.SOURCE_ROWS: source_rows}
 
 
 def transform_derived(df: DataFrame, name: str) -> DataFrame:
@@ -269,7 +269,7 @@ def validate(spark: SparkSession, settings: Settings, name: str, context: RunCon
         parameters = gold_parameters(first, after, settings)
     df = transform_derived(df, name).persist()
     try:
-        if parameters.get(rules.SOURCE_ROWS) == 0 and df.isEmpty():
+        if parameters.get(expectations.SOURCE_ROWS) == 0 and df.isEmpty():
             # An empty view of an empty source (silver updated without rows of this topic) is
             # consistent, but GX's sum of no rows is null and fails the count rule: nothing to
             # validate, and no rows for this run (a rerun's earlier ones removed too).
@@ -306,10 +306,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--start",
-        type=_instant,
+        type=parse_instant,
         help="a gold table's interval start (a date or ISO timestamp); not for a view",
     )
-    parser.add_argument("--end", type=_instant, help="a gold table's interval end (exclusive)")
+    parser.add_argument("--end", type=parse_instant, help="a gold table's interval end (exclusive)")
     parser.add_argument(
         "--dag-id",
         default=os.environ.get("AIRFLOW_CTX_DAG_ID", MANUAL),

@@ -39,9 +39,9 @@ from adlake.apps.process import settings_env
 from adlake.config import REPO_ROOT, Settings
 
 # The slice of the lake the faults exercise: one topic with a quarantine (malformed records) and
-# a view, one without; gold tables over each.
+# a view, one without; a gold table over each (two of adlake.gold.NAMES).
 TOPICS = ("ad_impressions", "page_clicks")
-GOLD_TABLES = ("campaign_delivery", "page_traffic")
+FAULTED_GOLD_TABLES = ("campaign_delivery", "page_traffic")
 VIEW = registry.view("page_clicks_hourly")
 # Small batches, so each job runs several and a kill falls between two of them.
 BRONZE_BATCH = 60
@@ -117,7 +117,7 @@ class Lake:
         self.snapshots["silver"] = self._snapshot("silver", silver_state())
         views.refresh_view(spark, s, VIEW)
         start, end = interval(self.report)
-        for name in GOLD_TABLES:
+        for name in FAULTED_GOLD_TABLES:
             gold.rebuild(spark, s, name, start, end)
 
     def _snapshot(self, stage: str, tables: tuple[str, ...]) -> Settings:
@@ -179,7 +179,7 @@ def job_argv(job: str, report: dict) -> list[str]:
         "gold": [
             "spark_apps.lake.gold",
             "--tables",
-            ",".join(GOLD_TABLES),
+            ",".join(FAULTED_GOLD_TABLES),
             "--start",
             start.isoformat(),
             "--end",
@@ -401,7 +401,7 @@ def job_state(settings: Settings, job: str) -> str:
     names = {
         "bronze": bronze_tables(),
         "silver": silver_tables(),
-        "gold": GOLD_TABLES,
+        "gold": FAULTED_GOLD_TABLES,
         "views": (VIEW.name, PROGRESS_TABLE),
     }[job]
     parts = [f"{n} v{max(log_versions(settings.table_path(n)), default=-1)}" for n in names]
@@ -522,7 +522,7 @@ def compare_job(spark: Any, reference: Settings, faulted: Settings, job: str) ->
     names = {
         "bronze": bronze_tables(),
         "silver": silver_tables(),
-        "gold": GOLD_TABLES,
+        "gold": FAULTED_GOLD_TABLES,
         "views": (VIEW.name,),
     }[job]
     drop = BRONZE_WALL_CLOCK if job == "bronze" else ()
@@ -541,7 +541,7 @@ def finish_in_process(spark: Any, settings: Settings, job: str, report: dict) ->
         silver.run(spark, settings, list(TOPICS))
     elif job == "gold":
         start, end = interval(report)
-        for name in GOLD_TABLES:
+        for name in FAULTED_GOLD_TABLES:
             gold.rebuild(spark, settings, name, start, end)
     else:
         views.refresh_view(spark, settings, VIEW)
@@ -563,7 +563,7 @@ def dangerous_moment(settings: Settings, job: str) -> Moment:
         )
     if job == "gold":
         # A table not created yet gets v0 from the job's create, then its rows as v1.
-        first = settings.table_path(GOLD_TABLES[0])
+        first = settings.table_path(FAULTED_GOLD_TABLES[0])
         return new_version(first, max(log_versions(first), default=0))
     view, progress = settings.table_path(VIEW.name), settings.table_path(PROGRESS_TABLE)
     return committed_not_recorded(

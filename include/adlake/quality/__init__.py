@@ -1,8 +1,12 @@
 """Data quality with Great Expectations 1.24: suites for every gold table and view, their results.
 
-* :mod:`.rules` — the expectations, neutral (no GX, no PySpark): those derived from the registry
-  (required fields, keys, enumerations, non-negative amounts, the interval) and the business rules
-  a person writes, each with a severity, ``error`` (fails the quality task) or ``warn`` (recorded).
+* :mod:`.expectations` — what a rule is (:class:`~.expectations.Rule`, its builders, the suite
+  parameters), neutral (no GX, no PySpark, no registry): the gold tables' modules
+  (:mod:`adlake.gold`) write their business rules with it;
+* :mod:`.rules` — the expectations of every suite: those derived from the registry (required
+  fields, keys, enumerations, non-negative amounts, the interval) and the business rules a person
+  writes (a gold table's in its module, a view's there), each with a severity, ``error`` (fails
+  the quality task) or ``warn`` (recorded).
 * :mod:`.project` — the GX file project in ``expectations/`` (``great_expectations.yml``, suites,
   validation definitions, checkpoints), generated from :mod:`.rules`:
   ``python -m adlake.quality.generate`` writes it, ``--check`` says whether it drifted. At run

@@ -10,15 +10,14 @@ Two sources, in this order in every suite:
    non-negative; aggregates of a field the payload rules declare non-negative
    (:data:`adlake.payload_rules.NON_NEGATIVE`) non-negative; the count aggregate's total equal to the
    source's row count at the version the view reflects.
-2. **Business rules** (:data:`BUSINESS_RULES`), written here by hand, each with why it holds or
-   why it is only a ``warn``. Some need a value computed from the row first (a match rate, a
-   window's length): :data:`DERIVED_COLUMNS` declares them as Spark SQL expressions, added by the
-   quality job before validation under a ``dq_`` name.
+2. **Business rules** (:data:`BUSINESS_RULES`), written by hand, each with why it holds or why it
+   is only a ``warn``: a gold table's in its module (:mod:`adlake.gold`), collected here, a view's
+   here. Some need a value computed from the row first (a match rate, a window's length):
+   :data:`DERIVED_COLUMNS` declares them as Spark SQL expressions, added by the quality job
+   before validation under a ``dq_`` name.
 
-Values only known at run time are GX suite parameters (``{"$PARAMETER": name}``), supplied by the
-quality job: the interval's dates (:data:`FIRST_DAY` ...), the configured minimum match rate
-(:data:`MIN_MATCH_RATE`, ``ADLAKE_DQ_MIN_MATCH_RATE``), a view's source row count
-(:data:`SOURCE_ROWS`). So the committed suites do not change with the configuration.
+The rule types and the suite parameters (values only known at run time, supplied by the quality
+job) are :mod:`adlake.quality.expectations`.
 
 Every rule has a stable name, its type and identifying arguments, which is what ``dq_results``
 records as the expectation:
@@ -31,111 +30,22 @@ records as the expectation:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from adlake import payload_rules, registry
-from adlake.quality import ERROR, SEVERITIES, WARN
-
-# Suite parameters, supplied at run time by the quality job (spark_apps/lake/quality.py).
-FIRST_DAY = "first_day"  # the first event date the interval touches (ISO date)
-LAST_DAY = "last_day"  # the last one (inclusive)
-DAY_START = "day_start"  # midnight starting FIRST_DAY (ISO timestamp, UTC)
-DAY_END = "day_end"  # midnight ending LAST_DAY (exclusive)
-MIN_MATCH_RATE = "min_match_rate"  # Settings.dq_min_match_rate
-SOURCE_ROWS = "source_rows"  # a view's source rows at the version the view reflects
-GOLD_PARAMETERS = (FIRST_DAY, LAST_DAY, DAY_START, DAY_END, MIN_MATCH_RATE)
-VIEW_PARAMETERS = (SOURCE_ROWS,)
+from adlake import gold, payload_rules, registry
+from adlake.quality.expectations import (
+    ERROR,
+    FIRST_DAY,
+    LAST_DAY,
+    SOURCE_ROWS,
+    WARN,
+    Rule,
+    at_least,
+    expect,
+    param,
+)
 
 _NUMERIC = ("long", "int", "double")
-
-
-def param(name: str) -> dict[str, str]:
-    """A suite parameter reference, as GX stores it."""
-    return {"$PARAMETER": name}
-
-
-def where(column: str, operator: str, value: Any) -> dict[str, Any]:
-    """A GX row condition (the serialized form of ``gx.expectations.row_conditions``): the rule
-    applies to the rows where ``column <operator> value`` only.
-
-    >>> where("campaign_id", "==", "*")
-    {'column': {'name': 'campaign_id'}, 'operator': '==', 'parameter': '*', 'type': 'comparison'}
-    """
-    if operator not in ("==", "!=", "<", "<=", ">", ">="):
-        raise ValueError(f"row condition operator {operator!r} is not a comparison")
-    return {
-        "column": {"name": column},
-        "operator": operator,
-        "parameter": value,
-        "type": "comparison",
-    }
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One expectation: a GX expectation ``type`` (snake case) with its ``kwargs``, a severity
-    and, for a hand-written rule, a description (Data Docs shows it)."""
-
-    type: str
-    kwargs: Mapping[str, Any] = field(hash=False)
-    severity: str = ERROR
-    description: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.severity not in SEVERITIES:
-            raise ValueError(f"{self.type}: severity {self.severity!r} not in {SEVERITIES}")
-        if not self.type.startswith("expect_"):
-            raise ValueError(f"{self.type!r} is not a GX expectation type")
-
-    @property
-    def name(self) -> str:
-        """The stable identity of the rule: type and arguments, parameters by name.
-
-        >>> Rule("expect_column_values_to_be_between",
-        ...      {"column": "hour", "min_value": 0, "max_value": 23}).name
-        'expect_column_values_to_be_between(column=hour, min_value=0, max_value=23)'
-        """
-        args = ", ".join(f"{k}={_render(v)}" for k, v in self.kwargs.items())
-        return f"{self.type}({args})"
-
-
-def _render(value: Any) -> str:
-    if isinstance(value, dict) and set(value) == {"$PARAMETER"}:
-        return "$" + value["$PARAMETER"]
-    if isinstance(value, dict) and value.get("type") == "comparison":
-        return f"{value['column']['name']} {value['operator']} {value['parameter']!r}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_render(v) for v in value) + "]"
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
-
-
-def expect(
-    type_: str, severity: str = ERROR, description: str | None = None, **kwargs: Any
-) -> Rule:
-    return Rule(f"expect_{type_}", kwargs, severity, description)
-
-
-def at_least(
-    column_a: str,
-    column_b: str,
-    severity: str = ERROR,
-    description: str | None = None,
-    **kwargs: Any,
-) -> Rule:
-    """``column_a >= column_b`` in every row (rows where both are null are skipped)."""
-    return expect(
-        "column_pair_values_a_to_be_greater_than_b",
-        severity,
-        description,
-        column_A=column_a,
-        column_B=column_b,
-        or_equal=True,
-        **kwargs,
-    )
 
 
 def _unique(keys: tuple[str, ...]) -> Rule:
@@ -148,154 +58,10 @@ def _non_negative(column: str) -> Rule:
     return expect("column_values_to_be_between", column=column, min_value=0)
 
 
-# -- business rules --------------------------------------------------------------------------
+# -- business rules ----------------------------------------------------------------------------
 
-_SURGE_THRESHOLD = registry.app("click_surge").knob("threshold").default
-
-# Columns computed from each row before validation: (name, Spark SQL expression) per suite.
-DERIVED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
-    "attribution_reconciliation": (
-        ("dq_match_rate", "matched / nullif(matched + missing_in_realtime + extra_in_realtime, 0)"),
-    ),
-    "surge_history": (
-        ("dq_window_seconds", "(unix_millis(window_end) - unix_millis(window_start)) / 1000.0"),
-    ),
-}
-
-BUSINESS_RULES: dict[str, tuple[Rule, ...]] = {
-    "campaign_delivery": (
-        expect(
-            "column_values_to_be_between",
-            column="hour",
-            min_value=0,
-            max_value=23,
-            description="An hour of the day, UTC.",
-        ),
-        # A callback counts in its own hour for an impression that may lie in the hour (or the
-        # day) before, so an hour can show a click and no impression: a warn, not an error.
-        at_least(
-            "impressions",
-            "clicks",
-            WARN,
-            "Impressions ≥ clicks in the row's hour (a click just after an hour boundary "
-            "counts in the next hour, so this can fail on good data).",
-        ),
-        at_least(
-            "impressions",
-            "completes",
-            WARN,
-            "Impressions ≥ completes in the row's hour (as for clicks).",
-        ),
-    ),
-    "attribution_funnel": (
-        # A count is at least the count of distinct requests among the same rows: always.
-        at_least(
-            "impressions",
-            "filled_requests",
-            ERROR,
-            "Impressions ≥ filled requests: each filled request has an impression.",
-        ),
-        expect(
-            "column_values_to_not_be_null",
-            ERROR,
-            "The day's total row ('*') carries the day's requests.",
-            column="requests",
-            row_condition=where("campaign_id", "==", "*"),
-        ),
-        expect(
-            "column_values_to_be_null",
-            ERROR,
-            "A campaign's row has no requests (a request has no campaign until filled).",
-            column="requests",
-            row_condition=where("campaign_id", "!=", "*"),
-        ),
-        expect(
-            "column_values_to_be_null",
-            ERROR,
-            "A campaign's row has no fill rate (only the day's total has one).",
-            column="fill_rate",
-            row_condition=where("campaign_id", "!=", "*"),
-        ),
-        # Clicks and conversions of date D may belong to impressions of D-1 (the attribution
-        # window crosses midnight), and the '*' row counts unpaired callbacks too: warns.
-        at_least(
-            "impressions",
-            "clicks",
-            WARN,
-            "Funnel: impressions ≥ clicks (callbacks after midnight count on their own date).",
-        ),
-        at_least(
-            "clicks",
-            "conversions",
-            WARN,
-            "Funnel: clicks ≥ conversions (a conversion needs no click in the data model).",
-        ),
-        at_least(
-            "requests",
-            "filled_requests",
-            WARN,
-            "The day's requests ≥ its filled requests (an impression just after midnight "
-            "fills a request of the day before).",
-            row_condition=where("campaign_id", "==", "*"),
-        ),
-    ),
-    "page_traffic": (
-        at_least(
-            "clicks",
-            "distinct_users",
-            ERROR,
-            "Clicks ≥ distinct users: each user counted clicked at least once.",
-        ),
-        expect(
-            "column_values_to_be_between",
-            ERROR,
-            "Each minute lies within the event dates the interval touches.",
-            column="minute",
-            min_value=param(DAY_START),
-            max_value=param(DAY_END),
-            strict_max=True,
-        ),
-    ),
-    "surge_history": (
-        expect(
-            "column_values_to_be_between",
-            ERROR,
-            f"Windows are click_surge's tumbling {registry.SURGE_WINDOW_S}-second windows.",
-            column="dq_window_seconds",
-            min_value=registry.SURGE_WINDOW_S,
-            max_value=registry.SURGE_WINDOW_S,
-        ),
-        expect(
-            "column_values_to_be_between",
-            ERROR,
-            "Each window starts within the event dates the interval touches.",
-            column="window_start",
-            min_value=param(DAY_START),
-            max_value=param(DAY_END),
-            strict_max=True,
-        ),
-        # The app may be started with a lower threshold (its trigger form's knob; `make up
-        # THRESHOLD=50`), so only the default is known here: a warn.
-        expect(
-            "column_values_to_be_between",
-            WARN,
-            f"A surge's count is above click_surge's default threshold ({_SURGE_THRESHOLD}); "
-            "an app started with a lower threshold reports smaller surges.",
-            column="click_count",
-            min_value=_SURGE_THRESHOLD,
-            strict_min=True,
-        ),
-    ),
-    "attribution_reconciliation": (
-        expect(
-            "column_values_to_be_between",
-            WARN,
-            "Batch and real-time attribution agree on at least ADLAKE_DQ_MIN_MATCH_RATE of "
-            "the records of each date and type (the stream may lag or drop late events).",
-            column="dq_match_rate",
-            min_value=param(MIN_MATCH_RATE),
-        ),
-    ),
+# The views' hand-written rules (a gold table's are in its module).
+_VIEW_RULES: dict[str, tuple[Rule, ...]] = {
     "campaign_daily_totals": (
         at_least(
             "max_price", "min_price", ERROR, "A group's highest price is at least its lowest."
@@ -317,6 +83,16 @@ BUSINESS_RULES: dict[str, tuple[Rule, ...]] = {
             "requests", "households", WARN, "Requests ≥ households (households is an HLL estimate)."
         ),
     ),
+}
+
+
+# Columns computed from each row before validation: (name, Spark SQL expression) per suite.
+DERIVED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    m.TABLE.name: m.DERIVED_COLUMNS for m in gold.MODELS if m.DERIVED_COLUMNS
+}
+BUSINESS_RULES: dict[str, tuple[Rule, ...]] = {
+    **{m.TABLE.name: m.BUSINESS_RULES for m in gold.MODELS},
+    **_VIEW_RULES,
 }
 
 
@@ -386,7 +162,7 @@ def _view_rules(view: registry.View) -> list[Rule]:
     return out
 
 
-GOLD_SUITES = tuple(t.name for t in registry.TABLES.values() if t.layer == "gold")
+GOLD_SUITES = gold.NAMES
 VIEW_SUITES = tuple(registry.VIEWS)
 SUITES = GOLD_SUITES + VIEW_SUITES
 

@@ -6,14 +6,8 @@ import pytest
 
 from adlake import registry
 from adlake.quality import rules
-from adlake.quality.rules import (
-    DERIVED_COLUMNS,
-    GOLD_PARAMETERS,
-    VIEW_PARAMETERS,
-    Rule,
-    parameters,
-    suite_rules,
-)
+from adlake.quality.expectations import GOLD_PARAMETERS, VIEW_PARAMETERS, Rule
+from adlake.quality.rules import DERIVED_COLUMNS, parameters, suite_rules
 
 
 def names(suite: str, severity: str | None = None) -> list[str]:

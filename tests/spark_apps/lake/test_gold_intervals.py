@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from adlake import registry
+from adlake.gold import NAMES, transform_paired_callbacks
 from spark_apps.common.attribution.contract import AttributionConfig
 from spark_apps.lake import gold
 from spark_apps.lake.tables import ensure_table, read_table
@@ -176,7 +177,7 @@ def partition(spark, lake, name: str, day: date):
     return read_table(spark, lake, name).where(F.col("event_date") == F.lit(day))
 
 
-@pytest.mark.parametrize("name", gold.GOLD_TABLES)
+@pytest.mark.parametrize("name", NAMES)
 def test_a_days_partition_is_the_same_whatever_interval_rebuilt_it(spark, lake, name):
     gold.rebuild(spark, lake, name, *LONG)
     days = [LONG[0] + timedelta(days=n) for n in range((LONG[1] - LONG[0]).days)]
@@ -268,7 +269,7 @@ def test_a_callback_belongs_to_its_impression_within_the_attribution_window(spar
     )
 
     assertDataFrameEqual(
-        gold.transform_paired_callbacks(impressions, callbacks).select(
+        transform_paired_callbacks(impressions, callbacks, AttributionConfig()).select(
             "callback_id", "event_type", "campaign_id", "creative_id"
         ),
         spark.createDataFrame(

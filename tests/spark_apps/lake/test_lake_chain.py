@@ -8,6 +8,8 @@ import datetime as dt
 import pytest
 
 from adlake import generator, payload_rules, registry
+from adlake.gold import NAMES
+from adlake.gold.attribution_funnel import ALL_CAMPAIGNS
 from spark_apps.lake.tables import read_table
 from tests.conftest import private_settings
 
@@ -122,10 +124,10 @@ def test_gold_is_idempotent_across_reruns_and_overlapping_backfills(spark, chain
     settings, report = chain
     start, end = interval(report)
     middle = start + dt.timedelta(days=1)
-    for name in gold.GOLD_TABLES:
+    for name in NAMES:
         gold.rebuild(spark, settings, name, start, end)
-    first = {name: rows(spark, settings, name) for name in gold.GOLD_TABLES}
-    for name in gold.GOLD_TABLES:
+    first = {name: rows(spark, settings, name) for name in NAMES}
+    for name in NAMES:
         gold.rebuild(spark, settings, name, start, end)  # the same interval again
         assert rows(spark, settings, name) == first[name], name
     for name in ("page_traffic", "campaign_delivery"):  # overlapping backfills
@@ -140,7 +142,7 @@ def test_gold_is_idempotent_across_reruns_and_overlapping_backfills(spark, chain
     n_silver = {t: silver.accounting(spark, settings, t)["silver"] for t in INPUTS}
     assert total("campaign_delivery", "impressions") == n_silver["ad_impressions"]
     assert total("page_traffic", "clicks") == n_silver["page_clicks"]
-    totals = [r for r in first["attribution_funnel"] if r.campaign_id == gold.ALL_CAMPAIGNS]
+    totals = [r for r in first["attribution_funnel"] if r.campaign_id == ALL_CAMPAIGNS]
     assert sum(r.requests for r in totals) == n_silver["ad_requests"]
     assert sum(r.impressions for r in totals) == n_silver["ad_impressions"]
 

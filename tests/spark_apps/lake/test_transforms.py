@@ -7,8 +7,9 @@ Every function tested here is DataFrame in, DataFrame out; no broker, no Delta t
   reason they failed, see ``adlake/rules.py``), ``transform_dedup_batch`` (the earliest Kafka
   record of each event: id and event date) and ``transform_supersede`` (which of those change
   silver, given the rows it holds);
-* gold: ``transform_campaign_delivery``, ``transform_attribution_funnel``,
-  ``transform_page_traffic``, ``transform_surge_history`` and ``transform_reconciliation``.
+* gold (each in its table's module of ``adlake.gold``): ``transform_campaign_delivery``,
+  ``transform_attribution_funnel``, ``transform_page_traffic``, ``transform_surge_history`` and
+  ``transform_reconciliation``, with the attribution contract's default window.
 
 Inputs carry the registry's schemas (Kafka source, bronze, silver). Expected rows are written out
 by hand, never computed with the code under test, and compared as DataFrames of the registry's
@@ -29,14 +30,13 @@ from pyspark.sql import types as T
 from pyspark.testing import assertDataFrameEqual
 
 from adlake import registry
+from adlake.gold.attribution_funnel import transform_attribution_funnel
+from adlake.gold.attribution_reconciliation import transform_reconciliation
+from adlake.gold.campaign_delivery import transform_campaign_delivery
+from adlake.gold.page_traffic import transform_page_traffic
+from adlake.gold.surge_history import transform_surge_history
+from spark_apps.common.attribution.contract import AttributionConfig
 from spark_apps.lake.bronze import transform_bronze
-from spark_apps.lake.gold import (
-    transform_attribution_funnel,
-    transform_campaign_delivery,
-    transform_page_traffic,
-    transform_reconciliation,
-    transform_surge_history,
-)
 from spark_apps.lake.silver import transform_dedup_batch, transform_supersede, transform_validate
 
 # The columns of Spark's Kafka source with ``includeHeaders``.
@@ -744,6 +744,9 @@ def test_supersede_keeps_new_events_and_earlier_records_of_stored_ones(spark):
 
 # -- gold ----------------------------------------------------------------------------------------
 
+# The contract's defaults: a callback belongs to an impression from 10 s before it to 5 min after.
+CONFIG = AttributionConfig()
+
 
 def impression(imp: str, req: str, campaign: str, creative: str, when: datetime) -> dict:
     return {
@@ -799,7 +802,7 @@ def test_campaign_delivery_counts_per_campaign_creative_and_hour_with_rates(spar
     )
 
     assertDataFrameEqual(
-        transform_campaign_delivery(impressions, callbacks),
+        transform_campaign_delivery(impressions, callbacks, CONFIG),
         frame(
             spark,
             "campaign_delivery",
@@ -828,7 +831,7 @@ def test_campaign_delivery_without_callbacks_has_zero_counts_and_zero_rates(spar
     )
 
     assertDataFrameEqual(
-        transform_campaign_delivery(impressions, silver(spark, "ad_callbacks", [])),
+        transform_campaign_delivery(impressions, silver(spark, "ad_callbacks", []), CONFIG),
         frame(
             spark,
             "campaign_delivery",
@@ -872,7 +875,7 @@ def test_attribution_funnel_per_campaign_and_day_total(spark):
     )
 
     assertDataFrameEqual(
-        transform_attribution_funnel(requests, impressions, callbacks),
+        transform_attribution_funnel(requests, impressions, callbacks, CONFIG),
         frame(
             spark,
             "attribution_funnel",

@@ -1,0 +1,107 @@
+"""The gold tables are declared once, each in its own module of ``adlake.gold``, and every layer
+that lists them (the registry and its jobs, the gold job, the quality layer) takes that list."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from adlake import gold, registry
+from adlake.quality import rules
+from spark_apps.lake import gold as gold_job
+
+INCLUDE = Path(__file__).resolve().parents[3] / "include"
+GOLD_DIR = INCLUDE / "adlake" / "gold"
+# The package's modules that are not a table: its index and what the tables share.
+NOT_TABLES = {"__init__", "shared"}
+
+
+def gold_table_declarations(path: Path) -> list[int]:
+    """Lines of ``path`` that declare a gold table: a ``Table(...)`` call with layer ``gold``
+    (its second argument or ``layer=``)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if name != "Table":
+            continue
+        layer = node.args[1] if len(node.args) > 1 else None
+        layer = next((k.value for k in node.keywords if k.arg == "layer"), layer)
+        if isinstance(layer, ast.Constant) and layer.value == "gold":
+            found.append(node.lineno)
+    return found
+
+
+def test_every_gold_table_is_declared_in_exactly_one_module_named_after_it():
+    declared = {
+        str(path.relative_to(INCLUDE)): len(lines)
+        for path in sorted(INCLUDE.rglob("*.py"))
+        if (lines := gold_table_declarations(path))
+    }
+    assert declared == {f"adlake/gold/{name}.py": 1 for name in gold.NAMES}
+    modules = {p.stem for p in GOLD_DIR.glob("*.py")} - NOT_TABLES
+    assert modules == set(gold.NAMES), "a module of adlake.gold missing from MODELS"
+    for model in gold.MODELS:
+        assert model.__name__ == f"adlake.gold.{model.TABLE.name}"
+        assert model.TABLE.layer == "gold"
+        assert callable(model.build)
+    assert len(set(gold.NAMES)) == len(gold.NAMES)
+
+
+def test_the_registry_collects_the_gold_tables_in_their_order():
+    assert tuple(t for t in registry.TABLES.values() if t.layer == "gold") == gold.TABLES
+    for model in gold.MODELS:
+        assert registry.table(model.TABLE.name) is model.TABLE
+    job = registry.job("gold")
+    assert job.writes == gold.NAMES
+    assert set(job.reads) == {s for t in gold.TABLES for s in t.sources}
+    # One quality gate per gold table, in the same order (the DAG's task order).
+    gates = [j.args[1] for j in registry.JOBS.values() if j.gate and j.takes_interval]
+    assert gates == list(gold.NAMES)
+
+
+def test_the_gold_job_rebuilds_the_gold_tables_by_default():
+    args = gold_job.parse_args(["--start", "2026-11-21", "--end", "2026-11-22"])
+    assert args.tables.split(",") == list(gold.NAMES)
+
+
+def test_the_gold_job_refuses_a_table_that_is_not_gold(capsys):
+    with pytest.raises(SystemExit):
+        gold_job.parse_args(
+            ["--start", "2026-11-21", "--end", "2026-11-22", "--tables", "quarantine"]
+        )
+    assert "gold tables: campaign_delivery, attribution_funnel" in capsys.readouterr().err
+
+
+def test_the_quality_layer_takes_each_tables_rules_from_its_module():
+    assert rules.GOLD_SUITES == gold.NAMES
+    assert set(rules.SUITES) == {*gold.NAMES, *registry.VIEWS}
+    for model in gold.MODELS:
+        name = model.TABLE.name
+        assert rules.BUSINESS_RULES[name] is model.BUSINESS_RULES
+        assert rules.DERIVED_COLUMNS.get(name, ()) == model.DERIVED_COLUMNS
+        assert set(model.BUSINESS_RULES) <= set(rules.suite_rules(name))
+
+
+def test_model_lookup_names_the_gold_tables():
+    assert gold.model("surge_history").TABLE is registry.table("surge_history")
+    with pytest.raises(KeyError, match="registered gold tables: campaign_delivery, "):
+        gold.model("silver_page_clicks")
+
+
+def test_the_registry_imports_the_gold_modules_without_pyspark():
+    """What Airflow does when it parses a DAG file: import the registry (and the rules)."""
+    code = (
+        "import sys, adlake.registry, adlake.quality.rules\n"
+        "assert 'adlake.gold.attribution_reconciliation' in sys.modules\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'spark_apps')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
