@@ -127,11 +127,11 @@ def view_slice(
 ) -> tuple[DataFrame, dict[str, Any]]:
     """View ``name`` as of its latest snapshot (visible columns), and its suite parameters: the
     rows of its source at the version that snapshot reflects."""
-    from spark_apps.lake.views.bookkeeping import _view_state, read_version
-    from spark_apps.lake.views.engine import ViewNotMaterialized
+    from spark_apps.lake.views.bookkeeping import read_version, view_state
+    from spark_apps.lake.views.results import ViewNotMaterialized
 
     view = registry.view(name)
-    source_version, view_version = _view_state(spark, settings, view)
+    source_version, view_version = view_state(spark, settings, view)
     if source_version is None:
         raise ViewNotMaterialized(
             f"view {name!r} has never been refreshed, so there is nothing "

@@ -65,9 +65,13 @@ The package, along its seams:
 * :mod:`~spark_apps.lake.views.transforms`: the pure DataFrame transforms (projection, full
   aggregation, change groups, new state, comparison);
 * :mod:`~spark_apps.lake.views.bookkeeping`: reading Delta tables and their log (versions, change
-  feed, the recorded ``txnVersion``), the progress table and the idempotent MERGE;
-* :mod:`~spark_apps.lake.views.engine`: :func:`full_refresh`, :func:`refresh`, :func:`verify`
-  and their errors and reports;
+  feed, the recorded ``txnVersion``), the progress table, the full refresh's overwrite and the
+  idempotent MERGE;
+* :mod:`~spark_apps.lake.views.recompute`: the view recomputed from its source,
+  :func:`full_refresh` and :func:`verify`;
+* :mod:`~spark_apps.lake.views.engine`: the incremental :func:`refresh`;
+* :mod:`~spark_apps.lake.views.results`: what they return (:class:`RefreshReport`,
+  :class:`Difference`) and raise;
 * :mod:`~spark_apps.lake.views.cli`: the command (``python -m spark_apps.lake.views``).
 """
 
@@ -83,21 +87,7 @@ from spark_apps.lake.views.bookkeeping import (
     recorded_version,
 )
 from spark_apps.lake.views.cli import main, parse_args, refresh_view
-from spark_apps.lake.views.engine import (
-    FAIL_POINTS,
-    KEY_FILTER_LIMIT,
-    VIEW_FILES,
-    ChangeFeedUnavailable,
-    Difference,
-    InjectedFailure,
-    RefreshReport,
-    SourceRewound,
-    ViewInconsistent,
-    ViewNotMaterialized,
-    full_refresh,
-    refresh,
-    verify,
-)
+from spark_apps.lake.views.engine import FAIL_POINTS, KEY_FILTER_LIMIT, refresh
 from spark_apps.lake.views.layout import (
     COUNT,
     HLL_LG_CONFIG_K,
@@ -105,6 +95,16 @@ from spark_apps.lake.views.layout import (
     helper_columns,
     needs_recompute,
     view_columns,
+)
+from spark_apps.lake.views.recompute import VIEW_FILES, full_refresh, verify
+from spark_apps.lake.views.results import (
+    ChangeFeedUnavailable,
+    Difference,
+    InjectedFailure,
+    RefreshReport,
+    SourceRewound,
+    ViewInconsistent,
+    ViewNotMaterialized,
 )
 from spark_apps.lake.views.transforms import (
     SIGNS,

@@ -1,7 +1,8 @@
 """Reading Delta tables and their log, and the bookkeeping of what a view reflects: the latest
 version (from the JVM snapshot, no Spark job), pinned reads and the change feed, the
-``txnAppId``/``txnVersion`` a view's commits record, the progress table, and the idempotent
-MERGE. See the package docstring (:mod:`spark_apps.lake.views`) for the exactly-once argument."""
+``txnAppId``/``txnVersion`` a view's commits record, the progress table, and the two writes
+that record them (a full refresh's overwrite, the idempotent MERGE). See the package docstring
+(:mod:`spark_apps.lake.views`) for the exactly-once argument."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def read_changes(spark: SparkSession, path: str, start: int, end: int) -> DataFr
     )
 
 
-def _is_delta(spark: SparkSession, path: str) -> bool:
+def is_delta(spark: SparkSession, path: str) -> bool:
+    """Whether there is a Delta table at ``path``."""
     from delta.tables import DeltaTable
 
     return DeltaTable.isDeltaTable(spark, path)
@@ -76,7 +78,7 @@ def recorded_version(spark: SparkSession, settings: Settings, view: registry.Vie
     from pyspark.sql import functions as F
 
     path = _progress_path(settings)
-    if not _is_delta(spark, path):
+    if not is_delta(spark, path):
         return None
     row = (
         spark.read.format("delta")
@@ -89,15 +91,15 @@ def recorded_version(spark: SparkSession, settings: Settings, view: registry.Vie
 
 
 def committed_version(spark: SparkSession, settings: Settings, view: registry.View) -> int | None:
-    """The source version the view table itself records (see :func:`_view_state`), or None."""
-    return _view_state(spark, settings, view)[0]
+    """The source version the view table itself records (see :func:`view_state`), or None."""
+    return view_state(spark, settings, view)[0]
 
 
 def _txn_app_id(view: registry.View) -> str:
     return f"view:{view.name}"
 
 
-def _view_state(
+def view_state(
     spark: SparkSession, settings: Settings, view: registry.View
 ) -> tuple[int | None, int | None]:
     """``(source version the view reflects, latest version of the view table)``, both from one
@@ -177,6 +179,27 @@ def _commit_options(spark: SparkSession, options: dict[str, str]) -> Iterator[No
 
 def _metadata(view: registry.View, source_version: int, mode: str) -> str:
     return json.dumps({"adlake_view": view.name, "source_version": source_version, "mode": mode})
+
+
+def overwrite_view(
+    spark: SparkSession,
+    path: str,
+    view: registry.View,
+    state: DataFrame,
+    source_version: int,
+    *,
+    record_txn: bool = True,
+) -> None:
+    """Overwrite the view at ``path`` with ``state`` (its full state, laid out as it is to be
+    stored), schema included, in one commit whose ``userMetadata`` names ``source_version``.
+    With ``record_txn`` the commit also records it as the ``txnVersion`` of ``view:<name>``;
+    without it (the view already records that very version), Delta would skip the write as
+    already applied."""
+    options = {_USER_METADATA: _metadata(view, source_version, "full")}
+    if record_txn:
+        options |= {_TXN_APP_ID: _txn_app_id(view), _TXN_VERSION: str(source_version)}
+    with _commit_options(spark, options):
+        state.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
 
 
 def merge_into_view(

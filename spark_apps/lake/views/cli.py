@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING
 from adlake import registry
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
-from spark_apps.lake.views.engine import RefreshReport, full_refresh, refresh, verify
+from spark_apps.lake.views.engine import refresh
+from spark_apps.lake.views.recompute import full_refresh, verify
+from spark_apps.lake.views.results import RefreshReport
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

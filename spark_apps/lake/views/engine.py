@@ -1,11 +1,11 @@
-"""Refresh, full refresh and verify of a view, with their errors and reports. The algorithm and
-its exactly-once argument are in the package docstring (:mod:`spark_apps.lake.views`)."""
+"""The incremental refresh of a view, :func:`refresh`: the source's change feed since the version
+the view reflects, aggregated per group and MERGEd into the view. A view never refreshed gets a
+:func:`~spark_apps.lake.views.recompute.full_refresh`. The algorithm and its exactly-once
+argument are in the package docstring (:mod:`spark_apps.lake.views`)."""
 
 from __future__ import annotations
 
-import shutil
 import time
-from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
@@ -14,29 +14,28 @@ from adlake.config import Settings
 from spark_apps.common.frames import null_safe_join
 from spark_apps.lake.tables import table_path
 from spark_apps.lake.views.bookkeeping import (
-    _TXN_APP_ID,
-    _TXN_VERSION,
-    _USER_METADATA,
-    _commit_options,
-    _is_delta,
-    _metadata,
-    _txn_app_id,
-    _view_state,
     committed_version,
-    latest_version,
     merge_into_view,
     read_changes,
     read_version,
     record_progress,
     recorded_version,
     table_version,
+    view_state,
 )
 from spark_apps.lake.views.layout import COUNT, needs_recompute
+from spark_apps.lake.views.recompute import full_refresh, require_source, source_path
+from spark_apps.lake.views.results import (
+    ChangeFeedUnavailable,
+    InjectedFailure,
+    RefreshReport,
+    SourceRewound,
+    ViewInconsistent,
+)
 from spark_apps.lake.views.transforms import (
     transform_aggregate,
     transform_change_groups,
     transform_changes,
-    transform_compare,
     transform_new_state,
     transform_project,
 )
@@ -49,174 +48,12 @@ FAIL_POINTS = ("before_merge", "after_merge")
 KEY_FILTER_LIMIT = 1000
 # Up to this many touched groups, the new state is collected and merged from a local relation.
 LOCAL_MERGE_GROUPS = 10_000
-# A full refresh writes the view as this many ranges of its time key (registry.View.time_key),
-# each a file whose statistics span a few dates: a change touching a day's groups makes the
-# MERGE scan and rewrite that day's file, not the whole view.
-VIEW_FILES = 32
-
-
-class InjectedFailure(RuntimeError):
-    """Test-only: raised by ``refresh(..., fail_at=...)`` to simulate a crash at that point."""
-
-
-class ChangeFeedUnavailable(RuntimeError):
-    """The source's change feed cannot be read for the versions a refresh needs."""
-
-
-class SourceRewound(RuntimeError):
-    """The source is at a version older than the one the view reflects (it was recreated)."""
-
-
-class ViewInconsistent(RuntimeError):
-    """Applying the change would leave a group with a negative count: the view does not match
-    the source it claims to reflect."""
-
-
-class ViewNotMaterialized(RuntimeError):
-    """The view has never been refreshed."""
-
-
-@dataclass(frozen=True)
-class RefreshReport:
-    """What one refresh did. ``mode``: ``full``, ``incremental`` or ``up_to_date``."""
-
-    view: str
-    mode: str
-    from_version: int | None
-    to_version: int
-    change_rows: int = 0
-    groups_touched: int = 0
-    groups_recomputed: int = 0
-    # Delta's MERGE metrics row (num_inserted_rows, …); None when there was no MERGE.
-    merge: dict[str, int] | None = None
-    seconds: float = 0.0
-    notes: tuple[str, ...] = ()
-    # Seconds per step of an incremental refresh (bookkeeping, change, recompute_keys, merge,
-    # progress), in order: where a refresh's time goes; and the Spark jobs each step started.
-    phases: dict[str, float] | None = None
-    jobs: dict[str, int] | None = None
-
-    def line(self) -> str:
-        versions = (
-            f"v{self.to_version}"
-            if self.from_version is None
-            else f"v{self.from_version}→v{self.to_version}"
-        )
-        parts = [f"{self.view}: {self.mode} {versions}"]
-        if self.mode == "incremental":
-            parts.append(
-                f"{self.change_rows:,} change rows, {self.groups_touched:,} groups "
-                f"touched, {self.groups_recomputed:,} recomputed"
-            )
-        if self.merge:
-            parts.append(
-                "merge "
-                + " ".join(
-                    f"{k.removeprefix('num_').removesuffix('_rows')}={v:,}"
-                    for k, v in self.merge.items()
-                )
-            )
-        parts.append(f"{self.seconds:.1f} s")
-        if self.phases:
-            jobs = self.jobs or {}
-            parts.append(
-                "("
-                + " ".join(f"{k} {v:.2f} s/{jobs.get(k, '?')} jobs" for k, v in self.phases.items())
-                + ")"
-            )
-        return ", ".join(parts) + "".join(f"\n  note: {n}" for n in self.notes)
-
-
-@dataclass(frozen=True)
-class Difference:
-    """One group where the view and a recomputation from the source disagree."""
-
-    keys: dict[str, Any]
-    columns: tuple[str, ...]  # the columns that differ (``__count`` alone: a missing group)
-    view: dict[str, Any] | None  # None: the group is missing from the view
-    expected: dict[str, Any] | None  # None: the group should not exist
-
-    def __str__(self) -> str:
-        keys = ", ".join(f"{k}={v!r}" for k, v in self.keys.items())
-        return (
-            f"group ({keys}): {', '.join(self.columns)} differ; view {self.view}, "
-            f"expected {self.expected}"
-        )
 
 
 def jobs_started(spark: SparkSession) -> int:
     """How many Spark jobs this application has started so far (the scheduler's next job id):
     the difference around a step is the number of jobs it ran."""
     return int(spark.sparkContext._jsc.sc().dagScheduler().nextJobId())
-
-
-def _source_path(settings: Settings, view: registry.View) -> str:
-    # Sources are resolved by name under the settings' tables directory, so a test can declare a
-    # View over a table of its own under tmp_path without touching the registry.
-    return table_path(settings, view.source)
-
-
-def _require_source(spark: SparkSession, path: str, view: registry.View) -> None:
-    if not _is_delta(spark, path):
-        raise FileNotFoundError(
-            f"view {view.name!r}: its source {view.source!r} is not a Delta "
-            f"table at {path}; create it first (spark_apps.lake.tables)"
-        )
-
-
-def full_refresh(spark: SparkSession, settings: Settings, view: registry.View) -> RefreshReport:
-    """Recompute ``view`` from its source at the latest version, overwrite the view table and
-    record the version.
-
-    The overwrite is one atomic commit recording the source version as the ``txnVersion`` of
-    ``view:<name>``, so a crash before the progress write is repaired by the next run like a
-    crash after a MERGE. When the view already records this very version the overwrite goes
-    without it (Delta would skip the write as already applied; the record stays right). If the
-    source is older than what the view reflected (it was recreated), the view table is dropped
-    and recreated instead: Delta keeps the ``txnVersion`` of ``view:<name>`` across overwrites
-    and would otherwise skip every later MERGE as already applied.
-
-    >>> full_refresh(spark, settings, registry.view("page_clicks_hourly")).line()  # doctest: +SKIP
-    'page_clicks_hourly: full v7, merge …, 3.2 s'
-    """
-    from pyspark.sql import functions as F
-
-    start = time.monotonic()
-    src, dst = _source_path(settings, view), table_path(settings, view.name)
-    _require_source(spark, src, view)
-    version = latest_version(spark, src)
-    notes = []
-    previous = committed_version(spark, settings, view)
-    if previous is not None and version < previous:
-        shutil.rmtree(dst)
-        notes.append(
-            f"source at v{version} is older than the v{previous} the view reflected "
-            "(recreated): view table recreated"
-        )
-        previous = None
-    # Persisted: the range partitioning samples its input with a job of its own, which would
-    # otherwise aggregate the whole source once more.
-    state = transform_aggregate(
-        transform_project(read_version(spark, src, version), view), view
-    ).persist()
-    options = {_USER_METADATA: _metadata(view, version, "full")}
-    if previous is None or version > previous:
-        options |= {_TXN_APP_ID: _txn_app_id(view), _TXN_VERSION: str(version)}
-    try:
-        with _commit_options(spark, options):
-            (
-                state.repartitionByRange(VIEW_FILES, F.col(f"`{view.time_key}`"))
-                .write.format("delta")
-                .mode("overwrite")
-                .option("overwriteSchema", "true")
-                .save(dst)
-            )
-    finally:
-        state.unpersist()
-    record_progress(spark, settings, view, version)
-    return RefreshReport(
-        view.name, "full", None, version, seconds=time.monotonic() - start, notes=tuple(notes)
-    )
 
 
 def _plain_keys(view: registry.View) -> list[str]:
@@ -315,15 +152,15 @@ def refresh(
     if fail_at is not None and fail_at not in FAIL_POINTS:
         raise ValueError(f"fail_at={fail_at!r}: allowed {FAIL_POINTS}")
     start, jobs_at_start = time.monotonic(), jobs_started(spark)
-    src, dst = _source_path(settings, view), table_path(settings, view.name)
+    src, dst = source_path(settings, view), table_path(settings, view.name)
     # One snapshot of each table (a log listing each, no Spark job): the view's first, so a
     # source version read after it is never older than the one the view reflects.
     # The version the view reflects: recorded in the view's own log, atomically with its
-    # content; the progress table only if the view has no such record (see _view_state).
-    v0, view_version = _view_state(spark, settings, view)
+    # content; the progress table only if the view has no such record (see view_state).
+    v0, view_version = view_state(spark, settings, view)
     v1 = table_version(spark, src)
     if v1 is None:
-        _require_source(spark, src, view)  # raises, naming the table to create
+        require_source(spark, src, view)  # raises, naming the table to create
     if view_version is None:
         return full_refresh(spark, settings, view)
     if v0 is None:
@@ -486,35 +323,3 @@ def refresh(
         phases=phases,
         jobs=jobs,
     )
-
-
-def verify(
-    spark: SparkSession, settings: Settings, view: registry.View, *, limit: int = 1000
-) -> list[Difference]:
-    """Recompute ``view`` in memory from its source at the version the view reflects and list
-    the groups that differ (at most ``limit``); an empty list means the view is consistent.
-
-    >>> verify(spark, settings, registry.view("page_clicks_hourly"))        # doctest: +SKIP
-    []
-    """
-    dst = table_path(settings, view.name)
-    version, view_version = _view_state(spark, settings, view)
-    if version is None:
-        version = recorded_version(spark, settings, view)
-    if version is None or not _is_delta(spark, dst):
-        raise ViewNotMaterialized(
-            f"view {view.name!r} has never been refreshed; run a refresh first"
-        )
-    src = _source_path(settings, view)
-    expected = transform_aggregate(transform_project(read_version(spark, src, version), view), view)
-    actual = read_version(spark, dst, view_version)
-    rows = transform_compare(actual, expected, view).limit(limit).collect()
-    return [
-        Difference(
-            keys={k: r[k] for k in view.keys},
-            columns=tuple(r["__differs"]),
-            view=r["__view"].asDict() if r["__view"] else None,
-            expected=r["__expected"].asDict() if r["__expected"] else None,
-        )
-        for r in rows
-    ]

@@ -18,19 +18,20 @@ HLL_LG_CONFIG_K = 12
 NON_DECOMPOSABLE = ("min", "max", "approx_distinct")
 
 
-def _in(agg: registry.Aggregate) -> str:
+def input_column(agg: registry.Aggregate) -> str:
     """The projected input column of an aggregate (its source column, renamed so a key derived
     under the same name cannot clash with it)."""
     return f"__in_{agg.name}"
 
 
-def _sum_cols(agg: registry.Aggregate) -> tuple[str, str]:
+def sum_columns(agg: registry.Aggregate) -> tuple[str, str]:
     """The running sum and non-null count of a ``sum`` or ``avg``. A ``sum`` keeps its sum in its
     visible column; an ``avg`` derives its visible column from both."""
     return (agg.name if agg.kind == "sum" else f"__sum_{agg.name}"), f"__cnt_{agg.name}"
 
 
-def _hll(agg: registry.Aggregate) -> str:
+def hll_column(agg: registry.Aggregate) -> str:
+    """The HLL sketch an ``approx_distinct`` keeps (its visible column is the estimate)."""
     return f"__hll_{agg.name}"
 
 
@@ -43,11 +44,11 @@ def helper_columns(agg: registry.Aggregate) -> list[str]:
     ['__cnt_spend']
     """
     if agg.kind == "sum":
-        return [_sum_cols(agg)[1]]
+        return [sum_columns(agg)[1]]
     if agg.kind == "avg":
-        return list(_sum_cols(agg))
+        return list(sum_columns(agg))
     if agg.kind == "approx_distinct":
-        return [_hll(agg)]
+        return [hll_column(agg)]
     return []
 
 
@@ -67,7 +68,8 @@ def needs_recompute(view: registry.View) -> bool:
     return any(a.kind in NON_DECOMPOSABLE for a in view.aggregates)
 
 
-def _hll_estimate(sketch: Column) -> Column:
+def hll_estimate(sketch: Column) -> Column:
+    """The distinct count a sketch estimates, the same for the same registers."""
     # A sketch built in one pass estimates with the HIP estimator, a union of sketches with the
     # composite one: the same registers can give two slightly different numbers depending on how
     # the sketch was built (full refresh vs increments). Estimating the sketch's union with

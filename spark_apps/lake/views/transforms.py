@@ -11,10 +11,10 @@ from spark_apps.common.frames import null_safe_join as _null_safe_join
 from spark_apps.lake.views.layout import (
     COUNT,
     HLL_LG_CONFIG_K,
-    _hll,
-    _hll_estimate,
-    _in,
-    _sum_cols,
+    hll_column,
+    hll_estimate,
+    input_column,
+    sum_columns,
     view_columns,
 )
 
@@ -49,7 +49,7 @@ def transform_project(df: DataFrame, view: registry.View, *extra: Column) -> Dat
         col = F.col(f"`{agg.column}`")
         if agg.kind == "approx_distinct" and types[agg.column] not in _HLL_INPUT_TYPES:
             col = col.cast("string")
-        inputs.append(col.alias(_in(agg)))
+        inputs.append(col.alias(input_column(agg)))
     return df.select(*keys, *inputs, *extra)
 
 
@@ -62,10 +62,10 @@ def _finalize(state: DataFrame, view: registry.View) -> DataFrame:
         if agg.kind == "count":
             derived[agg.name] = F.col(COUNT)
         elif agg.kind == "avg":
-            total, n = _sum_cols(agg)
+            total, n = sum_columns(agg)
             derived[agg.name] = (F.col(total) / F.col(n)).cast("double")  # NULL when n = 0
         elif agg.kind == "approx_distinct":
-            derived[agg.name] = _hll_estimate(F.col(_hll(agg)))
+            derived[agg.name] = hll_estimate(F.col(hll_column(agg)))
     return state.withColumns(derived).select(*(F.col(f"`{c}`") for c in view_columns(view)))
 
 
@@ -82,16 +82,16 @@ def transform_aggregate(projected: DataFrame, view: registry.View) -> DataFrame:
 
     exprs = [F.count(F.lit(1)).alias(COUNT)]
     for agg in view.aggregates:
-        col = F.col(_in(agg)) if agg.column else None
+        col = F.col(input_column(agg)) if agg.column else None
         if agg.kind in ("sum", "avg"):
-            total, n = _sum_cols(agg)
+            total, n = sum_columns(agg)
             exprs += [F.sum(col).alias(total), F.count(col).alias(n)]
         elif agg.kind == "min":
             exprs.append(F.min(col).alias(agg.name))
         elif agg.kind == "max":
             exprs.append(F.max(col).alias(agg.name))
         elif agg.kind == "approx_distinct":
-            exprs.append(F.hll_sketch_agg(col, HLL_LG_CONFIG_K).alias(_hll(agg)))
+            exprs.append(F.hll_sketch_agg(col, HLL_LG_CONFIG_K).alias(hll_column(agg)))
     return _finalize(projected.groupBy(*view.keys).agg(*exprs), view)
 
 
@@ -131,9 +131,9 @@ def transform_change_groups(changes: DataFrame, view: registry.View) -> DataFram
         F.max(sign < 0).alias("__retract"),
     ]
     for agg in view.aggregates:
-        col = F.col(_in(agg)) if agg.column else None
+        col = F.col(input_column(agg)) if agg.column else None
         if agg.kind in ("sum", "avg"):
-            total, n = _sum_cols(agg)
+            total, n = sum_columns(agg)
             exprs += [
                 F.sum(col * sign).alias(f"__d_{total}"),
                 F.sum(F.when(col.isNotNull(), sign).otherwise(0)).alias(f"__d_{n}"),
@@ -144,7 +144,9 @@ def transform_change_groups(changes: DataFrame, view: registry.View) -> DataFram
             exprs.append(F.max(F.when(sign > 0, col)).alias(f"__i_{agg.name}"))
         elif agg.kind == "approx_distinct":
             exprs.append(
-                F.hll_sketch_agg(F.when(sign > 0, col), HLL_LG_CONFIG_K).alias(f"__i_{_hll(agg)}")
+                F.hll_sketch_agg(F.when(sign > 0, col), HLL_LG_CONFIG_K).alias(
+                    f"__i_{hll_column(agg)}"
+                )
             )
     return changes.groupBy(*view.keys).agg(*exprs)
 
@@ -189,7 +191,7 @@ def transform_new_state(
     }
     for agg in view.aggregates:
         if agg.kind in ("sum", "avg"):
-            total, n = _sum_cols(agg)
+            total, n = sum_columns(agg)
             new_n = F.coalesce(old(n), F.lit(0)) + d(f"__d_{n}")
             # Once no non-null value is left the sum is NULL (SQL's sum of nothing), whatever
             # rounding residue the additions and subtractions of doubles left behind.
@@ -202,7 +204,7 @@ def transform_new_state(
             combine = F.least if agg.kind == "min" else F.greatest  # both skip NULLs
             state[agg.name] = pick(agg.name, combine(old(agg.name), d(f"__i_{agg.name}")))
         elif agg.kind == "approx_distinct":
-            h = _hll(agg)
+            h = hll_column(agg)
             inserted = d(f"__i_{h}")
             state[h] = pick(
                 h, F.when(old(h).isNull(), inserted).otherwise(F.hll_union(old(h), inserted))
@@ -244,11 +246,11 @@ def transform_compare(
             (agg.name, differs(a(agg.name), e(agg.name), types[agg.name] in ("double", "float")))
         )
         if agg.kind in ("sum", "avg"):
-            n = _sum_cols(agg)[1]
+            n = sum_columns(agg)[1]
             checks.append((n, differs(a(n), e(n), False)))
         if agg.kind == "approx_distinct":
-            h = _hll(agg)
-            checks.append((h, differs(_hll_estimate(a(h)), _hll_estimate(e(h)), False)))
+            h = hll_column(agg)
+            checks.append((h, differs(hll_estimate(a(h)), hll_estimate(e(h)), False)))
     names = F.filter(
         F.array(*(F.when(cond, F.lit(name)) for name, cond in checks)), lambda x: x.isNotNull()
     )
