@@ -38,11 +38,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from adlake import registry
 from adlake.helpformat import HelpFormatter
+from bench.harness import BRONZE_GOAL_RECORDS_PER_S
 
 FILES = ("views.json", "bronze.json", "ops.json")
 BOUNDARY_NOTE = "attribution-boundary.md"  # an analysis a benchmark may leave beside the report
-BRONZE_GOAL_RECORDS_PER_S = 100_000  # issue 15: bronze ingest >= 100k records/s on 2 cores
 PLOTS = {
     "cdf": "latency-cdf.png",
     "timeline": "latency-timeline.png",
@@ -297,7 +298,8 @@ class KafkaHop:
 
 
 MODE_NAMES = {"realtime": "Real-Time Mode", "processing_time": "micro-batch"}
-APPS = ("attribution", "click_surge")
+# The apps a run may be of: the registry's operational apps, in its order (the plots' too).
+APPS = tuple(name for name, app in registry.APPS.items() if app.runtime == "ops")
 QUANTILES = 1001  # latency at quantile 0.000, 0.001, ..., 1.000
 SLICE_S = 5.0  # a timeline entry's span
 
@@ -790,7 +792,7 @@ def render(inputs: Inputs, plots: Mapping[str, str], out: Path, command: str | N
     parts = [
         "# Benchmark report",
         "",
-        "Issue 15's benchmarks in one run: view refresh, bronze ingest, the operational apps' "
+        "The benchmarks of one run: view refresh, bronze ingest, the operational apps' "
         "latency. Built by `python -m bench.report` from the JSON each benchmark "
         "wrote: "
         + (", ".join(f"[{name}]({name})" for name in inputs.extras) or "none")
@@ -853,7 +855,7 @@ COLOURS = {"realtime": "tab:blue", "processing_time": "tab:orange", "hop": "tab:
 def plot_cdf(runs: list[Run], hop: KafkaHop | None, path: Path) -> None:
     """Latency CDFs, one panel per app: each mode, and the bare Kafka hop as the floor."""
     plt = _pyplot()
-    apps = [a for a in ("click_surge", "attribution") if any(r.app == a for r in runs)]
+    apps = [a for a in APPS if any(r.app == a for r in runs)]
     fig, axes = plt.subplots(1, len(apps), figsize=(6.5 * len(apps), 5.6), squeeze=False)
     fractions = [i / (QUANTILES - 1) for i in range(QUANTILES)]
     for ax, app in zip(axes[0], apps):

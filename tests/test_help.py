@@ -19,7 +19,6 @@ COMMANDS = [
     "spark_apps.lake.views",
     "adlake.quality.generate",
     "spark_apps.lake.quality",
-    "spark_apps.lake.quality_benchmark",
 ]
 
 

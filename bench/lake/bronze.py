@@ -16,11 +16,14 @@ On a broker of its own (free loopback ports, runtime under a temporary directory
 3. **Silver** refines those bronze rows (its records/s, same progress figures).
 4. **Fixed cost.** After a first run of bronze and silver over every topic (which creates their
    tables and checkpoints, as the first hourly run does), each job run as Airflow runs it, a
-   process of its own over every topic, on an empty interval: nothing new in Kafka for bronze, nothing new in bronze for silver, a day with
-   yesterday for gold (the clicks are today's) (``--no-gold`` skips it; ``--quick`` too). The process's wall time is the figure.
+   process of its own over every topic, on an empty interval: nothing new in Kafka for bronze,
+   nothing new in bronze for silver, a day with yesterday for gold (the clicks are today's)
+   (``--no-gold`` skips gold). The process's wall time is the figure. ``--no-fixed-costs``
+   skips this step.
 
-``--out-dir DIR`` writes ``DIR/bronze.json`` (the report contract of issue 15); ``--quick`` is a
-smoke run (20k records) for CI.
+``--out-dir DIR`` writes ``DIR/bronze.json`` (the report's contract, :mod:`bench.report`).
+``--quick`` is a smoke run of the tool (``make bench-quick``): steps 1 to 3 on
+3,000 records, and no fixed cost (each is a Spark start of its own, ten seconds and more).
 
     .venv/lake/bin/python -m bench.lake.bronze --out-dir .runtime/reports/bench
     .venv/lake/bin/python -m bench.lake.bronze --quick --out-dir .runtime/reports/bench-quick
@@ -30,29 +33,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from datetime import date, timedelta
 from pathlib import Path
 
 from adlake import registry
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
-from adlake.local.kafka import scratch_broker
+from bench import harness
+from bench.harness import BRONZE_GOAL_RECORDS_PER_S, cores, load_average, say
 from spark_apps.lake import bronze, silver
 from spark_apps.lake.tables import table_path
 
 TOPIC = "page_clicks"
-GOAL_RECORDS_PER_S = 100_000
-QUICK_RECORDS = 20_000
-
-
-def say(message: str) -> None:
-    print(f"[bench] {message}", flush=True)
+QUICK_RECORDS = 3_000
 
 
 def fill_topic(spark, settings: Settings, topic: str, records: int) -> None:
@@ -193,89 +191,79 @@ def throughput(batches: list[dict], started_epoch: float, wall_s: float) -> dict
     }
 
 
-def timed_job(settings: Settings, module: str, args: list[str]) -> dict:
-    """Run ``module`` as Airflow does, a process of its own against ``settings``; its wall time."""
-    env = dict(
-        os.environ,
-        ADLAKE_RUNTIME_DIR=str(settings.runtime_dir),
-        ADLAKE_KAFKA_BOOTSTRAP=settings.kafka_bootstrap,
-        ADLAKE_KAFKA_CONTROLLER_PORT=str(settings.kafka_controller_port),
-    )
-    started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", module, *args], env=env, text=True, capture_output=True, check=False
-    )
-    seconds = time.monotonic() - started
-    if done.returncode:
-        raise RuntimeError(f"{module} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
-    lines = [line for line in done.stdout.splitlines() if line.startswith("[")]
-    return {"seconds": round(seconds, 2), "log": lines}
-
-
-def bench(spark, base: Settings, args: argparse.Namespace, session_s: float) -> dict:
-    workdir = Path(tempfile.mkdtemp(prefix="adlake-bench-bronze-"))
+def bench(spark, settings: Settings, args: argparse.Namespace, session_s: float) -> dict:
+    """Steps 1 to 4 on ``spark`` against the broker and runtime of ``settings`` (a private
+    one: see :func:`session_and_broker`)."""
     progress = Progress(spark)
-    with scratch_broker(base, workdir) as settings:
-        started = time.monotonic()
-        fill_topic(spark, settings, TOPIC, args.records)
-        say(f"fill: {args.records:,} records in {TOPIC} ({time.monotonic() - started:.1f} s)")
+    fixed: dict[str, float] = {}
+    logs: dict[str, list[str]] = {}
+    started = time.monotonic()
+    fill_topic(spark, settings, TOPIC, args.records)
+    say(f"fill: {args.records:,} records in {TOPIC} ({time.monotonic() - started:.1f} s)")
 
-        say(f"bronze: ingest, batches of {args.max_offsets_per_trigger:,} records")
-        started, started_epoch = time.monotonic(), time.time()
-        written = bronze.run(spark, settings, [TOPIC], args.max_offsets_per_trigger)
-        ingest = throughput(
-            progress.batches(bronze.bronze_table(TOPIC).name, args.records),
-            started_epoch,
-            time.monotonic() - started,
+    say(f"bronze: ingest, batches of {args.max_offsets_per_trigger:,} records")
+    started, started_epoch = time.monotonic(), time.time()
+    written = bronze.run(spark, settings, [TOPIC], args.max_offsets_per_trigger)
+    ingest = throughput(
+        progress.batches(bronze.bronze_table(TOPIC).name, args.records),
+        started_epoch,
+        time.monotonic() - started,
+    )
+    table = bronze.bronze_table(TOPIC)
+    stored = spark.read.format("delta").load(table_path(settings, table)).count()
+    if stored != args.records or written[table.name] != args.records:
+        raise RuntimeError(
+            f"bronze holds {stored:,} rows (query reported "
+            f"{written[table.name]:,}) for {args.records:,} records sent"
         )
-        table = bronze.bronze_table(TOPIC)
-        stored = spark.read.format("delta").load(table_path(settings, table)).count()
-        if stored != args.records or written[table.name] != args.records:
-            raise RuntimeError(
-                f"bronze holds {stored:,} rows (query reported "
-                f"{written[table.name]:,}) for {args.records:,} records sent"
-            )
-        say(
-            f"bronze: {args.records:,} records, start-up {session_s + ingest['query_start_s']:.1f} s"
-            f" (session {session_s:.1f} s), steady {ingest['steady_records_per_s']:,} records/s, "
-            f"wall {ingest['wall_records_per_s']:,} records/s"
-        )
+    say(
+        f"bronze: {args.records:,} records, start-up {session_s + ingest['query_start_s']:.1f} s"
+        f" (session {session_s:.1f} s), steady {ingest['steady_records_per_s']:,} records/s, "
+        f"wall {ingest['wall_records_per_s']:,} records/s"
+    )
 
-        say("silver: refine")
-        started, started_epoch = time.monotonic(), time.time()
-        silver.run(spark, settings, [TOPIC], args.max_files_per_trigger)
-        refine = throughput(
-            progress.batches(silver.silver_table(TOPIC).name, args.records),
-            started_epoch,
-            time.monotonic() - started,
-        )
-        say(
-            f"silver: {refine['records']:,} records in {refine['wall_s']:.1f} s = "
-            f"{refine['wall_records_per_s']:,} records/s"
-        )
+    say("silver: refine")
+    started, started_epoch = time.monotonic(), time.time()
+    silver.run(spark, settings, [TOPIC], args.max_files_per_trigger)
+    refine = throughput(
+        progress.batches(silver.silver_table(TOPIC).name, args.records),
+        started_epoch,
+        time.monotonic() - started,
+    )
+    say(
+        f"silver: {refine['records']:,} records in {refine['wall_s']:.1f} s = "
+        f"{refine['wall_records_per_s']:,} records/s"
+    )
 
-        # Hourly runs find every table and checkpoint in place: the first run of the other
-        # topics (nothing in them) is not what is measured.
-        started = time.monotonic()
-        bronze.run(spark, settings, list(registry.TOPICS))
-        silver.run(spark, settings, list(registry.SILVER_TOPICS))
-        say(f"first run of every topic's bronze and silver ({time.monotonic() - started:.1f} s)")
-
-        fixed: dict[str, float] = {}
-        logs: dict[str, list[str]] = {}
-        jobs = [("bronze", "spark_apps.lake.bronze"), ("silver", "spark_apps.lake.silver")]
-        if args.gold:
-            jobs.append(("gold", "spark_apps.lake.gold"))
-        # Yesterday: the clicks are all today's, so gold's interval holds no row either.
-        day = date.today() - timedelta(days=1)
-        interval = ["--start", day.isoformat(), "--end", (day + timedelta(days=1)).isoformat()]
-        for name, module in jobs:
-            say(f"fixed cost: {name} on an empty interval (a process of its own)")
-            job = timed_job(settings, module, interval)
-            fixed[name], logs[name] = job["seconds"], job["log"]
-            say(f"fixed cost: {name} {job['seconds']:.1f} s")
+    if args.fixed_costs:
+        fixed, logs = fixed_costs(spark, settings, args.gold)
     spark.streams.removeListener(progress.listener)
     return {"ingest": ingest, "silver": refine, "fixed_cost_s": fixed, "fixed_cost_logs": logs}
+
+
+def fixed_costs(spark, settings: Settings, gold: bool) -> tuple[dict, dict]:
+    """Step 4: each job's wall time as a process of its own on an empty interval, and its
+    progress lines, by job."""
+    # Hourly runs find every table and checkpoint in place: the first run of the other
+    # topics (nothing in them) is not what is measured.
+    started = time.monotonic()
+    bronze.run(spark, settings, list(registry.TOPICS))
+    silver.run(spark, settings, list(registry.SILVER_TOPICS))
+    say(f"first run of every topic's bronze and silver ({time.monotonic() - started:.1f} s)")
+    fixed: dict[str, float] = {}
+    logs: dict[str, list[str]] = {}
+    jobs = [("bronze", "spark_apps.lake.bronze"), ("silver", "spark_apps.lake.silver")]
+    if gold:
+        jobs.append(("gold", "spark_apps.lake.gold"))
+    # Yesterday: the clicks are all today's, so gold's interval holds no row either.
+    day = date.today() - timedelta(days=1)
+    interval = ["--start", day.isoformat(), "--end", (day + timedelta(days=1)).isoformat()]
+    for name, module in jobs:
+        say(f"fixed cost: {name} on an empty interval (a process of its own)")
+        job = harness.run_module(settings, module, *interval)
+        fixed[name], logs[name] = job["seconds"], job["log"]
+        say(f"fixed cost: {name} {job['seconds']:.1f} s")
+    return fixed, logs
 
 
 def bound(ingest: dict, load: list) -> str:
@@ -289,7 +277,7 @@ def bound(ingest: dict, load: list) -> str:
         f"addBatch {add / total:.0%} of the steady batches' time" if total else "no steady batch"
     )
     return (
-        f"{share}; {os.cpu_count()} cores at load average {load[0]:.1f} (start) and "
+        f"{share}; {cores()} cores at load average {load[0]:.1f} (start) and "
         f"{load[1]:.1f} (end), this run's own load included"
     )
 
@@ -302,7 +290,7 @@ def report(args: argparse.Namespace, session_s: float, measured: dict, load: lis
         "partitions": registry.topic(TOPIC).partitions,
         "topic": TOPIC,
         "max_offsets_per_trigger": args.max_offsets_per_trigger,
-        "cores": os.cpu_count(),
+        "cores": cores(),
         "quick": args.quick,
         "session_s": round(session_s, 2),
         "startup_s": round(session_s + ingest["query_start_s"], 2),
@@ -318,9 +306,9 @@ def report(args: argparse.Namespace, session_s: float, measured: dict, load: lis
         "fixed_cost_logs": measured["fixed_cost_logs"],
         "goal": {
             "goal": "bronze steady-state ingest on 2 cores",
-            "target": f">= {GOAL_RECORDS_PER_S:,} records/s",
+            "target": f">= {BRONZE_GOAL_RECORDS_PER_S:,} records/s",
             "measured": f"{steady:,} records/s" if steady else "no batch after the first",
-            "met": bool(steady and steady >= GOAL_RECORDS_PER_S),
+            "met": bool(steady and steady >= BRONZE_GOAL_RECORDS_PER_S),
             "bound": args.bound or bound(ingest, load),
         },
         "load_average": load,
@@ -336,7 +324,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--bronze-records",
         type=int,
         default=None,
-        help=f"records produced to {TOPIC} and ingested (default 2,000,000; "
+        help=f"records produced to {TOPIC} and ingested (unset: 2,000,000; "
         f"--quick: {QUICK_RECORDS:,})",
     )
     parser.add_argument(
@@ -352,13 +340,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="bronze files per silver batch (default: all in one)",
     )
     parser.add_argument(
-        "--quick", action="store_true", help=f"smoke run: {QUICK_RECORDS:,} records"
+        "--quick",
+        action="store_true",
+        help=f"smoke run of the tool: {QUICK_RECORDS:,} records, no fixed cost",
+    )
+    parser.add_argument(
+        "--fixed-costs",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="measure each job's fixed cost (step 4; unset: yes, except --quick)",
     )
     parser.add_argument(
         "--gold",
         action=argparse.BooleanOptionalAction,
-        default=None,
-        help="measure gold's fixed cost too (default: yes, except --quick)",
+        default=True,
+        help="with the fixed costs, gold's too",
     )
     parser.add_argument(
         "--out-dir",
@@ -373,32 +369,46 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.records is None:
         args.records = QUICK_RECORDS if args.quick else 2_000_000
-    if args.gold is None:
-        args.gold = not args.quick
+    if args.fixed_costs is None:
+        args.fixed_costs = not args.quick
     if args.max_offsets_per_trigger is None:
         args.max_offsets_per_trigger = max(args.records // 4, 1)
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+@contextmanager
+def session_and_broker(base: Settings) -> Iterator[tuple[object, float, Settings]]:
+    """The lake's Spark session (on ``base``) and a private broker and runtime
+    (:func:`bench.harness.private_broker`), started at the same time: the session, the seconds
+    it took to start, and the private settings. The broker stops on exit."""
     from adlake.spark_session import get_session
 
-    args = parse_args(argv)
-    settings = load_settings()
-    load_start = os.getloadavg()[0]
-    started = time.monotonic()
-    spark = get_session("lake", "lake-benchmark", settings)
-    session_s = time.monotonic() - started
-    say(f"session started in {session_s:.1f} s (load {load_start:.2f})")
+    with ExitStack() as stack, ThreadPoolExecutor(1) as pool:
+        broker = pool.submit(stack.enter_context, harness.private_broker("bronze", base))
+        spark, session_s = harness.timed(get_session, "lake", "lake-benchmark", base)
+        settings, _ = broker.result()
+        yield spark, session_s, settings
+
+
+def run(
+    spark,
+    base: Settings,
+    settings: Settings,
+    args: argparse.Namespace,
+    session_s: float,
+    load_start: float,
+) -> Path:
+    """:func:`bench` on ``spark`` (started in ``session_s``, at load ``load_start``) against the
+    private broker of ``settings``, written to ``--out-dir``/bronze.json (unset:
+    ``<reports>/bench-bronze-<time>.json`` of ``base``); its path."""
     measured = bench(spark, settings, args, session_s)
-    result = report(args, session_s, measured, [load_start, os.getloadavg()[0]])
-    out = (
+    result = report(args, session_s, measured, [load_start, load_average()])
+    out = harness.write_json(
         Path(args.out_dir) / "bronze.json"
         if args.out_dir
-        else settings.reports_dir / f"bench-bronze-{time.strftime('%Y%m%dT%H%M%S')}.json"
+        else harness.stamped(base.reports_dir, "bench-bronze"),
+        result,
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2, default=str) + "\n")
     print(
         json.dumps(
             {k: v for k, v in result.items() if k not in ("batches", "silver", "fixed_cost_logs")},
@@ -406,6 +416,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     )
     say(f"written to {out}")
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    base = load_settings()
+    load_start = load_average()
+    with session_and_broker(base) as (spark, session_s, settings):
+        say(f"session started in {session_s:.1f} s (load {load_start:.2f})")
+        run(spark, base, settings, args, session_s, load_start)
     return 0
 
 

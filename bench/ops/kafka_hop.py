@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 
 from adlake.config import load_settings
 from adlake.helpformat import HelpFormatter
-from bench.ops.latency import TopicReader, latency_stats
+from bench.harness import TopicReader, latency_stats, load_average, quantiles, say
 
 TOPIC = "bench_kafka_hop"
+WHAT = "consumer receive wall time - producer CreateTime (bench/ops/kafka_hop.py)"
 PARTITIONS = 4  # as page_clicks, the topic click-surge reads
 PRODUCER = {"enable.idempotence": True, "linger.ms": 5, "client.id": "adlake-kafka-hop"}
 
@@ -103,10 +103,9 @@ def measure(
         producer.poll(0)
         if now - shown >= progress_every_s * 1000:
             shown = now
-            print(
-                f"[kafka_hop] {sent} sent, {len(receiver.samples)} received in "
-                f"{elapsed_s:.0f}/{total:.0f} s",
-                flush=True,
+            say(
+                f"{sent} sent, {len(receiver.samples)} received in {elapsed_s:.0f}/{total:.0f} s",
+                tag="kafka_hop",
             )
         time.sleep(max(0.0, (sent / rate) - (time.time() * 1000 - started) / 1000))
     producer.flush(30)
@@ -129,6 +128,24 @@ def measure(
     }
 
 
+def figures(bootstrap: str, rate: float, duration_s: float, quick: bool = False) -> dict:
+    """The hop as the report shows it: :func:`measure` (a 5 s warm-up; ``quick``: 1 s), then
+    ``sent``, ``whole`` (:func:`~bench.harness.latency_stats`), ``quantiles_ms``,
+    ``load_average`` [start, end] and ``what`` is measured."""
+    load_start = load_average()
+    measured = measure(bootstrap, rate, duration_s, warmup_s=1.0 if quick else 5.0)
+    latencies = [lat for _, lat in measured["samples"]]
+    return {
+        "rate": rate,
+        "duration_s": duration_s,
+        "sent": measured["sent"],
+        "whole": latency_stats(latencies),
+        "quantiles_ms": quantiles(latencies),
+        "load_average": [load_start, load_average()],
+        "what": WHAT,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="bench.ops.kafka_hop", description=__doc__, formatter_class=HelpFormatter
@@ -139,10 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap", default=None, help="broker (unset: the configured one)")
     args = parser.parse_args(argv)
     bootstrap = args.bootstrap or load_settings().kafka_bootstrap
-    load = [round(x, 2) for x in os.getloadavg()]
+    load_start = load_average()
     result = measure(bootstrap, args.rate, args.duration, args.warmup)
     latencies = [lat for _, lat in result.pop("samples")]
-    result.update(whole=latency_stats(latencies), load_average=[load[0], os.getloadavg()[0]])
+    result.update(whole=latency_stats(latencies), load_average=[load_start, load_average()])
     print(json.dumps(result, indent=2))
     return 0
 

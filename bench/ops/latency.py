@@ -1,39 +1,48 @@
 """Benchmark the operational apps against a local broker: end-to-end latency and throughput.
 
 Not a test: it measures and reports, it asserts nothing. Each run starts its own Kafka broker on
-free loopback ports under a temporary directory, then for every scenario:
+free loopback ports under a temporary directory (:func:`bench.harness.private_broker`), then for
+every scenario:
 
 1. starts the app as its own process (as spark-submit would) on a fresh checkpoint;
-2. once the query has started, produces generated traffic at a fixed rate for a fixed time;
+2. once the query has started, produces generated traffic at a fixed rate for a fixed time: only
+   the topics the app reads, no anomaly (:func:`traffic`), and the knobs of
+   :data:`MEASURED_KNOBS`, so that every input makes an output;
 3. reads the app's output topic while it runs; for every output record,
    ``latency = output Kafka timestamp - source_kafka_ts`` (the Kafka timestamp of the newest
-   input that produced it), skipping records whose inputs were sent during the warm-up and
-   attribution's timer-driven records (see ``TIMER_DRIVEN``);
+   input that produced it), skipping records whose inputs were sent during the warm-up and the
+   app's timer-driven records (the registry's ``App.timer_driven``: a key closing when the
+   watermark passes its window's end is late by design, by the window plus the allowed
+   lateness: it measures the configuration, not the engine);
 4. stops the app (SIGTERM, graceful) and reports p50/p95/p99 latency, input rows/s sent, and
    output rows/s, plus whether the app kept up (the newest source timestamp seen at the end).
 
-    .venv/ops/bin/python -m bench.ops.latency click_surge --rate 1000 --duration 60
-    ADLAKE_SPARK_MASTER_OPS='local[16]' .venv/ops/bin/python -m bench.ops.latency \
-        attribution --modes realtime,processing_time --rates 1000,2000,4000 --warmup 120
+    .venv/ops/bin/python -m bench.ops.latency click_surge --rates 1000 --duration 60
+    .venv/ops/bin/python -m bench.ops.latency attribution --modes realtime,processing_time \
+        --rates 1000,2000,4000 --warmup 120
+    .venv/ops/bin/python -m bench.ops.latency suite --out-dir .runtime/reports/bench
 
-Click-surge runs Real-Time Mode and micro-batch in one invocation so their ratio is measured on
-the same machine state; attribution runs each engine (``--engines``, default the JVM one) in each
-mode at each rate and reports, per engine and mode, the highest rate whose p99 stays within
-``--p99-budget-ms``. In Real-Time Mode, latency is measured within a checkpoint interval unless
-``--rtm-interval`` is shorter than the run: attribution's event-time timers fire at the interval's
-boundary, where the query pauses (see README, "Benchmarks").
+Any app of the registry (runtime ``ops``) can be measured. Unless ``--modes`` says otherwise, an
+app whose default trigger is Real-Time Mode runs in it and in micro-batch in one invocation, so
+their ratio is measured on the same machine state; another app runs in its default trigger. An
+app with an ``engine`` knob runs each of ``--engines``. Each rate of ``--rates`` is a run; per
+engine and mode, the highest rate whose p99 stays within ``--p99-budget-ms`` is reported. In
+Real-Time Mode the app gets one task slot per source and shuffle partition (:func:`rtm_master`),
+and latency is measured within a checkpoint interval unless ``--rtm-interval`` is shorter than
+the run: event-time timers fire at the interval's boundary, where the query pauses (see
+docs/bench/attribution-boundary.md).
+
+``suite`` runs the report's scenarios (:func:`run_suite`) and writes ``ops.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
+import math
+import re
 import shlex
-import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -43,15 +52,105 @@ from pathlib import Path
 from adlake import generator, registry
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
-from adlake.local.kafka import scratch_broker
 from adlake.status import read_status
-from spark_apps.common.attribution.contract import TIMER_DRIVEN
+from bench import harness
+from bench.harness import (
+    TopicReader,
+    cores,
+    latency_stats,
+    load_average,
+    percentile,
+    quantiles,
+    say,
+    start_app,
+    stop_app,
+    wait_started,
+)
+from bench.ops import kafka_hop
 from spark_apps.common.streaming.triggers import DEFAULT_RTM_INTERVAL
 
-# Attribution records emitted by a timer (TIMER_DRIVEN: a key closing when the watermark passes
-# its window's end) are late by design, by the window plus the allowed lateness: they measure
-# the configuration, not the engine, and are not counted.
-APP_MODULES = {name: app.module for name, app in registry.APPS.items() if app.runtime == "ops"}
+# The apps measured, in the registry's order.
+OPS_APPS = tuple(a for a in registry.APPS.values() if a.runtime == "ops")
+# Knob values of a measured run, by app: every input must make an output whose latency can be
+# measured (click-surge with threshold 0 reports every window's count).
+MEASURED_KNOBS: dict[str, dict[str, object]] = {"click_surge": {"threshold": 0}}
+NO_ANOMALIES = dict(out_of_order=0, duplicates=0, late=0, malformed=0, orphans=0, surge_pages=0)
+MODE_NAMES = {"realtime": "Real-Time Mode", "processing_time": "micro-batch"}
+# p99 latency goals of the suite at its rate (1,000 events/s), by (app, mode): target (ms) and
+# what bounds the figure.
+P99_GOALS = {
+    ("attribution", "realtime"): (
+        250.0,
+        "the interval boundary: see docs/bench/attribution-boundary.md",
+    )
+}
+
+
+def knob_args(app: registry.App) -> list[str]:
+    """The app's flags for :data:`MEASURED_KNOBS` (each knob checked against its entry).
+
+    >>> knob_args(registry.app("click_surge")), knob_args(registry.app("attribution"))
+    (['--threshold', '0'], [])
+    """
+    knobs = MEASURED_KNOBS.get(app.name, {})
+    return [
+        part
+        for name, value in knobs.items()
+        for part in (f"--{app.knob(name).name.replace('_', '-')}", str(value))
+    ]
+
+
+def traffic(app: registry.App) -> dict:
+    """The generator's settings for a run of ``app``: its inputs only (page clicks, ad events or
+    both, from its registry entry) and no anomaly.
+
+    >>> traffic(registry.app("click_surge"))["click_share"]
+    1.0
+    >>> traffic(registry.app("attribution"))["click_share"]
+    0.0
+    """
+    clicks = generator.PAGE_CLICKS.name in app.inputs
+    ads = any(t != generator.PAGE_CLICKS.name for t in app.inputs)
+    return dict(click_share=0.5 if clicks and ads else 1.0 if clicks else 0.0, **NO_ANOMALIES)
+
+
+def rtm_slots(app: registry.App, settings: Settings) -> int:
+    """Task slots the app needs in Real-Time Mode: one long-lived task per source partition plus
+    one per shuffle partition, all at once (attribution: 3 topics of 4 partitions + 4 = 16)."""
+    return sum(registry.topic(t).partitions for t in app.inputs) + settings.shuffle_partitions
+
+
+def rtm_master(app: registry.App, settings: Settings) -> str:
+    """The ops Spark master for ``app`` in Real-Time Mode: the configured one when it is not a
+    local one or has the slots (:func:`rtm_slots`), else ``local[<slots>]``.
+
+    >>> s = load_settings({"ADLAKE_PROFILE": "local", "ADLAKE_SPARK_MASTER_OPS": "local[8]"})
+    >>> rtm_master(registry.app("attribution"), s), rtm_master(registry.app("click_surge"), s)
+    ('local[16]', 'local[8]')
+    """
+    needed = rtm_slots(app, settings)
+    local = re.fullmatch(r"local\[(\d+)\]", settings.spark_master_ops)
+    if local is None or int(local.group(1)) >= needed:
+        return settings.spark_master_ops
+    return f"local[{needed}]"
+
+
+def default_modes(app: registry.App) -> list[str]:
+    """An app whose default trigger is Real-Time Mode: it and micro-batch (its comparison);
+    another: its default trigger.
+
+    >>> default_modes(registry.app("click_surge")), default_modes(registry.app("attribution"))
+    (['realtime', 'processing_time'], ['processing_time'])
+    """
+    if app.default_trigger == "realtime":
+        return ["realtime", "processing_time"]
+    return [app.default_trigger]
+
+
+def warmup_s(app: registry.App, settings: Settings) -> float:
+    """The full suite's warm-up: 60 s per 8 Real-Time Mode task slots (the JIT of long-lived
+    tasks on 2 cores takes the first 30-40 s of traffic; attribution's 16 need 120 s)."""
+    return 60.0 * math.ceil(rtm_slots(app, settings) / 8)
 
 
 @dataclass
@@ -73,7 +172,7 @@ class Result:
     # start, outputs, p50 ms, max ms). Shows whether a tail is steady or comes in bursts.
     timeline: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    engine: str | None = None  # attribution's processor engine
+    engine: str | None = None  # the processor engine, for an app with an `engine` knob
     # The report's figures (see analyse): whole run and between boundaries, 1001 quantiles,
     # Real-Time Mode's interval boundaries with their progress phases, the load average.
     whole: dict = field(default_factory=dict)
@@ -82,34 +181,6 @@ class Result:
     boundaries: list[dict] = field(default_factory=list)
     batches: list[dict] = field(default_factory=list)
     load_average: list[float] = field(default_factory=list)
-
-
-def _percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
-
-
-def latency_stats(values: list[float]) -> dict:
-    """``{"p50", "p95", "p99", "max", "n"}`` of latencies in ms (nearest rank; None if empty)."""
-    return {
-        "p50": _percentile(values, 0.50),
-        "p95": _percentile(values, 0.95),
-        "p99": _percentile(values, 0.99),
-        "max": round(max(values), 1) if values else None,
-        "n": len(values),
-    }
-
-
-def quantiles(values: list[float], steps: int = 1000) -> list[float]:
-    """Latency at quantile 0, 1/steps, ..., 1 (``steps + 1`` values; nearest rank, so 0 is the
-    minimum and 1 the maximum); empty without values."""
-    if not values:
-        return []
-    ordered = sorted(values)
-    last = len(ordered) - 1
-    return [round(ordered[round(i * last / steps)], 1) for i in range(steps + 1)]
 
 
 def timeline(
@@ -124,8 +195,8 @@ def timeline(
         {
             "t_s": start,
             "n": len(values),
-            "p50": _percentile(values, 0.5),
-            "p99": _percentile(values, 0.99),
+            "p50": percentile(values, 0.5),
+            "p99": percentile(values, 0.99),
             "max": round(max(values), 1),
         }
         for start, values in sorted(slices.items())
@@ -313,110 +384,20 @@ def _ts_ms(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000
 
 
-class TopicReader(threading.Thread):
-    """Reads every partition of a topic from its current end, with no consumer group offsets
-    committed, and keeps ``sample(msg)`` of every record for which it is not None."""
-
-    def __init__(
-        self, bootstrap: str, topic: str, partitions: int | None = None, from_start: bool = False
-    ) -> None:
-        super().__init__(daemon=True)
-        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-        self.consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": "adlake-bench",
-                "enable.auto.commit": False,
-                "fetch.wait.max.ms": 10,
-            }
-        )
-        count = partitions if partitions is not None else registry.topic(topic).partitions
-        assigned = [TopicPartition(topic, p) for p in range(count)]
-        for tp in assigned:
-            # a topic just created may not answer offset queries yet: read it from its start
-            tp.offset = (
-                OFFSET_BEGINNING
-                if from_start
-                else self.consumer.get_watermark_offsets(tp, timeout=10)[1]
-            )
-        self.consumer.assign(assigned)
-        self.samples: list[tuple[float, float]] = []
-        self.stopping = threading.Event()
-
-    def sample(self, msg) -> tuple[float, float] | None:
-        raise NotImplementedError
-
-    def run(self) -> None:
-        while not self.stopping.is_set():
-            msg = self.consumer.poll(0.1)
-            if msg is None or msg.error():
-                continue
-            kept = self.sample(msg)
-            if kept is not None:
-                self.samples.append(kept)
-        self.consumer.close()
-
-
 class OutputReader(TopicReader):
     """An app's output topic: (output Kafka timestamp, ``source_kafka_ts``) per record, but for
-    attribution's timer-driven records."""
+    the app's timer-driven records (``skip``)."""
+
+    def __init__(self, bootstrap: str, topic: str, skip: tuple[str, ...]) -> None:
+        super().__init__(bootstrap, topic)
+        self.skip = skip
 
     def sample(self, msg) -> tuple[float, float] | None:
         value = json.loads(msg.value())
         source = value.get("source_kafka_ts")
-        if source and value.get("record_type") not in TIMER_DRIVEN:
+        if source and value.get("record_type") not in self.skip:
             return float(msg.timestamp()[1]), _ts_ms(source)
         return None
-
-
-def start_app(
-    app: str, settings: Settings, args: list[str], log: Path, env: dict[str, str] | None = None
-) -> subprocess.Popen:
-    """Start ``app`` (a registry name) as its own process, as spark-submit would, configured by
-    ``settings`` (runtime, broker, shuffle partitions) and ``env``, its output appended to
-    ``log``."""
-    env = {
-        **os.environ,
-        "ADLAKE_PROFILE": "local",
-        "ADLAKE_RUNTIME_DIR": str(settings.runtime_dir),
-        "ADLAKE_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
-        "ADLAKE_KAFKA_CONTROLLER_PORT": str(settings.kafka_controller_port),
-        "ADLAKE_SHUFFLE_PARTITIONS": str(settings.shuffle_partitions),
-        **(env or {}),
-    }
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", APP_MODULES[app], *args],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-
-
-def wait_started(
-    settings: Settings, name: str, proc: subprocess.Popen, log: Path, timeout_s: float = 120
-) -> None:
-    """Wait until the app's status says its query started; raise if it exits first."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{name} exited with {proc.returncode}; see {log}")
-        status = read_status(settings, name)
-        if status and status.get("state") in ("starting", "running"):
-            return
-        time.sleep(0.2)
-    raise RuntimeError(f"{name} did not start within {timeout_s:.0f}s; see {log}")
-
-
-def stop_app(proc: subprocess.Popen, timeout_s: float = 90) -> None:
-    """SIGTERM (the app stops after its running batch commits); SIGKILL after ``timeout_s``."""
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def _ticker(
@@ -433,77 +414,119 @@ def _ticker(
         print(
             f"[bench] {name}: {time.monotonic() - started:.0f}/{total_s:.0f} s, "
             f"{len(reader.samples)} outputs, {len(watcher.batches)} batches, load "
-            f"{os.getloadavg()[0]:.1f}",
+            f"{load_average():.1f}",
             flush=True,
         )
 
 
+@dataclass(frozen=True)
+class Scenario:
+    """One measured run: ``app`` in trigger ``mode`` at ``rate`` inputs/s, ``warmup_s`` of
+    traffic then ``duration_s`` measured; ``engine`` for an app with an ``engine`` knob;
+    ``app_args`` after the measured knobs (so they win); ``conf``: Spark settings for the app's
+    session (``KEY=VALUE``, through ``PYSPARK_SUBMIT_ARGS``)."""
+
+    app: registry.App
+    mode: str
+    rate: float
+    warmup_s: float
+    duration_s: float
+    engine: str | None = None
+    rtm_interval: str = DEFAULT_RTM_INTERVAL
+    app_args: tuple[str, ...] = ()
+    conf: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The query's name (its status file, checkpoint and log)."""
+        engine = f"-{self.engine}" if self.engine else ""
+        return f"{self.app.name}-{self.mode}-{int(self.rate)}{engine}"
+
+
+def default_engine(app: registry.App) -> str | None:
+    """The default of the app's ``engine`` knob; None for an app without one."""
+    return next((str(k.default) for k in app.knobs if k.name == "engine"), None)
+
+
 def run_scenario(
     settings: Settings,
-    app: str,
-    mode: str,
-    rate: float,
-    duration_s: float,
-    warmup_s: float,
-    app_args: list[str],
-    traffic: dict,
+    scenario: Scenario,
     workdir: Path,
-    engine: str | None = None,
-    env: dict[str, str] | None = None,
+    settle_s: float = 5.0,
+    drain_s: float = 5.0,
+    catch_up_s: float = 0.0,
 ) -> Result:
-    name = f"{app}-{mode}-{int(rate)}" + (f"-{engine}" if engine else "")
-    result = Result(app, mode, rate, duration_s, engine=engine)
-    load_start = round(os.getloadavg()[0], 2)
-    if engine:
-        app_args = [*app_args, "--engine", engine]
-    log = workdir / f"{name}.log"
+    """Measure one :class:`Scenario` (the module docstring's steps) on the broker of
+    ``settings``: ``settle_s`` between the query's start and the traffic (its tasks are
+    scheduled), ``drain_s`` after the traffic for the outputs of the last inputs, then up to
+    ``catch_up_s`` more until an output of the traffic's last second is read (a smoke run on a
+    busy machine, whose batches lag)."""
+    s, app, name = scenario, scenario.app, scenario.name
+    result = Result(app.name, s.mode, s.rate, s.duration_s, engine=s.engine)
+    load_start = load_average()
     args = [
         "--trigger",
-        mode,
+        s.mode,
         "--query-name",
         name,
         "--checkpoint",
         str(workdir / "checkpoints" / name),
         "--starting-offsets",
         "latest",
-        *app_args,
+        *knob_args(app),
+        *(["--trigger-interval", s.rtm_interval] if s.mode == "realtime" else []),
+        *(["--engine", s.engine] if s.engine else []),
+        *s.app_args,
     ]
-    print(f"[bench] {name}: starting the app", flush=True)
+    if s.mode == "realtime":
+        settings = settings.with_overrides(spark_master_ops=rtm_master(app, settings))
+    env = (
+        {
+            "PYSPARK_SUBMIT_ARGS": " ".join(f"--conf {shlex.quote(c)}" for c in s.conf)
+            + " pyspark-shell"
+        }
+        if s.conf
+        else None
+    )
+    log = workdir / f"{name}.log"
+    say(f"{name}: starting the app")
     proc = start_app(app, settings, args, log, env)
     watcher = StatusWatcher(settings, name)
     ticking = threading.Event()
     try:
         wait_started(settings, name, proc, log)
-        reader = OutputReader(settings.kafka_bootstrap, registry.app(app).outputs[0])
+        reader = OutputReader(settings.kafka_bootstrap, app.outputs[0], app.timer_driven)
         reader.start()
         watcher.start()
         # The query is planned; give its tasks a moment to be scheduled before traffic starts.
-        time.sleep(5)
+        time.sleep(settle_s)
+        total_s = s.warmup_s + s.duration_s
         config = generator.GeneratorConfig(
-            rate=rate, duration_s=warmup_s + duration_s, seed=int(rate), **traffic
+            rate=s.rate, duration_s=total_s, seed=int(s.rate), **traffic(app)
         )
         started_ms = time.time() * 1000
-        print(
-            f"[bench] {name}: producing {rate:.0f}/s for {warmup_s + duration_s:.0f}s "
-            f"({warmup_s:.0f}s warm-up)",
-            flush=True,
-        )
+        say(f"{name}: producing {s.rate:.0f}/s for {total_s:.0f}s ({s.warmup_s:.0f}s warm-up)")
         threading.Thread(
             target=_ticker,
             daemon=True,
-            args=(name, time.monotonic(), warmup_s + duration_s, reader, watcher, ticking),
+            args=(name, time.monotonic(), total_s, reader, watcher, ticking),
         ).start()
         report = generator.run(config, settings.kafka_bootstrap, progress=False)
         sent_until_ms = time.time() * 1000
         result.sent = sum(report["sent"].values())
-        time.sleep(5)  # outputs of the last inputs
+        time.sleep(drain_s)  # outputs of the last inputs
+        harness.wait_until(
+            lambda: any(src >= sent_until_ms - 1000 for _, src in reader.samples),
+            catch_up_s,
+            poll_s=0.2,
+        )
         reader.stopping.set()
         reader.join(10)
     finally:
         ticking.set()
         stop_app(proc)
         watcher.stopping.set()
-    measure_from = started_ms + warmup_s * 1000
+    measure_from = started_ms + s.warmup_s * 1000
     outputs = [(out, src) for out, src in reader.samples if src >= measure_from]
     samples = [(src, out - src) for out, src in outputs]
     latencies = [lat for _, lat in samples]
@@ -514,17 +537,12 @@ def run_scenario(
     result.quantiles_ms = quantiles(latencies)
     span_s = (sent_until_ms - started_ms) / 1000
     result.input_rows_per_s = round(result.sent / span_s, 1)
-    result.output_rows_per_s = round(len(outputs) / max(duration_s, 1e-9), 1)
+    result.output_rows_per_s = round(len(outputs) / max(s.duration_s, 1e-9), 1)
     result.timeline = timeline(samples, measure_from)
-    if mode == "realtime":  # micro-batches are many and short: only RTM's are kept
+    if s.mode == "realtime":  # micro-batches are many and short: only RTM's are kept
         result.batches = sorted(watcher.batches.values(), key=lambda b: b["batch_id"])
-        given = (
-            app_args[app_args.index("--trigger-interval") + 1]
-            if "--trigger-interval" in app_args
-            else DEFAULT_RTM_INTERVAL
-        )
         result.boundaries = boundaries(
-            result.batches, outputs, measure_from, sent_until_ms, interval_ms(given)
+            result.batches, outputs, measure_from, sent_until_ms, interval_ms(s.rtm_interval)
         )
     between = between_boundaries(samples, result.boundaries, measure_from)
     result.between_boundaries = {k: v for k, v in latency_stats(between).items() if k != "p95"}
@@ -532,16 +550,150 @@ def run_scenario(
         result.lag_at_end_ms = round(sent_until_ms - max(src for _, src in reader.samples), 1)
     if not latencies:
         result.notes.append(f"no output measured; see {log}")
-    result.load_average = [load_start, round(os.getloadavg()[0], 2)]
-    print(
-        f"[bench] {name}: whole {result.whole}, between boundaries "
+    result.load_average = [load_start, load_average()]
+    say(
+        f"{name}: whole {result.whole}, between boundaries "
         f"{result.between_boundaries}, {len(result.boundaries)} boundaries "
         f"(stalls ms: {[b['stall_ms'] for b in result.boundaries]}), sent "
         f"{result.input_rows_per_s}/s, lag at end {result.lag_at_end_ms} ms, load "
-        f"{result.load_average}",
-        flush=True,
+        f"{result.load_average}"
     )
     return result
+
+
+# -- the report's suite --------------------------------------------------------------------------
+
+# The full suite: seconds measured in Real-Time Mode and in micro-batch, and of the Kafka hop.
+SUITE_RTM_S, SUITE_MICROBATCH_S, SUITE_HOP_S = 600.0, 120.0, 60.0
+# The quick suite (a smoke run of the tool and the report, about half a minute): one app (see
+# suite_scenarios), a few seconds of traffic, and Spark's shortest Real-Time Mode checkpoint
+# interval (spark.sql.streaming.realTimeMode.minBatchDuration) so that the run holds a boundary.
+QUICK_WARMUP_S, QUICK_MEASURED_S, QUICK_HOP_S = 1.0, 7.0, 2.0
+QUICK_RTM_INTERVAL = "5 seconds"
+QUICK_SETTLE_S, QUICK_DRAIN_S, QUICK_CATCH_UP_S = 1.0, 1.0, 20.0
+
+
+def suite_scenarios(settings: Settings, quick: bool, rate: float) -> list[Scenario]:
+    """The report's runs, the registry's apps in its order: each in Real-Time Mode (the default
+    checkpoint interval) with :func:`warmup_s`, :data:`SUITE_RTM_S` measured, and an app whose
+    default trigger is Real-Time Mode also in micro-batch (``processing_time`` 0 s,
+    :data:`SUITE_MICROBATCH_S`); each in its ``engine`` knob's default. ``quick``: one run, of
+    the first app whose default trigger is Real-Time Mode (its boundaries and timeline are what
+    the report draws; every app's run is the same :func:`run_scenario`, and each app start is a
+    Spark start of 10-20 s), with the quick figures above."""
+    if quick:
+        app = next((a for a in OPS_APPS if a.default_trigger == "realtime"), OPS_APPS[0])
+        return [
+            Scenario(
+                app,
+                app.default_trigger,
+                rate,
+                QUICK_WARMUP_S,
+                QUICK_MEASURED_S,
+                default_engine(app),
+                QUICK_RTM_INTERVAL,
+            )
+        ]
+    scenarios = []
+    for app in OPS_APPS:
+        warm, engine = warmup_s(app, settings), default_engine(app)
+        scenarios.append(Scenario(app, "realtime", rate, warm, SUITE_RTM_S, engine))
+        if app.default_trigger == "realtime":
+            scenarios.append(
+                Scenario(app, "processing_time", rate, warm, SUITE_MICROBATCH_S, engine)
+            )
+    return scenarios
+
+
+def p99_goals(runs: list[Result], rate: float, interval: str) -> list[dict]:
+    """Each goal of :data:`P99_GOALS` against its run (not met when the run did not happen)."""
+    by_key = {(r.app, r.mode): r for r in runs}
+    goals = []
+    for (app, mode), (target, bound) in P99_GOALS.items():
+        run = by_key.get((app, mode))
+        p99 = run.whole.get("p99") if run else None
+        goals.append(
+            {
+                "goal": f"{app} whole-run p99 in {MODE_NAMES[mode]} at {rate:,.0f} events/s "
+                f"({interval} checkpoint interval)",
+                "target": f"<= {target:.0f} ms",
+                "measured": f"{p99} ms (between boundaries {run.between_boundaries.get('p99')} ms)"
+                if run
+                else "not measured in this run",
+                "met": p99 is not None and p99 <= target,
+                "bound": bound,
+            }
+        )
+    return goals
+
+
+def run_suite(out_dir: Path, quick: bool = False, rate: float = 1000.0) -> dict:
+    """The operational apps' part of the benchmark report, on one private broker: the runs of
+    :func:`suite_scenarios` one after the other, with the bare Kafka hop (:mod:`.kafka_hop`,
+    :data:`SUITE_HOP_S` at the same rate) right before the last app's runs, so the ratio of that
+    app's latency to the hop's compares one machine state. A run that fails is recorded in ``errors`` and the others still run. Writes and
+    returns ``out_dir/ops.json`` (the report's contract: ``runs``, ``kafka_hop``, ``goals``)."""
+    base = load_settings()
+    scenarios = suite_scenarios(base, quick, rate)
+    interval = QUICK_RTM_INTERVAL if quick else DEFAULT_RTM_INTERVAL
+    hop_s = QUICK_HOP_S if quick else SUITE_HOP_S
+    pacing = (
+        dict(settle_s=QUICK_SETTLE_S, drain_s=QUICK_DRAIN_S, catch_up_s=QUICK_CATCH_UP_S)
+        if quick
+        else {}
+    )
+    runs: list[Result] = []
+    errors: list[str] = []
+    hop_figures: dict = {"rate": rate, "duration_s": hop_s, "whole": {}}
+    started = time.monotonic()
+
+    def attempt(what: str, run) -> None:
+        try:
+            run()
+        except Exception as exc:  # noqa: BLE001 - the report says what failed
+            errors.append(f"{what}: {type(exc).__name__}: {exc}")
+            say(f"suite: {what} failed: {exc}")
+
+    def hop() -> None:
+        say(f"suite: kafka hop at {rate:.0f}/s for {hop_s:.0f} s")
+        hop_figures.update(kafka_hop.figures(settings.kafka_bootstrap, rate, hop_s, quick))
+        say(f"suite: kafka hop {hop_figures['whole']}")
+
+    def measure(scenario: Scenario) -> None:
+        attempt(
+            f"{scenario.app.name} {scenario.mode}",
+            lambda: runs.append(run_scenario(settings, scenario, workdir, **pacing)),
+        )
+
+    with harness.private_broker("suite", base) as (settings, workdir):
+        last = scenarios[-1].app
+        for i, scenario in enumerate(scenarios):
+            if scenario.app == last and (i == 0 or scenarios[i - 1].app != last):
+                attempt("kafka hop", hop)
+            measure(scenario)
+    runs.sort(key=lambda r: [(s.app.name, s.mode) for s in scenarios].index((r.app, r.mode)))
+    hop_p99 = hop_figures["whole"].get("p99")
+    for run in runs:
+        if hop_p99 and run.whole.get("p99") is not None:
+            run.notes.append(f"p99 / kafka hop p99 = {run.whole['p99'] / hop_p99:.1f}")
+    summary = {
+        "quick": quick,
+        "cores": cores(),
+        "rate": rate,
+        "rtm_interval": interval,
+        "elapsed_s": round(time.monotonic() - started, 1),
+        "runs": [asdict(r) for r in runs],
+        "kafka_hop": hop_figures,
+        "goals": p99_goals(runs, rate, interval),
+        "errors": errors,
+        "workdir": str(workdir),
+    }
+    harness.write_json(out_dir / "ops.json", summary, indent=1)
+    say(f"suite: written to {out_dir / 'ops.json'} in {summary['elapsed_s']} s; logs in {workdir}")
+    return summary
+
+
+# -- one app -------------------------------------------------------------------------------------
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -550,7 +702,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "app",
-        choices=[*sorted(APP_MODULES), "suite"],
+        choices=[*(a.name for a in OPS_APPS), "suite"],
         help="the app to measure, or `suite`: the report's scenarios in one run "
         "(see run_suite), written to --out-dir/ops.json",
     )
@@ -563,12 +715,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="suite: every scenario with ~15 s warm-up and ~15 s measured (a "
-        "smoke run of the report, a few minutes)",
+        help="suite: a smoke run of the tool and the report: one app in Real-Time Mode, "
+        f"{QUICK_WARMUP_S:g} s warm-up and {QUICK_MEASURED_S:g} s measured (about half a minute)",
     )
-    parser.add_argument("--rate", type=float, default=1000.0, help="click_surge input rate")
     parser.add_argument(
-        "--rates", default="500,1000,2000,4000", help="attribution input rates, comma-separated"
+        "--rates",
+        "--rate",
+        default="1000",
+        help="input rates (events/s), comma-separated: a run each (suite: the first)",
     )
     parser.add_argument("--duration", type=float, default=60.0, help="measured seconds per run")
     parser.add_argument(
@@ -582,9 +736,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--modes",
         default=None,
-        help="trigger modes, compared in one run (unset: realtime,"
-        "processing_time for click_surge; the app's default for "
-        "attribution)",
+        help="trigger modes, compared in one run (unset: realtime,processing_time "
+        "for an app whose default trigger is realtime, else the app's default)",
     )
     parser.add_argument(
         "--rtm-interval",
@@ -592,16 +745,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="Real-Time Mode checkpoint interval (timers fire at its boundaries)",
     )
     parser.add_argument(
-        "--threshold",
-        type=int,
-        default=0,
-        help="click_surge threshold; 0 reports every window, so every click "
-        "produces a measurable update",
-    )
-    parser.add_argument(
         "--engines",
         default="jvm",
-        help="attribution processor engines (jvm, python), comma-separated",
+        help="engines of an app with an `engine` knob (attribution: jvm, python), comma-separated",
     )
     parser.add_argument(
         "--p99-budget-ms",
@@ -609,9 +755,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=2000.0,
         help="a run whose p99 latency exceeds this did not keep up",
     )
-    parser.add_argument("--out", default=None, help="JSON output (unset: <reports>/bench-...)")
     parser.add_argument(
-        "--app-args", default="", help='more flags for the app, one string (e.g. "--window-s 30")'
+        "--out", default=None, help="JSON output (unset: <reports>/bench-<app>-<time>.json)"
+    )
+    parser.add_argument(
+        "--app-args",
+        default="",
+        help='more flags for the app, one string (e.g. "--window-s 30" or "--threshold 5")',
     )
     parser.add_argument(
         "--conf",
@@ -625,288 +775,72 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-# Real-Time Mode runs one long-lived task per source partition plus one per shuffle partition:
-# attribution reads three topics of 4 partitions (README, "Sizing Real-Time Mode").
-RTM_MASTER = {"attribution": "local[16]", "click_surge": "local[8]"}
-NO_ANOMALIES = dict(out_of_order=0, duplicates=0, late=0, malformed=0, orphans=0, surge_pages=0)
-# The goal of issue 15 for attribution in Real-Time Mode at 1,000 events/s.
-ATTRIBUTION_P99_GOAL_MS = 250.0
-
-
-def run_suite(out_dir: Path, quick: bool = False, rate: float = 1000.0) -> dict:
-    """The operational apps' part of the benchmark report, on one private broker, in this order:
-
-    1. attribution (JVM engine) in Real-Time Mode with the default checkpoint interval (30 s):
-       120 s warm-up, 600 s measured;
-    2. the bare Kafka hop (:mod:`bench.ops.kafka_hop`) at the same rate, 60 s measured;
-    3. click-surge (threshold 0) in Real-Time Mode, default interval: 60 s warm-up, 600 s;
-    4. click-surge in micro-batch (``processing_time`` 0 s): 60 s warm-up, 120 s measured.
-
-    The hop runs right before click-surge so the ratio app / hop compares one machine state.
-    ``quick``: 15 s warm-up and 15 s measured everywhere (the hop 10 s), and a 10 s checkpoint
-    interval so the smoke run still holds boundaries. Writes and returns
-    ``out_dir/ops.json`` (the report contract: ``runs``, ``kafka_hop``, ``goals``)."""
-    from bench.ops import kafka_hop
-
-    warm = (
-        {"attribution": 15.0, "click_surge": 15.0}
-        if quick
-        else {"attribution": 120.0, "click_surge": 60.0}
-    )
-    measured = (
-        {"attribution": 15.0, "rtm": 15.0, "mb": 15.0, "hop": 10.0}
-        if quick
-        else {"attribution": 600.0, "rtm": 600.0, "mb": 120.0, "hop": 60.0}
-    )
-    # Real-Time Mode's checkpoint interval: the default; the quick run shortens it so that its
-    # half minute of traffic still holds boundaries for the report to show.
-    interval = "10 seconds" if quick else DEFAULT_RTM_INTERVAL
-    rtm_args = ["--trigger-interval", interval]
-    base = load_settings()
-    workdir = Path(tempfile.mkdtemp(prefix="adlake-bench-suite-"))
-    runs: list[Result] = []
-    errors: list[str] = []
-    hop_figures: dict = {"rate": rate, "duration_s": measured["hop"], "whole": {}}
-    started = time.monotonic()
-
-    def step(what: str, run) -> None:
-        # one failed scenario is recorded and the others still run
-        try:
-            run()
-        except Exception as exc:  # noqa: BLE001 - the report says what failed
-            errors.append(f"{what}: {type(exc).__name__}: {exc}")
-            print(f"[bench] suite: {what} failed: {exc}", flush=True)
-
-    def hop() -> None:
-        print(f"[bench] suite: kafka hop at {rate:.0f}/s for {measured['hop']:.0f} s", flush=True)
-        load_start = round(os.getloadavg()[0], 2)
-        measured_hop = kafka_hop.measure(settings.kafka_bootstrap, rate, measured["hop"])
-        latencies = [lat for _, lat in measured_hop["samples"]]
-        hop_figures.update(
-            sent=measured_hop["sent"],
-            whole=latency_stats(latencies),
-            quantiles_ms=quantiles(latencies),
-            load_average=[load_start, round(os.getloadavg()[0], 2)],
-            what="consumer receive wall time - producer CreateTime (bench/ops/kafka_hop.py)",
-        )
-        print(f"[bench] suite: kafka hop {hop_figures['whole']}", flush=True)
-
-    clicks = dict(click_share=1.0, **NO_ANOMALIES)
-    with scratch_broker(base, workdir) as settings:
-        step(
-            "attribution realtime",
-            lambda: runs.append(
-                run_scenario(
-                    settings,
-                    "attribution",
-                    "realtime",
-                    rate,
-                    measured["attribution"],
-                    warm["attribution"],
-                    rtm_args,
-                    dict(click_share=0.0, **NO_ANOMALIES),
-                    workdir,
-                    "jvm",
-                    env={"ADLAKE_SPARK_MASTER_OPS": RTM_MASTER["attribution"]},
-                )
-            ),
-        )
-        step("kafka hop", hop)
-        step(
-            "click_surge realtime",
-            lambda: runs.append(
-                run_scenario(
-                    settings,
-                    "click_surge",
-                    "realtime",
-                    rate,
-                    measured["rtm"],
-                    warm["click_surge"],
-                    ["--threshold", "0", *rtm_args],
-                    clicks,
-                    workdir,
-                    env={"ADLAKE_SPARK_MASTER_OPS": RTM_MASTER["click_surge"]},
-                )
-            ),
-        )
-        step(
-            "click_surge processing_time",
-            lambda: runs.append(
-                run_scenario(
-                    settings,
-                    "click_surge",
-                    "processing_time",
-                    rate,
-                    measured["mb"],
-                    warm["click_surge"],
-                    ["--threshold", "0"],
-                    clicks,
-                    workdir,
-                )
-            ),
-        )
-    hop_p99 = hop_figures["whole"].get("p99")
-    for run in runs:
-        if hop_p99 and run.whole.get("p99") is not None:
-            run.notes.append(f"p99 / kafka hop p99 = {run.whole['p99'] / hop_p99:.1f}")
-    by_name = {(r.app, r.mode): r for r in runs}
-    attribution = by_name.get(
-        ("attribution", "realtime"), Result("attribution", "realtime", rate, 0)
-    )
-    p99 = attribution.whole.get("p99")
-    goals = [
-        {
-            "goal": "attribution whole-run p99 in Real-Time Mode at 1,000 events/s "
-            "(default 30 s checkpoint interval)",
-            "target": f"<= {ATTRIBUTION_P99_GOAL_MS:.0f} ms",
-            "measured": f"{p99} ms (between boundaries "
-            f"{attribution.between_boundaries.get('p99')} ms)",
-            "met": p99 is not None and p99 <= ATTRIBUTION_P99_GOAL_MS,
-            "bound": "the interval boundary: see docs/bench/attribution-boundary.md",
-        }
-    ]
-    summary = {
-        "quick": quick,
-        "cores": os.cpu_count(),
-        "rate": rate,
-        "rtm_interval": interval,
-        "elapsed_s": round(time.monotonic() - started, 1),
-        "runs": [asdict(r) for r in runs],
-        "kafka_hop": hop_figures,
-        "goals": goals,
-        "errors": errors,
-        "workdir": str(workdir),
-    }
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "ops.json").write_text(json.dumps(summary, indent=1))
-    print(
-        f"[bench] suite: written to {out_dir / 'ops.json'} in {summary['elapsed_s']} s; app "
-        f"logs in {workdir}",
-        flush=True,
-    )
-    return summary
+def highest_rates(results: list[Result], budget_ms: float) -> dict[str, float | None]:
+    """Per ``engine/mode`` (or ``mode``), the highest rate whose p99 is within ``budget_ms`` and
+    that kept up (less than 5 s behind at the end); None when none did."""
+    out: dict[str, float | None] = {}
+    for key in dict.fromkeys((r.engine, r.mode) for r in results):
+        ok = [
+            r.rate
+            for r in results
+            if (r.engine, r.mode) == key
+            and r.latency_p99_ms is not None
+            and r.latency_p99_ms <= budget_ms
+            and (r.lag_at_end_ms or 0) < 5000
+        ]
+        out["/".join(k for k in key if k)] = max(ok) if ok else None
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     base = load_settings()
+    rates = [float(r) for r in args.rates.split(",")]
     if args.app == "suite":
-        out_dir = (
-            Path(args.out_dir)
-            if args.out_dir
-            else base.reports_dir / ("bench-quick" if args.quick else "bench")
-        )
-        summary = run_suite(out_dir, args.quick, args.rate)
+        out_dir = Path(args.out_dir) if args.out_dir else harness.report_dir(base, args.quick)
+        summary = run_suite(out_dir, args.quick, rates[0])
         return 1 if summary["errors"] else 0  # ops.json is written either way
-    workdir = Path(tempfile.mkdtemp(prefix=f"adlake-bench-{args.app}-"))
-    results: list[Result] = []
-    env = {}
-    if args.app == "attribution" and "realtime" in (args.modes or ""):
-        env["ADLAKE_SPARK_MASTER_OPS"] = os.environ.get(
-            "ADLAKE_SPARK_MASTER_OPS", RTM_MASTER["attribution"]
+    app = registry.app(args.app)
+    engines = args.engines.split(",") if default_engine(app) else [None]
+    scenarios = [
+        Scenario(
+            app,
+            mode,
+            rate,
+            args.warmup,
+            args.duration,
+            engine,
+            args.rtm_interval,
+            tuple(shlex.split(args.app_args)),
+            tuple(args.conf),
         )
-    if args.conf:
-        env["PYSPARK_SUBMIT_ARGS"] = (
-            " ".join(f"--conf {shlex.quote(c)}" for c in args.conf) + " pyspark-shell"
-        )
-    app_args = shlex.split(args.app_args)
-    with scratch_broker(base, workdir) as settings:
-        if args.app == "click_surge":
-            traffic = dict(
-                click_share=1.0,
-                out_of_order=0,
-                duplicates=0,
-                late=0,
-                malformed=0,
-                orphans=0,
-                surge_pages=0,
-            )
-            for mode in (args.modes or "realtime,processing_time").split(","):
-                extra = ["--threshold", str(args.threshold), *app_args]
-                if mode == "realtime":
-                    extra += ["--trigger-interval", args.rtm_interval]
-                results.append(
-                    run_scenario(
-                        settings,
-                        "click_surge",
-                        mode,
-                        args.rate,
-                        args.duration,
-                        args.warmup,
-                        extra,
-                        traffic,
-                        workdir,
-                        env=env,
-                    )
-                )
-        else:
-            traffic = dict(
-                click_share=0.0,
-                out_of_order=0,
-                duplicates=0,
-                late=0,
-                malformed=0,
-                orphans=0,
-                surge_pages=0,
-            )
-            for engine in args.engines.split(","):
-                for mode in (args.modes or "processing_time").split(","):
-                    extra = ["--trigger-interval", args.rtm_interval] if mode == "realtime" else []
-                    for rate in [float(r) for r in args.rates.split(",")]:
-                        results.append(
-                            run_scenario(
-                                settings,
-                                "attribution",
-                                mode,
-                                rate,
-                                args.duration,
-                                args.warmup,
-                                [*extra, *app_args],
-                                traffic,
-                                workdir,
-                                engine,
-                                env,
-                            )
-                        )
+        for engine in engines
+        for mode in (args.modes.split(",") if args.modes else default_modes(app))
+        for rate in rates
+    ]
+    with harness.private_broker(app.name, base) as (settings, workdir):
+        results = [run_scenario(settings, s, workdir) for s in scenarios]
     summary: dict = {
         "app": args.app,
         "duration_s": args.duration,
         "warmup_s": args.warmup,
         "app_args": args.app_args,
         "conf": args.conf,
-        "cores": os.cpu_count(),
+        "cores": cores(),
         "results": [asdict(r) for r in results],
+        "p99_budget_ms": args.p99_budget_ms,
+        "highest_rate_within_p99_budget": highest_rates(results, args.p99_budget_ms),
     }
     by_mode = {r.mode: r for r in results}
-    if args.app == "click_surge" and {"realtime", "processing_time"} <= set(by_mode):
+    if {"realtime", "processing_time"} <= set(by_mode):
         rtm, mb = by_mode["realtime"].latency_p99_ms, by_mode["processing_time"].latency_p99_ms
         summary["p99_ratio_microbatch_over_rtm"] = round(mb / rtm, 2) if rtm and mb else None
-    if args.app == "attribution":
-        summary["p99_budget_ms"] = args.p99_budget_ms
-        summary["highest_rate_within_p99_budget"] = {}
-        for engine in args.engines.split(","):
-            for mode in {r.mode for r in results}:
-                ok = [
-                    r.rate
-                    for r in results
-                    if r.engine == engine
-                    and r.mode == mode
-                    and r.latency_p99_ms is not None
-                    and r.latency_p99_ms <= args.p99_budget_ms
-                    and (r.lag_at_end_ms or 0) < 5000
-                ]
-                summary["highest_rate_within_p99_budget"][f"{engine}/{mode}"] = (
-                    max(ok) if ok else None
-                )
-    out = (
-        Path(args.out)
-        if args.out
-        else base.reports_dir / f"bench-{args.app}-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    out = harness.write_json(
+        Path(args.out) if args.out else harness.stamped(base.reports_dir, f"bench-{app.name}"),
+        summary,
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
-    print(f"[bench] written to {out}; app logs in {workdir}")
+    say(f"written to {out}; app logs in {workdir}")
     return 0
 
 

@@ -44,19 +44,19 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
 
 from adlake import generator, payload_rules, registry
-from adlake.apps import committed_offsets, settings_env
+from adlake.apps import committed_offsets
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
-from adlake.local.kafka import scratch_broker
 from adlake.processes import driver_jvm
 from adlake.status import read_status
-from bench.ops.latency import start_app, stop_app, wait_started
+from bench import harness
+from bench.harness import start_app, stop_app, wait_started, wait_until
+from bench.ops.latency import knob_args, rtm_master
 from spark_apps.common.attribution.contract import (
     ATTRIBUTED_CALLBACK,
     ATTRIBUTED_IMPRESSION,
@@ -65,9 +65,12 @@ from spark_apps.common.attribution.contract import (
     REQUEST_CLOSED,
 )
 
+# Every operational app of the registry, in its order, each in its default trigger.
+SOAK_APPS = tuple(a for a in registry.APPS.values() if a.runtime == "ops")
+# The apps whose outputs the accounting reads by their meaning (see account), and the one whose
+# keys a closing request closes at the end.
 ATTRIBUTION = registry.app("attribution")
 CLICK_SURGE = registry.app("click_surge")
-SOAK_APPS = (ATTRIBUTION, CLICK_SURGE)
 # What each sample holds per app, in the plot's order: (field, label).
 METRICS = (
     ("state_rows", "rows in state"),
@@ -227,15 +230,13 @@ def expected_counts(report: dict) -> dict[str, int]:
     return out
 
 
-def account(
-    report: dict, outputs: dict[str, list[dict]], late_clicks: int, closing_id: str | None
-) -> dict:
-    """In against out (module docstring, "No loss"): per check, ``expected``, ``got`` and
-    ``lost`` (expected - got; negative: more than expected)."""
-    expected = expected_counts(report)
-    events = outputs[ATTRIBUTION.outputs[0]]
+def attribution_checks(
+    expected: dict[str, int], outputs: dict[str, list[dict]], late_rows: int, closing_id: str | None
+) -> dict[str, tuple[int, int]]:
+    """Attribution's checks: every distinct valid request closed once, every impression and
+    callback emitted once, attributed or orphaned (the closing request not counted)."""
     by_type: dict[str, set] = {}
-    for v in events:
+    for v in outputs[ATTRIBUTION.outputs[0]]:
         item = {
             REQUEST_CLOSED: v["request_id"],
             ATTRIBUTED_IMPRESSION: v["impression_id"],
@@ -245,11 +246,7 @@ def account(
         }[v["record_type"]]
         by_type.setdefault(v["record_type"], set()).add(item)
     closed = by_type.get(REQUEST_CLOSED, set()) - {closing_id}
-    windows: dict[tuple, int] = {}
-    for v in outputs[CLICK_SURGE.outputs[0]]:
-        key = (v["page_id"], v["window_start"])
-        windows[key] = max(windows.get(key, 0), v["click_count"])
-    got = {
+    return {
         "requests closed": (expected["ad_requests"], len(closed)),
         "impressions attributed or orphaned": (
             expected["ad_impressions"],
@@ -259,11 +256,46 @@ def account(
             expected["ad_callbacks"],
             len(by_type.get(ATTRIBUTED_CALLBACK, set()) | by_type.get(ORPHAN_CALLBACK, set())),
         ),
+    }
+
+
+def click_surge_checks(
+    expected: dict[str, int], outputs: dict[str, list[dict]], late_rows: int, closing_id: str | None
+) -> dict[str, tuple[int, int]]:
+    """Click-surge's check: the final counts of all windows add up to the valid clicks, less
+    those the watermark dropped as late (``late_rows``)."""
+    windows: dict[tuple, int] = {}
+    for v in outputs[CLICK_SURGE.outputs[0]]:
+        key = (v["page_id"], v["window_start"])
+        windows[key] = max(windows.get(key, 0), v["click_count"])
+    return {
         "clicks counted in windows (+ late)": (
             expected["page_clicks_records"],
-            sum(windows.values()) + late_clicks,
-        ),
+            sum(windows.values()) + late_rows,
+        )
     }
+
+
+# What the accounting checks of each app's outputs, by app (an app without an entry: its DLQ only).
+OUTPUT_CHECKS = {ATTRIBUTION.name: attribution_checks, CLICK_SURGE.name: click_surge_checks}
+
+
+def account(
+    report: dict,
+    outputs: dict[str, list[dict]],
+    late_rows: dict[str, int],
+    closing_id: str | None,
+) -> dict:
+    """In against out (module docstring, "No loss"): per check, ``expected``, ``got`` and
+    ``lost`` (expected - got; negative: more than expected). ``late_rows``: each app's rows the
+    watermark dropped (its status's), by app."""
+    expected = expected_counts(report)
+    got: dict[str, tuple[int, int]] = {}
+    for app in SOAK_APPS:
+        if app.name in OUTPUT_CHECKS:
+            got.update(
+                OUTPUT_CHECKS[app.name](expected, outputs, late_rows.get(app.name, 0), closing_id)
+            )
     for app in SOAK_APPS:
         topic = registry.topic(app.dlq)
         ids = {tuple(v[f] for f in topic.id_fields) for v in outputs[app.dlq]}
@@ -417,38 +449,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _wait(condition, timeout_s: float, poll_s: float = 2.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(poll_s)
-    return True
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     base = load_settings()
-    out = args.out or base.reports_dir / "soak" / f"soak-{time.strftime('%Y%m%dT%H%M%S')}.json"
-    workdir = Path(tempfile.mkdtemp(prefix="adlake-soak-"))
+    out = args.out or harness.stamped(base.reports_dir / "soak", "soak")
     warmup_s = args.warmup_min * 60
     samples: list[dict] = []
     procs: dict[str, subprocess.Popen] = {}
     notes: list[str] = []
-    with scratch_broker(base, workdir) as settings:
+    with harness.private_broker("soak", base) as (settings, workdir):
         checkpoints = {a.name: workdir / "checkpoints" / a.name for a in SOAK_APPS}
-        app_args = {
-            ATTRIBUTION.name: [],
-            CLICK_SURGE.name: ["--threshold", "0", "--trigger-interval", args.rtm_interval],
-        }
         try:
             for app in SOAK_APPS:
                 log = workdir / f"{app.name}.log"
+                realtime = app.default_trigger == "realtime"
                 # earliest: the broker is new, its topics empty, and "latest" would be resolved
                 # only at the query's first batch, after the traffic may have begun
                 procs[app.name] = start_app(
-                    app.name,
-                    settings,
+                    app,
+                    settings.with_overrides(spark_master_ops=rtm_master(app, settings))
+                    if realtime
+                    else settings,
                     [
                         "--trigger",
                         app.default_trigger,
@@ -456,7 +477,8 @@ def main(argv: list[str] | None = None) -> int:
                         str(checkpoints[app.name]),
                         "--starting-offsets",
                         "earliest",
-                        *app_args[app.name],
+                        *knob_args(app),
+                        *(["--trigger-interval", args.rtm_interval] if realtime else []),
                     ],
                     log,
                 )
@@ -465,6 +487,10 @@ def main(argv: list[str] | None = None) -> int:
                     settings, app.name, procs[app.name], workdir / f"{app.name}.log", timeout_s=300
                 )
             report_path = workdir / "generator.json"
+            # args.rate to each app: the share of clicks is that of the apps reading them
+            click_share = sum(generator.PAGE_CLICKS.name in a.inputs for a in SOAK_APPS) / len(
+                SOAK_APPS
+            )
             # The generator in a process of its own: its pacing must not share this one's GIL.
             traffic = subprocess.Popen(
                 [
@@ -472,9 +498,9 @@ def main(argv: list[str] | None = None) -> int:
                     "-m",
                     "adlake.generator",
                     "--rate",
-                    str(2 * args.rate),
+                    str(len(SOAK_APPS) * args.rate),
                     "--click-share",
-                    "0.5",
+                    str(click_share),
                     "--late",
                     "0",
                     "--duration",
@@ -488,13 +514,13 @@ def main(argv: list[str] | None = None) -> int:
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=open(workdir / "generator.log", "wb"),  # noqa: SIM115 - the child owns it
-                env={**os.environ, **settings_env(settings)},
+                env=harness.process_env(settings),
             )
             started = time.monotonic()
-            print(
-                f"[soak] {args.rate:.0f} events/s to each app for {args.duration_min:g} min; "
+            harness.say(
+                f"{args.rate:.0f} events/s to each app for {args.duration_min:g} min; "
                 f"sampling every {args.sample_s:g} s; work dir {workdir}",
-                flush=True,
+                tag="soak",
             )
             while True:
                 due = started + (len(samples) + 1) * args.sample_s
@@ -510,8 +536,8 @@ def main(argv: list[str] | None = None) -> int:
                     },
                 }
                 samples.append(sample)
-                print(
-                    f"[soak] {sample['t_s'] / 60:.1f} min: "
+                harness.say(
+                    f"{sample['t_s'] / 60:.1f} min: "
                     + "; ".join(
                         f"{a.name} state {sample[a.name]['state_rows']} rows, heap "
                         f"{sample[a.name]['heap_used_mb']} MB, checkpoint "
@@ -519,7 +545,7 @@ def main(argv: list[str] | None = None) -> int:
                         f" files, e2e p99 {sample[a.name]['e2e_p99_ms']} ms"
                         for a in SOAK_APPS
                     ),
-                    flush=True,
+                    tag="soak",
                 )
             if traffic.returncode != 0:
                 raise RuntimeError(
@@ -528,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
             report = json.loads(report_path.read_text())
             caught_up = {
-                a.name: _wait(
+                a.name: wait_until(
                     lambda a=a: committed_all(settings, a, checkpoints[a.name]),
                     args.drain_timeout_s,
                 )
@@ -539,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
             _produce(settings.kafka_bootstrap, closing_id, value, ts)
             # Read, it moves the watermark; the batch run with that watermark closes every key.
             lateness_ms = ATTRIBUTION.knob("lateness_s").default * 1000
-            closed = _wait(
+            closed = wait_until(
                 lambda: (
                     (committed_watermark_ms(checkpoints[ATTRIBUTION.name]) or 0) >= ts - lateness_ms
                 ),
@@ -550,7 +576,10 @@ def main(argv: list[str] | None = None) -> int:
                     "the closing request did not close the keys in time: the counts "
                     "of requests and orphans are incomplete"
                 )
-            late = int((read_status(settings, CLICK_SURGE.name) or {}).get("late_rows") or 0)
+            late = {
+                a.name: int((read_status(settings, a.name) or {}).get("late_rows") or 0)
+                for a in SOAK_APPS
+            }
         finally:
             for proc in procs.values():
                 if proc.poll() is None:
@@ -566,7 +595,7 @@ def main(argv: list[str] | None = None) -> int:
         "duration_min": args.duration_min,
         "sample_s": args.sample_s,
         "warmup_min": args.warmup_min,
-        "cores": os.cpu_count(),
+        "cores": harness.cores(),
         "seed": args.seed,
         "sent": report["sent"],
         "elapsed_s": report["elapsed_s"],
@@ -585,11 +614,10 @@ def main(argv: list[str] | None = None) -> int:
         "samples": samples,
         "work_dir": str(workdir),
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=2) + "\n")
+    harness.write_json(out, summary)
     title = (
         f"soak: {args.rate:.0f} events/s to each app, {args.duration_min:g} min, "
-        f"{os.cpu_count()} cores (no loss: {summary['no_loss']})"
+        f"{harness.cores()} cores (no loss: {summary['no_loss']})"
     )
     png = plot(samples, warmup_s, out.with_suffix(".png"), title)
     print(
@@ -598,7 +626,7 @@ def main(argv: list[str] | None = None) -> int:
             indent=1,
         )
     )
-    print(f"[soak] report {out}, plot {png}; app logs in {workdir}")
+    harness.say(f"report {out}, plot {png}; app logs in {workdir}", tag="soak")
     return 0 if summary["no_loss"] else 1
 
 

@@ -6,7 +6,13 @@ import pytest
 
 from tests.support.help import assert_help_runs, assert_help_shows_defaults
 
-COMMANDS = ["bench.report", "bench.lake.bronze", "bench.lake.views"]
+COMMANDS = [
+    "bench.report",
+    "bench.lake.__main__",
+    "bench.lake.bronze",
+    "bench.lake.views",
+    "bench.lake.quality",
+]
 
 
 @pytest.mark.parametrize("module", COMMANDS)

@@ -4,13 +4,12 @@ boundaries"."""
 
 from __future__ import annotations
 
+from bench.harness import latency_stats, quantiles
 from bench.ops.latency import (
     BOUNDARY_AFTER_MS,
     between_boundaries,
     boundaries,
     interval_ms,
-    latency_stats,
-    quantiles,
     timeline,
 )
 

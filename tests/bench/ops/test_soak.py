@@ -103,7 +103,7 @@ def outputs() -> dict[str, list[dict]]:
 
 
 def test_accounting_deduplicates_and_balances():
-    counts = soak.account(generator_report(), outputs(), late_clicks=0, closing_id="close")
+    counts = soak.account(generator_report(), outputs(), late_rows={}, closing_id="close")
     assert {name: (c["expected"], c["got"]) for name, c in counts.items()} == {
         "requests closed": (2, 2),
         "impressions attributed or orphaned": (2, 2),
@@ -118,7 +118,7 @@ def test_accounting_deduplicates_and_balances():
     fewer = outputs()
     fewer["page_surges"] = fewer["page_surges"][:-1]
     assert (
-        soak.account(generator_report(), fewer, late_clicks=1, closing_id="close")[
+        soak.account(generator_report(), fewer, late_rows={"click_surge": 1}, closing_id="close")[
             "clicks counted in windows (+ late)"
         ]["lost"]
         == 0
@@ -132,7 +132,7 @@ def test_accounting_reports_what_is_missing():
     ]
     missing["page_surges"] = missing["page_surges"][:-1]  # p2's last update: one click lost
     missing["page_clicks_dlq"] = []
-    counts = soak.account(generator_report(), missing, late_clicks=0, closing_id="close")
+    counts = soak.account(generator_report(), missing, late_rows={}, closing_id="close")
     assert {name: c["lost"] for name, c in counts.items() if c["lost"]} == {
         "callbacks attributed or orphaned": 1,
         "clicks counted in windows (+ late)": 1,
@@ -140,7 +140,7 @@ def test_accounting_reports_what_is_missing():
     }
     # the closing request is left out: counted, it would be one close too many
     assert (
-        soak.account(generator_report(), outputs(), 0, closing_id=None)["requests closed"]["lost"]
+        soak.account(generator_report(), outputs(), {}, closing_id=None)["requests closed"]["lost"]
         == -1
     )
 

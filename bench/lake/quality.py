@@ -17,60 +17,37 @@ There is no streaming app here, so ``surge_history`` and the real-time side of
 ``attribution_reconciliation`` are empty: the reconciliation's match-rate ``warn`` fails, and
 every ``error`` expectation must pass on the generated data (the benchmark says so if not).
 
-    .venv/lake/bin/python -m spark_apps.lake.quality_benchmark
-    .venv/lake/bin/python -m spark_apps.lake.quality_benchmark --events 50000 --rate 5000
+The figures are printed and written as JSON (``--out-dir DIR``: ``DIR/quality.json``; unset:
+``<reports>/bench-quality-<time>.json``).
+
+    .venv/lake/bin/python -m bench.lake.quality
+    .venv/lake/bin/python -m bench.lake.quality --events 50000 --rate 5000
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from adlake import generator, registry
-from adlake.config import REPO_ROOT, Settings, load_settings
+from adlake.config import Settings, load_settings
 from adlake.gold import NAMES as GOLD_TABLES
 from adlake.helpformat import HelpFormatter
-from adlake.local.kafka import scratch_broker
 from adlake.quality.results import RunContext
+from bench import harness
 from spark_apps.lake import bronze, gold, quality, silver
 from spark_apps.lake.views.engine import full_refresh
 
-INPUTS = ("ad_requests", "ad_impressions", "ad_callbacks", "page_clicks")
-
-
-def _timed_process(settings: Settings, *argv: str) -> float:
-    """Seconds a ``python -m`` of a lake job takes on ``settings``' runtime, start to exit."""
-    env = {
-        **os.environ,
-        "ADLAKE_RUNTIME_DIR": str(settings.runtime_dir),
-        "ADLAKE_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
-        "ADLAKE_KAFKA_CONTROLLER_PORT": str(settings.kafka_controller_port),
-    }
-    started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", *argv],
-        env=env,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    seconds = time.monotonic() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}:\n{done.stderr[-3000:]}")
-    return seconds
+INPUTS = [t.name for t in generator.INPUT_TOPICS]
 
 
 def bench(spark, base: Settings, events: int, rate: float, view: str, workdir: Path) -> dict:
-    with scratch_broker(base, workdir) as settings:
+    with harness.private_broker("quality", base, workdir) as (settings, _):
         report = generator.run(
             generator.GeneratorConfig(rate=rate, count=events, seed=7),
             settings.kafka_bootstrap,
@@ -102,18 +79,18 @@ def bench(spark, base: Settings, events: int, rate: float, view: str, workdir: P
     in_process[view] = validate(view, None, None)
     span = ["--start", interval[0].isoformat(), "--end", interval[1].isoformat()]
     processes = {
-        "gold (all tables)": _timed_process(settings, "spark_apps.lake.gold", *span),
-        "quality page_traffic": _timed_process(
+        "gold (all tables)": harness.run_module(settings, "spark_apps.lake.gold", *span),
+        "quality page_traffic": harness.run_module(
             settings, "spark_apps.lake.quality", "--table", "page_traffic", *span
         ),
-        f"quality {view}": _timed_process(settings, "spark_apps.lake.quality", "--table", view),
+        f"quality {view}": harness.run_module(settings, "spark_apps.lake.quality", "--table", view),
     }
     return {
         "events": report["sent"],
         "interval": [t.isoformat() for t in interval],
         "in_process_s": in_process,
         "gold_validation_total_s": round(sum(in_process[n]["seconds"] for n in GOLD_TABLES), 2),
-        "process_s": {k: round(v, 1) for k, v in processes.items()},
+        "process_s": {k: round(v["seconds"], 1) for k, v in processes.items()},
         "errors_failed": sorted(
             f"{n}: {e}"
             for n, r in in_process.items()
@@ -127,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from adlake.spark_session import get_session
 
     parser = argparse.ArgumentParser(
-        prog="spark_apps.lake.quality_benchmark", description=__doc__, formatter_class=HelpFormatter
+        prog="bench.lake.quality", description=__doc__, formatter_class=HelpFormatter
     )
     parser.add_argument("--events", type=int, default=20_000, help="generated base events")
     parser.add_argument("--rate", type=float, default=5_000.0, help="events per second sent")
@@ -137,12 +114,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=sorted(registry.VIEWS),
         help="the view validated after the gold tables",
     )
+    parser.add_argument(
+        "--out-dir",
+        default=None,
+        help="write DIR/quality.json (unset: <reports>/bench-quality-<time>.json)",
+    )
     args = parser.parse_args(argv)
     base = load_settings()
+    load_start = harness.load_average()
     with tempfile.TemporaryDirectory(prefix="adlake-quality-bench-") as tmp:
         spark = get_session("lake", "quality-benchmark", base.with_overrides(runtime_dir=Path(tmp)))
         result = bench(spark, base, args.events, args.rate, args.view, Path(tmp))
+    result.update(cores=harness.cores(), load_average=[load_start, harness.load_average()])
+    out = harness.write_json(
+        Path(args.out_dir) / "quality.json"
+        if args.out_dir
+        else harness.stamped(base.reports_dir, "bench-quality"),
+        result,
+    )
     print(json.dumps(result, indent=2))
+    harness.say(f"written to {out}")
     return 1 if result["errors_failed"] else 0
 
 
