@@ -13,7 +13,8 @@ On a broker of its own (free loopback ports, runtime under a temporary directory
    first (the first pays planning and code generation), without a last partial batch (see
    :func:`steady_batches`; its time, a batch's fixed cost, is reported as ``tail_batch``); *wall* records/s, all records over the
    job's whole call. The bronze table must hold exactly the records sent.
-3. **Silver** refines those bronze rows (its records/s, same progress figures).
+3. **Silver** refines those bronze rows (its records/s, same progress figures; ``--no-silver``
+   skips it).
 4. **Fixed cost.** After a first run of bronze and silver over every topic (which creates their
    tables and checkpoints, as the first hourly run does), each job run as Airflow runs it, a
    process of its own over every topic, on an empty interval: nothing new in Kafka for bronze,
@@ -22,8 +23,10 @@ On a broker of its own (free loopback ports, runtime under a temporary directory
    skips this step.
 
 ``--out-dir DIR`` writes ``DIR/bronze.json`` (the report's contract, :mod:`bench.report`).
-``--quick`` is a smoke run of the tool (``make bench-quick``): steps 1 to 3 on
-3,000 records, and no fixed cost (each is a Spark start of its own, ten seconds and more).
+``--quick`` is a smoke run of the tool (``make bench-quick``): steps 1 and 2 on 2,000 records
+in batches of half of them; no silver (the report shows none of its figures; its first run is
+seconds of table creation) and no fixed cost (each is a Spark start of its own, ten seconds and
+more).
 
     .venv/lake/bin/python -m bench.lake.bronze --out-dir .runtime/reports/bench
     .venv/lake/bin/python -m bench.lake.bronze --quick --out-dir .runtime/reports/bench-quick
@@ -50,7 +53,7 @@ from spark_apps.lake import bronze, silver
 from spark_apps.lake.tables import table_path
 
 TOPIC = "page_clicks"
-QUICK_RECORDS = 3_000
+QUICK_RECORDS = 2_000
 
 
 def fill_topic(spark, settings: Settings, topic: str, records: int) -> None:
@@ -222,18 +225,20 @@ def bench(spark, settings: Settings, args: argparse.Namespace, session_s: float)
         f"wall {ingest['wall_records_per_s']:,} records/s"
     )
 
-    say("silver: refine")
-    started, started_epoch = time.monotonic(), time.time()
-    silver.run(spark, settings, [TOPIC], args.max_files_per_trigger)
-    refine = throughput(
-        progress.batches(silver.silver_table(TOPIC).name, args.records),
-        started_epoch,
-        time.monotonic() - started,
-    )
-    say(
-        f"silver: {refine['records']:,} records in {refine['wall_s']:.1f} s = "
-        f"{refine['wall_records_per_s']:,} records/s"
-    )
+    refine = None
+    if args.silver:
+        say("silver: refine")
+        started, started_epoch = time.monotonic(), time.time()
+        silver.run(spark, settings, [TOPIC], args.max_files_per_trigger)
+        refine = throughput(
+            progress.batches(silver.silver_table(TOPIC).name, args.records),
+            started_epoch,
+            time.monotonic() - started,
+        )
+        say(
+            f"silver: {refine['records']:,} records in {refine['wall_s']:.1f} s = "
+            f"{refine['wall_records_per_s']:,} records/s"
+        )
 
     if args.fixed_costs:
         fixed, logs = fixed_costs(spark, settings, args.gold)
@@ -301,7 +306,7 @@ def report(args: argparse.Namespace, session_s: float, measured: dict, load: lis
         "wall_records_per_s": ingest["wall_records_per_s"],
         "ingest_wall_s": ingest["wall_s"],
         "batches": ingest["batches"],
-        "silver": dict(measured["silver"].items()),
+        "silver": measured["silver"],
         "fixed_cost_s": measured["fixed_cost_s"],
         "fixed_cost_logs": measured["fixed_cost_logs"],
         "goal": {
@@ -331,7 +336,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--max-offsets-per-trigger",
         type=int,
         default=None,
-        help="records per bronze batch (default: a quarter of --records)",
+        help="records per bronze batch (unset: a quarter of --records; --quick: half)",
     )
     parser.add_argument(
         "--max-files-per-trigger",
@@ -342,7 +347,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help=f"smoke run of the tool: {QUICK_RECORDS:,} records, no fixed cost",
+        help=f"smoke run of the tool: {QUICK_RECORDS:,} records, no silver, no fixed cost",
+    )
+    parser.add_argument(
+        "--silver",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="measure silver's refine of the ingested records (step 3; unset: yes, except --quick)",
     )
     parser.add_argument(
         "--fixed-costs",
@@ -371,8 +382,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.records = QUICK_RECORDS if args.quick else 2_000_000
     if args.fixed_costs is None:
         args.fixed_costs = not args.quick
+    if args.silver is None:
+        args.silver = not args.quick
     if args.max_offsets_per_trigger is None:
-        args.max_offsets_per_trigger = max(args.records // 4, 1)
+        args.max_offsets_per_trigger = max(args.records // (2 if args.quick else 4), 1)
     return args
 
 

@@ -568,7 +568,7 @@ SUITE_RTM_S, SUITE_MICROBATCH_S, SUITE_HOP_S = 600.0, 120.0, 60.0
 # The quick suite (a smoke run of the tool and the report, about half a minute): one app (see
 # suite_scenarios), a few seconds of traffic, and Spark's shortest Real-Time Mode checkpoint
 # interval (spark.sql.streaming.realTimeMode.minBatchDuration) so that the run holds a boundary.
-QUICK_WARMUP_S, QUICK_MEASURED_S, QUICK_HOP_S = 1.0, 7.0, 2.0
+QUICK_RATE, QUICK_WARMUP_S, QUICK_MEASURED_S, QUICK_HOP_S = 200.0, 1.0, 7.0, 2.0
 QUICK_RTM_INTERVAL = "5 seconds"
 QUICK_SETTLE_S, QUICK_DRAIN_S, QUICK_CATCH_UP_S = 1.0, 1.0, 20.0
 
@@ -632,8 +632,10 @@ def run_suite(out_dir: Path, quick: bool = False, rate: float = 1000.0) -> dict:
     :func:`suite_scenarios` one after the other, with the bare Kafka hop (:mod:`.kafka_hop`,
     :data:`SUITE_HOP_S` at the same rate) right before the last app's runs, so the ratio of that
     app's latency to the hop's compares one machine state. A run that fails is recorded in ``errors`` and the others still run. Writes and
-    returns ``out_dir/ops.json`` (the report's contract: ``runs``, ``kafka_hop``, ``goals``)."""
+    returns ``out_dir/ops.json`` (the report's contract: ``runs``, ``kafka_hop``, ``goals``).
+    ``quick`` runs at :data:`QUICK_RATE`, whatever ``rate``."""
     base = load_settings()
+    rate = QUICK_RATE if quick else rate
     scenarios = suite_scenarios(base, quick, rate)
     interval = QUICK_RTM_INTERVAL if quick else DEFAULT_RTM_INTERVAL
     hop_s = QUICK_HOP_S if quick else SUITE_HOP_S
@@ -715,8 +717,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="suite: a smoke run of the tool and the report: one app in Real-Time Mode, "
-        f"{QUICK_WARMUP_S:g} s warm-up and {QUICK_MEASURED_S:g} s measured (about half a minute)",
+        help="suite: a smoke run of the tool and the report: one app in Real-Time Mode at "
+        f"{QUICK_RATE:g} events/s, {QUICK_WARMUP_S:g} s warm-up and {QUICK_MEASURED_S:g} s "
+        "measured (about half a minute)",
     )
     parser.add_argument(
         "--rates",
