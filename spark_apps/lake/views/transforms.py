@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from adlake import registry
-from spark_apps.common.frames import null_safe_join as _null_safe_join
+from spark_apps.common.frames import null_safe_join
 from spark_apps.lake.views.layout import (
     COUNT,
     HLL_LG_CONFIG_K,
@@ -170,11 +170,9 @@ def transform_new_state(
     from pyspark.sql import functions as F
 
     recompute = recomputed is not None
-    joined = delta.alias("d").join(
-        existing.alias("o"), _null_safe_join("d", "o", view.keys), "left"
-    )
+    joined = delta.alias("d").join(existing.alias("o"), null_safe_join("d", "o", view.keys), "left")
     if recompute:
-        joined = joined.join(recomputed.alias("r"), _null_safe_join("d", "r", view.keys), "left")
+        joined = joined.join(recomputed.alias("r"), null_safe_join("d", "r", view.keys), "left")
     retract = F.col("d.__retract") if recompute else F.lit(False)
 
     def pick(name: str, combined: Column) -> Column:
@@ -262,7 +260,7 @@ def transform_compare(
         )
 
     joined = actual.alias("a").join(
-        expected.alias("e"), _null_safe_join("a", "e", view.keys), "full_outer"
+        expected.alias("e"), null_safe_join("a", "e", view.keys), "full_outer"
     )
     return joined.select(
         *(F.coalesce(a(k), e(k)).alias(k) for k in view.keys),
