@@ -138,13 +138,13 @@ bench: setup
 	$(OPS_PY) -m bench.report "$(BENCH_DIR)" --to "$(BENCH_DIR)" --command "make $@" && \
 	[ $$ops -eq 0 ] && [ $$bronze -eq 0 ] && [ $$views -eq 0 ]
 
-# A smoke run of the same tools and the report (under a minute on 2 idle cores; CI runs it:
-# tests/bench/ops/test_report.py), into <runtime>/reports/bench-quick. At the same time: the apps'
-# suite --quick (the hop, then every app once in its default trigger, all at once, ten seconds of
-# traffic) and the lake's (python -m bench.lake --quick: bronze on 4,000 records without the
-# jobs' fixed costs, then the views suite on one 20,000-row source, in one Spark session); then
-# the report. The quality benchmark and the soak are not in it (each takes minutes: their own
-# targets).
+# A smoke run of the same tools and the report, into <runtime>/reports/bench-quick: under a
+# minute on 2 idle cores; CI runs it (tests/bench/ops/test_report.py). Side by
+# side: the apps' suite --quick (the Kafka hop, then one app in Real-Time Mode: 8 s of traffic at
+# 200 events/s) and python -m bench.lake --quick (one Spark session: bronze ingest of 2,000
+# records without silver or the fixed costs, then the views suite on one 20,000-row source
+# without verify or delete/update); then the report. Not in it: the quality benchmark and the
+# soak (minutes each: bench-quality, soak).
 bench-quick: BENCH_DIR = $(REPORTS)/bench-quick
 bench-quick: setup
 	mkdir -p "$(BENCH_DIR)" && cd "$(BENCH_DIR)" && rm -f $(BENCH_JSON)
@@ -155,12 +155,12 @@ bench-quick: setup
 	[ $$ops -eq 0 ] && [ $$lake -eq 0 ]
 
 # The streaming apps' fault tests, long form (make test runs the short one): several kill -9 of
-# each app and broker bounces against an uninterrupted run, and a short soak; each faulted run
-# writes <runtime>/reports/faults/ops-<scenario>-<time>.json. Part of `make faults`.
+# each app and broker bounces against an uninterrupted run, and a short soak (tests/bench/ops);
+# each faulted run writes <runtime>/reports/faults/ops-<scenario>-<time>.json. Part of `make faults`.
 faults-ops: setup
-	FAULTS_FORM=long $(OPS_PY) -m pytest -m faults tests/spark_apps/ops --durations=10
+	FAULTS_FORM=long $(OPS_PY) -m pytest -m faults tests/spark_apps/ops tests/bench/ops --durations=10
 
-# Not in CI: both streaming apps at SOAK_RATE events/s each for SOAK_MIN minutes, sampled every
+# Not in CI: every streaming app at SOAK_RATE events/s each for SOAK_MIN minutes, sampled every
 # minute; JSON and a PNG plot under <runtime>/reports/soak/ (bench/ops/soak.py).
 SOAK_MIN ?= 30
 SOAK_RATE ?= 1000
