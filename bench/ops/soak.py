@@ -430,7 +430,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--rtm-interval",
         default="30 seconds",
-        help="click-surge's Real-Time Mode checkpoint interval",
+        help="the Real-Time Mode checkpoint interval of the apps run in it (their default "
+        "trigger: click-surge)",
     )
     parser.add_argument("--seed", type=int, default=7, help="the generator's seed")
     parser.add_argument(
