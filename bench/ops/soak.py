@@ -1,22 +1,24 @@
-"""Soak both operational apps: hours-long health at a steady rate, sampled every minute.
+"""Soak the operational apps: hours-long health at a steady rate, sampled every minute.
 
-Not a test: it measures and reports. Like the benchmark (:mod:`bench.ops.latency`, whose
-broker and app machinery it uses), it starts a broker of its own on free loopback ports under a
-temporary directory and runs each app as its own process on a fresh checkpoint: attribution in
+Not a test: it measures and reports. Like the latency benchmark (:mod:`bench.ops.latency`, whose
+measured knobs and Real-Time Mode sizing it uses), it starts a broker of its own on free loopback
+ports under a temporary directory (:mod:`bench.harness`) and runs every operational app of the
+registry as its own process on a fresh checkpoint, in its default trigger: attribution in
 micro-batches (JVM engine), click-surge in Real-Time Mode with threshold 0 (every click updates
 its window, so every click is an output whose latency is measured). Then:
 
-1. the generator sends ``--rate`` events/s to *each* app (ad chains and page clicks, half each of
-   twice the rate; malformed records, duplicates, out-of-order events and orphans at the
-   generator's defaults, no late events: see "no loss") for ``--duration-min`` minutes;
+1. the generator sends ``--rate`` events/s to *each* app (ad chains and page clicks, in the share
+   of the apps that read them: half each of twice the rate; malformed records, duplicates,
+   out-of-order events and orphans at the generator's defaults, no late events: see "no loss")
+   for ``--duration-min`` minutes;
 2. every ``--sample-s`` seconds, per app: rows in state and the state store's memory (RocksDB's,
    from the query's progress), the checkpoint directory's size and file count, the driver JVM's
    heap (``jcmd <pid> GC.heap_info``: used and committed) and resident memory, the measured
    end-to-end latency p50/p99 (the status file's ``e2e_latency``, from the app's own probe of its
    output topic) and the input rate;
-3. when the traffic ends: both apps must read every input offset, then one closing request
-   (:func:`adlake.generator.closing_request`) moves attribution's watermark past every key's close, and the
-   counts in and out are compared (:func:`account`);
+3. when the traffic ends: every app must read every input offset, then one closing request
+   (:func:`adlake.generator.closing_request`) moves attribution's watermark past every key's
+   close, and the counts in and out are compared (:func:`account`);
 4. the samples, the verdict (each metric flat after the warm-up, :func:`trend`) and the counts go
    to ``<reports>/soak/soak-<time>.json``, the plot to the ``.png`` beside it.
 
@@ -24,6 +26,8 @@ its window, so every click is an output whose latency is measured). Then:
 duplicate, by the rules the DLQs apply) against the outputs read back and deduplicated by ids:
 
 * each DLQ holds exactly the malformed records of its app's topics;
+* each app's outputs, by their meaning (:data:`OUTPUT_CHECKS`; an app without an entry is
+  checked by its DLQ only):
 * attribution: every distinct valid request is closed once (``request_closed``), every distinct
   valid impression is emitted once as ``attributed_impression`` or ``orphan_impression``, every
   distinct valid callback once as ``attributed_callback`` or ``orphan_callback``;
