@@ -631,9 +631,10 @@ def run_suite(out_dir: Path, quick: bool = False, rate: float = 1000.0) -> dict:
     """The operational apps' part of the benchmark report, on one private broker: the runs of
     :func:`suite_scenarios` one after the other, with the bare Kafka hop (:mod:`.kafka_hop`,
     :data:`SUITE_HOP_S` at the same rate) right before the last app's runs, so the ratio of that
-    app's latency to the hop's compares one machine state. A run that fails is recorded in ``errors`` and the others still run. Writes and
-    returns ``out_dir/ops.json`` (the report's contract: ``runs``, ``kafka_hop``, ``goals``).
-    ``quick`` runs at :data:`QUICK_RATE`, whatever ``rate``."""
+    app's latency to the hop's compares one machine state. A run that fails is recorded in
+    ``errors`` and the others still run. ``quick`` runs at :data:`QUICK_RATE`, whatever
+    ``rate``. Writes and returns ``out_dir/ops.json`` (the report's contract: ``runs``,
+    ``kafka_hop``, ``goals``)."""
     base = load_settings()
     rate = QUICK_RATE if quick else rate
     scenarios = suite_scenarios(base, quick, rate)
@@ -673,7 +674,6 @@ def run_suite(out_dir: Path, quick: bool = False, rate: float = 1000.0) -> dict:
             if scenario.app == last and (i == 0 or scenarios[i - 1].app != last):
                 attempt("kafka hop", hop)
             measure(scenario)
-    runs.sort(key=lambda r: [(s.app.name, s.mode) for s in scenarios].index((r.app, r.mode)))
     hop_p99 = hop_figures["whole"].get("p99")
     for run in runs:
         if hop_p99 and run.whole.get("p99") is not None:
