@@ -37,7 +37,8 @@ test: setup
 	@t=$$(date +%s); $(OPS_PY) -m pytest -m "not e2e" --durations=15; rc=$$?; \
 	echo "[test] ops pass: $$(( $$(date +%s) - t )) s"; exit $$rc
 
-# The slow end-to-end tier: Airflow backfills and the apps' lifecycle on a real scheduler (about 35 minutes on 2 cores).
+# The exhaustive end-to-end variants (docs/testing.md): the apps' lifecycle on a real scheduler,
+# Airflow backfills, mode switches, the spark:// path. Run it when you change those paths.
 test-e2e: setup
 	@t=$$(date +%s); $(LAKE_PY) -m pytest -m e2e --durations=15; rc=$$?; \
 	echo "[test-e2e] lake pass: $$(( $$(date +%s) - t )) s"; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]

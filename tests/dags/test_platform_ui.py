@@ -8,9 +8,12 @@ nothing to do.
 On call, in the browser: click-surge started (running, its last progress fresh), restarted (a new
 pid, running again) and stopped with the page's buttons, each a DAG run the real scheduler
 executes; then a view's DAG triggered from Airflow's trigger form with a changed ``mode``, its run
-followed to success. Screenshots of every step go to the runtime's ``reports/ui/``. No scheduled
-run is made (``USE_JOB_SCHEDULE`` off): only what a person triggers runs; attribution is not
-started (a JVM each; the lifecycle through Airflow is ``test_app_lifecycle_dags.py``).
+followed to success. Screenshots of every step go to the runtime's ``reports/ui/``. Then a
+backfill of one hour of ``lake_hourly`` created as the docs say (``make airflow ARGS="backfill
+create ..."``) and run by the same scheduler. No scheduled run is made (``USE_JOB_SCHEDULE``
+off): only what a person triggers runs; attribution is not started (a JVM each; the lifecycle
+through Airflow is ``test_app_lifecycle_dags.py``, the exhaustive backfills ``test_backfill.py``,
+both in ``make test-e2e``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import contextlib
 import datetime as dt
 import io
 import json
+import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -26,6 +30,8 @@ import urllib.request
 import pytest
 
 from adlake import apps, registry
+from adlake.airflow import factory
+from adlake.config import REPO_ROOT
 from adlake.local import credentials, platform
 from adlake.local.kafka import free_port
 from tests.conftest import private_settings
@@ -252,6 +258,89 @@ def test_a_lake_dag_triggered_from_its_form_with_a_changed_param_succeeds(runnin
     shown = spark.read.format("delta").load(str(settings.table_path(view.name)))
     assert shown.agg(F.sum("clicks")).first()[0] == len(clicks)
     assert shown.count() == len({(c["page_id"], c["event_time"].replace(minute=0)) for c in clicks})
+
+
+def test_a_backfill_of_an_hour_runs_the_lake_chain_through_the_scheduler(running, spark):
+    """``make airflow ARGS="backfill create ..."`` over one hour, run by the platform's scheduler:
+    one run of type ``backfill`` whose interval is that hour, every task of the chain a real
+    spark-submit that succeeded (bronze, silver, gold, each gold table's gate), gold given the
+    hour's interval, and the hour's day of ``page_traffic`` rebuilt from the silver clicks written
+    here (the broker's topics are empty: bronze and silver find nothing new)."""
+    from pyspark.sql import functions as F
+
+    from spark_apps.lake.tables import ensure_table, read_table
+
+    settings, _ = running
+    hour = dt.datetime(2026, 11, 20, 14, tzinfo=dt.UTC)
+    source = registry.table("silver_page_clicks")
+    clicks = [(f"b{i}", f"p{i % 2}", hour + dt.timedelta(minutes=9 * i), f"u{i}") for i in range(5)]
+    schema = source.schema.spark()
+    rows = [
+        tuple(
+            {
+                "click_id": c[0],
+                "page_id": c[1],
+                "event_time": c[2],
+                "user_id": c[3],
+                "event_date": hour.date(),
+                "offset": n,
+            }.get(name)
+            for name in schema.names
+        )
+        for n, c in enumerate(clicks)
+    ]
+    (
+        spark.createDataFrame(rows, schema)
+        .write.format("delta")
+        .mode("append")
+        .save(ensure_table(spark, settings, source))
+    )
+    # The logical dates of the runs, both included: one hour, one run.
+    args = (
+        f"backfill create --dag-id {factory.LAKE_DAG_ID} --from-date {hour.isoformat()} "
+        f"--to-date {hour.isoformat()} --max-active-runs 1"
+    )
+    done = subprocess.run(
+        ["make", "--no-print-directory", "airflow", f"ARGS={args}"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+
+    def finished() -> list[dict] | None:
+        runs = [r for r in dag_runs(settings, factory.LAKE_DAG_ID) if r["run_type"] == "backfill"]
+        return runs if runs and all(r["state"] in ("success", "failed") for r in runs) else None
+
+    runs = wait_for(
+        finished,
+        900,
+        "the backfill's run ends",
+        lambda: json.dumps(dag_runs(settings, factory.LAKE_DAG_ID), indent=1),
+    )
+    (run,) = runs
+    run_id = urllib.parse.quote(run["dag_run_id"])
+    instances = api(settings, f"/dags/{factory.LAKE_DAG_ID}/dagRuns/{run_id}/taskInstances")
+    states = {ti["task_id"]: ti["state"] for ti in instances["task_instances"]}
+    gold_tables = [t.name for t in registry.TABLES.values() if t.layer == "gold"]
+    assert run["state"] == "success", states
+    assert states == dict.fromkeys(
+        ["bronze", "silver", "gold", *(f"quality_{t}" for t in gold_tables)], "success"
+    )
+    interval = (run["data_interval_start"], run["data_interval_end"])
+    assert tuple(dt.datetime.fromisoformat(t.replace("Z", "+00:00")) for t in interval) == (
+        hour,
+        hour + dt.timedelta(hours=1),
+    )
+    gold_args = api(settings, f"/dags/{factory.LAKE_DAG_ID}/dagRuns/{run_id}/taskInstances/gold")[
+        "rendered_fields"
+    ]["application_args"]
+    start = gold_args[gold_args.index("--start") + 1]
+    assert dt.datetime.fromisoformat(start.replace("Z", "+00:00")) == hour
+    traffic = read_table(spark, settings, "page_traffic").where(F.col("event_date") == hour.date())
+    assert traffic.agg(F.sum("clicks")).first()[0] == len(clicks)
 
 
 def screenshots_dir(settings):

@@ -21,7 +21,9 @@ from adlake.local.kafka import free_ports
 from tests.conftest import private_settings
 from tests.dags.conftest import DAGS_DIR, task_env
 
-pytestmark = pytest.mark.integration
+# The spark:// path (the compose shape) is an exhaustive variant of a lake task run, which
+# make test covers in local mode (test_lake_dag_run, test_platform_ui): make test-e2e runs it.
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 DAY = dt.date(2026, 11, 21)
 

@@ -18,7 +18,9 @@ import pytest
 from adlake.local.kafka import LocalKafka
 from tests.faults import harness
 
-pytestmark = pytest.mark.faults
+# make test keeps a broker bounce under the streaming apps (tests/spark_apps/ops/test_faults.py);
+# the bounce under bronze is in make test-e2e.
+pytestmark = [pytest.mark.faults, pytest.mark.e2e]
 
 MAX_DOWN_S = 30.0
 NOTICED = "could not be established"  # Kafka's NetworkClient, when the broker refuses

@@ -10,7 +10,10 @@ from bench.lake import views as views_benchmark
 pytest.importorskip("delta")
 
 
+# The views tooling also runs end to end in make bench-quick (tests/bench/ops/test_report.py,
+# in make test); this fuller tiny run is in make test-e2e.
 @pytest.mark.integration
+@pytest.mark.e2e
 def test_a_tiny_run_reports_both_refreshes_and_what_bounds_their_ratio(spark, settings, tmp_path):
     lake = settings.with_overrides(runtime_dir=tmp_path / "runtime")
     args = views_benchmark.parse_args(["--rows", "4000", "--days", "4", "--campaigns", "3"])

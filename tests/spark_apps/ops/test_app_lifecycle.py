@@ -169,6 +169,9 @@ def split_windows(expected: Expected, committed: dict) -> dict:
 # -- the tests -----------------------------------------------------------------------------------
 
 
+# make test-e2e: the switch rules are unit-tested with a stand-in app (tests/include/test_apps.py);
+# these run the real apps through both switches.
+@pytest.mark.e2e
 def test_switching_real_time_mode_to_micro_batches_and_back_keeps_the_input_and_the_state(
     settings, tmp_path
 ):
@@ -241,6 +244,7 @@ def test_switching_real_time_mode_to_micro_batches_and_back_keeps_the_input_and_
 # -- attribution: a switch Spark refuses on the same checkpoint ------------------------------------
 
 
+@pytest.mark.e2e
 def test_an_attribution_switch_starts_a_new_checkpoint_at_the_committed_offsets(
     fresh_kafka, tmp_path
 ):

@@ -433,6 +433,9 @@ def test_generator_to_app_to_output(fresh_kafka, tmp_path, trigger):
     )
 
 
+# make test-e2e: a restart after kill -9 on the same checkpoint is in make test
+# (tests/spark_apps/ops/test_faults.py); this is the graceful stop and restart.
+@pytest.mark.e2e
 def test_restart_on_the_same_checkpoint_loses_nothing(fresh_kafka, tmp_path):
     bootstrap, settings = fresh_kafka.bootstrap, fresh_kafka.settings
     report, expected = generate(bootstrap, tmp_path, seed=32)

@@ -311,6 +311,8 @@ def test_real_time_mode_reports_exactly_the_windows_above_the_threshold(fresh_ka
     )
 
 
+# make test-e2e: as attribution's graceful restart (test_attribution_app.py).
+@pytest.mark.e2e
 def test_restart_on_the_same_checkpoint_gives_the_uninterrupted_output(fresh_kafka, tmp_path):
     bootstrap, settings = fresh_kafka.bootstrap, fresh_kafka.settings
     checkpoint = settings.checkpoint_path(APP.name)
