@@ -28,7 +28,7 @@ from adlake.status import read_status
 from spark_apps.common.streaming.listener import StatusReporter
 from spark_apps.common.streaming.runner import parse_args
 from tests.dags.conftest import DAGS_DIR, airflow_db, task_env  # noqa: F401  (a fixture)
-from tests.include.ui.conftest import auth_manager, client, runtime, token, user  # noqa: F401
+from tests.include.ui.conftest import auth_manager, client, runtime, token, user  # noqa: F401 - fixtures
 from tests.support import toy_app
 from tests.support.toy_app import TOY, TOY_TOPIC
 
