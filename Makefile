@@ -1,4 +1,5 @@
-# Adlake. `make up` runs the platform on embedded defaults; `make test` runs every test tier.
+# Adlake. `make up` runs the platform on embedded defaults; `make test` runs the unit and
+# integration tiers (CI), `make test-e2e` the exhaustive end-to-end variants.
 # Pinned versions live in include/adlake/local/versions.py; `make setup` derives everything from them.
 
 PYTHON ?= python3
