@@ -1,29 +1,34 @@
-"""Gold: business tables rebuilt from silver for a data interval, one event date at a time.
+"""Gold: business tables rebuilt from silver for a data interval, one slice at a time.
 
-Every table is partitioned by ``event_date`` and rebuilt for ``[start, end)`` with Delta's
-``replaceWhere``: the dates of the interval are recomputed from silver and swapped in one commit.
-A rerun, an overlapping interval or an Airflow backfill therefore gives the same table: no row is
-appended twice, and a date outside the interval is never touched. An interval is widened to the
-whole days it touches (:func:`days_of`): the hourly lake DAG's run of 13:00-14:00 rebuilds its
-day, as far as silver holds it.
+Every table is partitioned by ``event_date`` and has a **grain** (:data:`adlake.gold.GRAINS`):
+an ``hour`` table (a row per minute, window or hour of the day) is rebuilt for the whole hours
+an interval covers, a ``day`` table (a row summing a day) for the whole days
+(:func:`adlake.gold.covering`). The slice (:func:`adlake.gold.slice_condition`) is recomputed
+from silver and swapped in with Delta's ``replaceWhere``, in one commit. A rerun, an overlapping
+interval or an Airflow backfill therefore gives the same table: no row is appended twice, and a
+row outside the slice is never touched. The hourly chain rebuilds the ``hour`` tables' hour, so
+its cost is its hour's data, not its day's; the daily run (``lake_daily``) rebuilds every
+table's day once the day is final.
 
-**A day's partition is a function of silver alone**, never of the interval that recomputed it:
-``[D, D+1)``, a week around ``D`` and a backfill over a year write the same rows for ``D``. Rows of
-one day can depend on events of another (a click just after midnight on an impression just
-before it), so each table reads what its rows need *around* the interval, a margin taken from
-the attribution contract (:class:`~spark_apps.common.attribution.contract.AttributionConfig`),
-and keeps only the interval's own dates.
+**A slice is a function of silver alone**, never of the interval that recomputed it: an hour,
+its day and a backfill over a year write the same rows for it. Rows of one slice can depend on
+events of another (a click just after midnight on an impression just before it), so each table
+reads what its rows need *around* the interval, a margin taken from the attribution contract
+(:class:`~spark_apps.common.attribution.contract.AttributionConfig`), and keeps only the slice.
 
 Each table is a module of :mod:`adlake.gold` (:data:`adlake.gold.MODELS`): its declaration, its
-business rules and its ``build``, whose docstring says what the partition of date ``D`` is made
-of. This job gives each build its :class:`SilverInputs` (the interval's silver, silver around
-it, the contract's tunables, batch attribution) and writes what it returns.
+grain, its business rules and its ``build``, whose docstring says what the partition of date
+``D`` is made of. This job gives each build its :class:`SilverInputs` (the interval's silver,
+silver around it, the contract's tunables, batch attribution) and writes what it returns.
 
-"Function of silver" means of silver as it is when the day is rebuilt: an event that reaches
+"Function of silver" means of silver as it is when the slice is rebuilt: an event that reaches
 silver later (a late event, or the next day's first minutes that a day's rows read within their
-margin) shows in the day's rows once that day is rebuilt again, by a backfill over it.
+margin) shows once the slice is rebuilt again: by the daily run that finalizes the day, or a
+backfill over it.
 
     .venv/lake/bin/python -m spark_apps.lake.gold --start 2026-11-21 --end 2026-11-22
+    .venv/lake/bin/python -m spark_apps.lake.gold --start 2026-11-21T13:00Z \
+        --end 2026-11-21T14:00Z --tables campaign_delivery,page_traffic
 """
 
 from __future__ import annotations
@@ -59,20 +64,25 @@ class SilverInputs:
 
     spark: SparkSession
     settings: Settings
-    start: date
-    end: date
+    start: datetime
+    end: datetime
     config: AttributionConfig = field(default_factory=_default_config)
 
-    def silver_whole(self, topic: str) -> DataFrame:
+    def _whole(self, topic: str) -> DataFrame:
         # A silver table no run has created yet reads as empty, not as an error.
         ensure_table(self.spark, self.settings, registry.table(f"silver_{topic}"))
         return read_table(self.spark, self.settings, f"silver_{topic}")
 
     def silver(self, topic: str) -> DataFrame:
-        return gold.in_interval(self.silver_whole(topic), self.start, self.end)
+        return gold.around(
+            self._whole(topic), self.start, self.end, 0, 0, registry.silver_time_field(topic)
+        )
 
     def silver_around(self, topic: str, before_ms: int, after_ms: int) -> DataFrame:
-        return gold.around(self.silver_whole(topic), self.start, self.end, before_ms, after_ms)
+        return gold.around(self._whole(topic), self.start, self.end, before_ms, after_ms)
+
+    def silver_from(self, topic: str, before_ms: int) -> DataFrame:
+        return gold.since(self._whole(topic), self.start - timedelta(milliseconds=before_ms))
 
     def attribute_batch(
         self, requests: DataFrame, impressions: DataFrame, callbacks: DataFrame
@@ -82,8 +92,15 @@ class SilverInputs:
         return attribute_batch(requests, impressions, callbacks, self.config)
 
 
-def rebuild(spark: SparkSession, settings: Settings, name: str, start: date, end: date) -> int:
-    """Replace ``[start, end)`` of gold table ``name``; returns the rows written.
+def rebuild(
+    spark: SparkSession,
+    settings: Settings,
+    name: str,
+    start: date | datetime,
+    end: date | datetime,
+) -> int:
+    """Replace gold table ``name``'s slice covering ``[start, end)`` (whole hours or days, by
+    its grain; a date is its midnight, UTC); returns the rows written.
 
     Two writers of one table at once (an hourly run and an overlapping backfill, or a retried
     task beside its first try) are resolved by Delta's optimistic concurrency: the first commit
@@ -97,7 +114,7 @@ def rebuild(spark: SparkSession, settings: Settings, name: str, start: date, end
     model = gold.model(name)
     path = table_path(settings, model.TABLE)
     sources = [settings.table_path(t) for t in model.TABLE.sources]
-    inputs = SilverInputs(spark, settings, start, end)
+    inputs = SilverInputs(spark, settings, *gold.covering(model.GRAIN, start, end))
     with diagnosed("gold", settings.runtime_dir, tables=[settings.table_path(name), *sources]):
         return retry_on_conflict(
             f"gold {name}", path, lambda: _replace(spark, settings, model, inputs)
@@ -108,16 +125,10 @@ def _replace(
     spark: SparkSession, settings: Settings, model: gold.Model, inputs: SilverInputs
 ) -> int:
     path = ensure_table(spark, settings, model.TABLE)
-    rows = model.build(inputs).persist()
+    where = gold.slice_condition(model, inputs.start, inputs.end)
+    rows = model.build(inputs).where(where).persist()
     try:
-        (
-            rows.write.format("delta")
-            .mode("overwrite")
-            .option(
-                "replaceWhere", f"event_date >= '{inputs.start}' AND event_date < '{inputs.end}'"
-            )
-            .save(path)
-        )
+        rows.write.format("delta").mode("overwrite").option("replaceWhere", where).save(path)
         return rows.count()
     finally:
         rows.unpersist()
@@ -137,8 +148,8 @@ def parse_instant(text: str) -> datetime:
 
 
 def days_of(start: datetime, end: datetime) -> tuple[date, date]:
-    """The dates ``[first, after)`` an interval ``[start, end)`` touches: gold rebuilds whole
-    days, so an hour's run rebuilds its day (so far) and a day's run that day.
+    """The dates ``[first, after)`` an interval ``[start, end)`` touches: a ``day`` table's
+    slice of it.
 
     >>> days_of(datetime(2026, 11, 21, 13), datetime(2026, 11, 21, 14))
     (datetime.date(2026, 11, 21), datetime.date(2026, 11, 22))
@@ -150,7 +161,8 @@ def days_of(start: datetime, end: datetime) -> tuple[date, date]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """Arguments, with ``start``/``end`` the interval's dates (see :func:`days_of`)."""
+    """Arguments: ``start``/``end`` UTC instants, each table rebuilding the slice of its grain
+    that covers them (see :func:`adlake.gold.covering`)."""
     parser = argparse.ArgumentParser(
         prog="spark_apps.lake.gold", description=__doc__, formatter_class=HelpFormatter
     )
@@ -158,14 +170,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--start",
         required=True,
         type=parse_instant,
-        help="interval start (inclusive), a date or ISO timestamp: its day is the first rebuilt",
+        help="interval start (inclusive), a date or ISO timestamp: its hour (an hour "
+        "table's) or its day (a day table's) is the first rebuilt",
     )
     parser.add_argument(
         "--end",
         required=True,
         type=parse_instant,
-        help="interval end (exclusive), a date or ISO timestamp: its day is the "
-        "last rebuilt, unless it is a midnight",
+        help="interval end (exclusive), a date or ISO timestamp: its hour or day is the "
+        "last rebuilt, unless it starts there",
     )
     parser.add_argument(
         "--tables", default=",".join(gold.NAMES), help="comma-separated gold tables to rebuild"
@@ -175,7 +188,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(
             f"--end ({args.end.isoformat()}) must be after --start ({args.start.isoformat()})"
         )
-    args.start, args.end = days_of(args.start, args.end)
     for name in args.tables.split(","):
         if name not in gold.NAMES:
             parser.error(f"unknown gold table {name!r}; gold tables: {', '.join(gold.NAMES)}")
@@ -191,8 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.tables.split(","):
         started = time.monotonic()
         rows = rebuild(spark, settings, name, args.start, args.end)
+        first, after = gold.covering(gold.model(name).GRAIN, args.start, args.end)
         print(
-            f"[gold] {name} [{args.start}, {args.end}): {rows} rows -> "
+            f"[gold] {name} [{first:%Y-%m-%dT%H:%MZ}, {after:%Y-%m-%dT%H:%MZ}): {rows} rows -> "
             f"{table_path(settings, name)} in {time.monotonic() - started:.1f}s",
             flush=True,
         )

@@ -33,16 +33,26 @@ from adlake.gold import (
     surge_history,
 )
 from adlake.gold.shared import (
+    DAY,
+    GRAINS,
+    HOUR,
     AttributionWindow,
     Inputs,
     Model,
     around,
-    in_interval,
+    covering,
+    instant,
+    instant_sql,
     rate,
+    since,
+    slice_condition,
     transform_paired_callbacks,
 )
 
 __all__ = [
+    "DAY",
+    "GRAINS",
+    "HOUR",
     "MODELS",
     "NAMES",
     "TABLES",
@@ -50,9 +60,13 @@ __all__ = [
     "Inputs",
     "Model",
     "around",
-    "in_interval",
+    "covering",
+    "instant",
+    "instant_sql",
     "model",
     "rate",
+    "since",
+    "slice_condition",
     "transform_paired_callbacks",
 ]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from adlake.declarations import CLICK, CONVERSION, Table, schema
-from adlake.gold.shared import in_interval, rate, transform_paired_callbacks
+from adlake.gold.shared import DAY, rate, transform_paired_callbacks
 from adlake.quality.expectations import ERROR, WARN, at_least, expect, where
 
 if TYPE_CHECKING:
@@ -45,6 +45,10 @@ TABLE = Table(
     description="Requests → fills → impressions → clicks → conversions per campaign and "
     "day; campaign_id '*' is the day's total (requests exist only there).",
 )
+
+# Distinct requests per campaign and day do not add up over hours: rebuilt whole days.
+GRAIN = DAY
+ROW_TIME = None
 
 DERIVED_COLUMNS: tuple[tuple[str, str], ...] = ()
 
@@ -155,7 +159,7 @@ def build(inputs: Inputs) -> DataFrame:
     config = inputs.config
     # As campaign_delivery: every impression a callback of the interval can belong to.
     impressions = inputs.silver_around("ad_impressions", config.window_ms, config.skew_ms)
-    rows = transform_attribution_funnel(
+    # Impressions of the day before make rows of that day too: the job keeps the interval's.
+    return transform_attribution_funnel(
         inputs.silver("ad_requests"), impressions, inputs.silver("ad_callbacks"), config
     )
-    return in_interval(rows, inputs.start, inputs.end)

@@ -7,7 +7,8 @@ A record is dated by :func:`record_date` (its request's date, else its impressio
 callback's), the earlier side's if batch and real time disagree. Batch attribution runs over the
 events from :func:`attribution_margin_ms` before the interval to as much after it, so a request of
 23:59 on ``D`` keeps its impressions and callbacks of ``D+1`` and an impression of 00:01 on ``D``
-its request of the day before; real-time records are read whole. The partition of ``D`` is exact
+its request of the day before; real-time records are read from the margin before the interval
+to the newest (silver dates them by when they reached Kafka). The partition of ``D`` is exact
 (the same as batch attribution over all of silver would give) for every request whose events lie
 within the margin of each other: the margin is the key lifetime bound (``ttl``, at least two
 windows plus skews), past which the stream itself no longer holds a request's key together.
@@ -18,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from adlake.declarations import ATTRIBUTED_EVENT_IDS, Table, schema
-from adlake.gold.shared import in_interval
+from adlake.gold.shared import DAY
 from adlake.quality.expectations import MIN_MATCH_RATE, WARN, expect, param
 
 if TYPE_CHECKING:
@@ -43,6 +44,10 @@ TABLE = Table(
     keys=("event_date", "record_type"),
     description="Batch attribution over silver vs the real-time attributed_events.",
 )
+
+# A day's match counts: rebuilt whole days.
+GRAIN = DAY
+ROW_TIME = None
 
 DERIVED_COLUMNS = (
     ("dq_match_rate", "matched / nullif(matched + missing_in_realtime + extra_in_realtime, 0)"),
@@ -140,7 +145,9 @@ def build(inputs: Inputs) -> DataFrame:
     batch = inputs.attribute_batch(
         events("ad_requests"), events("ad_impressions"), events("ad_callbacks")
     )
-    # Whole: a record's date is the earlier of its two sides', and a real-time record reaches
-    # Kafka (silver's date for it) any time after its events.
-    realtime = inputs.silver_whole("attributed_events")
-    return in_interval(transform_reconciliation(batch, realtime), inputs.start, inputs.end)
+    # A real-time record is dated in silver by when it reached Kafka: after its events, which
+    # are at most the margin before the interval for any record the interval can hold, and any
+    # time later (the stream may lag, or catch up after an outage). So from the margin before
+    # the interval to the newest: never the history before it, whose size grows every day.
+    realtime = inputs.silver_from("attributed_events", margin)
+    return transform_reconciliation(batch, realtime)

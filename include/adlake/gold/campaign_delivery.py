@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from adlake.declarations import CALLBACK_EVENT_TYPES, Table, schema
-from adlake.gold.shared import in_interval, rate, transform_paired_callbacks
+from adlake.gold.shared import HOUR, rate, transform_paired_callbacks
 from adlake.quality.expectations import WARN, at_least, expect
 
 if TYPE_CHECKING:
@@ -46,6 +46,10 @@ TABLE = Table(
     change_feed=True,
     description="Delivery per campaign, creative and hour.",
 )
+
+# An hour of a day: the hourly chain rebuilds its own hour of the table.
+GRAIN = HOUR
+ROW_TIME = "timestamp_seconds(unix_date(event_date) * 86400 + hour * 3600)"
 
 DERIVED_COLUMNS: tuple[tuple[str, str], ...] = ()
 
@@ -118,5 +122,5 @@ def build(inputs: Inputs) -> DataFrame:
     # Every impression a callback of the interval can belong to: from one window before the
     # interval (a click after midnight on an impression before it) to one skew after.
     impressions = inputs.silver_around("ad_impressions", config.window_ms, config.skew_ms)
-    rows = transform_campaign_delivery(impressions, inputs.silver("ad_callbacks"), config)
-    return in_interval(rows, inputs.start, inputs.end)
+    # Impressions of the hour before make rows of that hour too: the job keeps the interval's.
+    return transform_campaign_delivery(impressions, inputs.silver("ad_callbacks"), config)

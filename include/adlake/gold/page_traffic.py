@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from adlake.declarations import Table, schema
+from adlake.gold.shared import HOUR
 from adlake.quality.expectations import DAY_END, DAY_START, ERROR, at_least, expect, param
 
 if TYPE_CHECKING:
@@ -30,6 +31,9 @@ TABLE = Table(
     keys=("page_id", "minute"),
     description="Clicks and distinct users per page and minute.",
 )
+
+GRAIN = HOUR
+ROW_TIME = "minute"
 
 DERIVED_COLUMNS: tuple[tuple[str, str], ...] = ()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from adlake.declarations import SURGE_THRESHOLD, SURGE_WINDOW_S, Table, schema
+from adlake.gold.shared import HOUR
 from adlake.quality.expectations import DAY_END, DAY_START, ERROR, WARN, expect, param
 
 if TYPE_CHECKING:
@@ -32,6 +33,9 @@ TABLE = Table(
     keys=("page_id", "window_start"),
     description="One row per page and surging window, with the highest count reported.",
 )
+
+GRAIN = HOUR
+ROW_TIME = "window_start"
 
 DERIVED_COLUMNS = (
     ("dq_window_seconds", "(unix_millis(window_end) - unix_millis(window_start)) / 1000.0"),

@@ -14,14 +14,16 @@ Times that sit on the edge of the attribution window come from the attribution c
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+import random
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
+from adlake import gold as gold_models
 from adlake import registry
-from adlake.gold import NAMES, transform_paired_callbacks
+from adlake.gold import DAY, HOUR, NAMES, transform_paired_callbacks
 from spark_apps.common.attribution.contract import AttributionConfig
 from spark_apps.lake import gold
 from spark_apps.lake.tables import ensure_table, read_table
@@ -280,20 +282,54 @@ def test_a_callback_belongs_to_its_impression_within_the_attribution_window(spar
 
 
 @pytest.mark.parametrize(
-    ("start", "end", "days"),
+    ("start", "end", "hours", "days"),
     [
-        # The hourly lake DAG's intervals: each hour rebuilds its whole day, the last one included.
-        ("2026-11-21T13:00:00+00:00", "2026-11-21T14:00:00+00:00", (d(21), d(22))),
-        ("2026-11-21T23:00:00+00:00", "2026-11-22T00:00:00+00:00", (d(21), d(22))),
+        # The hourly chain's intervals: an hour table rebuilds the hour, a day table its day.
+        ("2026-11-21T13:00:00+00:00", "2026-11-21T14:00:00+00:00", ("21T13", "21T14"), (21, 22)),
+        ("2026-11-21T23:00:00+00:00", "2026-11-22T00:00:00+00:00", ("21T23", "22T00"), (21, 22)),
         # A backfill by days, in dates or timestamps; an offset is converted to UTC first.
-        ("2026-11-20", "2026-11-23", (d(20), d(23))),
-        ("2026-11-20T00:00:00Z", "2026-11-22T12:00:00Z", (d(20), d(23))),
-        ("2026-11-21T22:00:00-02:00", "2026-11-22T01:00:00Z", (d(22), d(23))),
+        ("2026-11-20", "2026-11-23", ("20T00", "23T00"), (20, 23)),
+        ("2026-11-20T00:00:00Z", "2026-11-22T12:30:00Z", ("20T00", "22T13"), (20, 23)),
+        ("2026-11-21T22:00:00-02:00", "2026-11-22T01:00:00Z", ("22T00", "22T01"), (22, 23)),
     ],
 )
-def test_an_interval_rebuilds_every_day_it_touches(start, end, days):
+def test_an_interval_rebuilds_the_hours_or_days_it_touches(start, end, hours, days):
     args = gold.parse_args(["--start", start, "--end", end])
-    assert (args.start, args.end) == days
+
+    def hour(text: str) -> datetime:
+        return datetime.fromisoformat(f"2026-11-{text}:00+00:00")
+
+    assert gold_models.covering(HOUR, args.start, args.end) == tuple(map(hour, hours))
+    assert gold_models.covering(DAY, args.start, args.end) == tuple(
+        datetime.combine(d(n), datetime.min.time(), tzinfo=UTC) for n in days
+    )
+
+
+# Hour-aligned pieces of the 21st, cut on both sides of its 10:00 chain (the first piece holds the
+# callbacks of the 20th's last impression, the last a chain into the 22nd), rebuilt shuffled.
+PIECES = [(0, 10), (10, 11), (11, 24)]
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if gold_models.model(n).GRAIN == HOUR])
+def test_hour_slices_rebuilt_in_any_order_equal_one_rebuild_of_the_day(spark, lake, name):
+    midnight = datetime.combine(d(21), datetime.min.time(), tzinfo=UTC)
+    gold.rebuild(spark, lake, name, d(21), d(22))
+    expected = partition(spark, lake, name, d(21)).collect()
+    assert expected, f"{name}: the day's rebuild wrote nothing for the 21st"
+    around_it = {day: partition(spark, lake, name, day).collect() for day in (d(20), d(22))}
+    order = random.Random(name).sample(PIECES, len(PIECES))
+
+    for first, after in order:
+        gold.rebuild(
+            spark, lake, name, midnight + timedelta(hours=first), midnight + timedelta(hours=after)
+        )
+
+    schema = registry.table(name).schema.spark()
+    assertDataFrameEqual(
+        partition(spark, lake, name, d(21)), spark.createDataFrame(expected, schema)
+    )
+    for day, rows in around_it.items():  # an hour's rebuild touches no other day
+        assertDataFrameEqual(partition(spark, lake, name, day), spark.createDataFrame(rows, schema))
 
 
 def test_an_empty_interval_is_refused(capsys):
