@@ -15,6 +15,7 @@ Times that sit on the edge of the attribution window come from the attribution c
 from __future__ import annotations
 
 import random
+import shutil
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -336,3 +337,39 @@ def test_an_empty_interval_is_refused(capsys):
     with pytest.raises(SystemExit):
         gold.parse_args(["--start", "2026-11-21T13:00:00Z", "--end", "2026-11-21T13:00:00Z"])
     assert "must be after --start" in capsys.readouterr().err
+
+
+# A month of history before the rows above: one row per topic and day, 1st to 18th.
+HISTORY_DAYS = range(1, 19)
+
+
+def history(topic: str, day: int) -> dict:
+    """One silver row of ``topic`` on ``day``, its ids unique to that day."""
+    row = dict(SILVER[topic][0])
+    suffix = f"-h{day}"
+    for key, value in row.items():
+        if isinstance(value, datetime):
+            row[key] = value.replace(day=day)
+        elif key.endswith("_id") and isinstance(value, str):
+            row[key] = value + suffix
+    return row
+
+
+def test_a_day_reads_its_margin_of_silver_never_the_history_before_it(spark, lake, tmp_path):
+    """The 21st rebuilt over a silver with a month of history whose files are gone: a rebuild
+    that read any partition before the margin would fail on a missing file. Its rows are the
+    same as over the silver without that history."""
+    aged = lake.with_overrides(runtime_dir=tmp_path)
+    for topic, rows in SILVER.items():
+        old = [history(topic, day) for day in HISTORY_DAYS]
+        path = ensure_table(spark, aged, registry.table(f"silver_{topic}"))
+        silver(spark, topic, rows + old).write.format("delta").mode("append").save(path)
+        for day in HISTORY_DAYS:
+            shutil.rmtree(f"{path}/event_date={d(day)}")
+
+    for name in NAMES:
+        gold.rebuild(spark, aged, name, d(21), d(22))
+        gold.rebuild(spark, lake, name, d(21), d(22))
+        assertDataFrameEqual(
+            partition(spark, aged, name, d(21)), partition(spark, lake, name, d(21))
+        )
