@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC
 from functools import reduce
 from typing import TYPE_CHECKING
 
@@ -85,6 +84,7 @@ def recorded_version(spark: SparkSession, settings: Settings, view: registry.Vie
         .load(path)
         .filter(F.col("view") == view.name)
         .orderBy(F.col("refreshed_at").desc(), F.col("source_version").desc())
+        .select("source_version")
         .first()
     )
     return None if row is None else row.source_version
@@ -145,9 +145,8 @@ def record_progress(
 ) -> None:
     """Append ``(view, source_version, refreshed_at)`` to the progress table (an append-only log:
     appends of different views never conflict; the newest row of a view is its state)."""
-    from datetime import datetime
-
     from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     schema = T.StructType(
@@ -160,8 +159,13 @@ def record_progress(
     path = _progress_path(settings)
     if table_version(spark, path) is None:
         DeltaTable.createIfNotExists(spark).location(path).addColumns(schema).execute()
-    row = (view.name, source_version, datetime.now(UTC).replace(tzinfo=None))
-    spark.createDataFrame([row], schema).write.format("delta").mode("append").save(path)
+    # refreshed_at is Spark's clock, never a Python datetime: PySpark would read a naive one in
+    # the driver's local zone (TZ), an hour or two off UTC and not even monotonic across a DST
+    # change, and the newest row is found by it.
+    row = spark.createDataFrame([(view.name, source_version)], schema[:2]).select(
+        "view", "source_version", F.current_timestamp().alias("refreshed_at")
+    )
+    row.write.format("delta").mode("append").save(path)
 
 
 @contextmanager

@@ -33,15 +33,19 @@ from spark_apps.lake.views.results import (
     ViewInconsistent,
 )
 from spark_apps.lake.views.transforms import (
+    instants_to_micros,
     transform_aggregate,
     transform_change_groups,
     transform_changes,
+    transform_from_micros,
     transform_new_state,
     transform_project,
+    transform_to_micros,
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import DataType
 
 FAIL_POINTS = ("before_merge", "after_merge")
 # The recompute filters the source on a key column's values only up to this many of them.
@@ -61,14 +65,18 @@ def _plain_keys(view: registry.View) -> list[str]:
     return [k for k in view.keys if k not in dict(view.key_exprs)]
 
 
-def _value_set(key: Column, name: str, where: Column | None = None) -> list[Column]:
+def _value_set(
+    key: Column, dtype: DataType, name: str, where: Column | None = None
+) -> list[Column]:
     """Aggregates over the change groups (those where ``where`` holds; all when None) giving the
     distinct values of ``key`` (``__values_<name>``, one more than :func:`_in_value_set` takes,
     to say "too many" without shipping them all) and whether one of them is NULL
-    (``__null_<name>``), computed by the same job as the change's statistics."""
+    (``__null_<name>``), computed by the same job as the change's statistics. The values go to
+    the driver: a timestamp (``dtype``) as its epoch microseconds, never as a Python datetime
+    (see :func:`~spark_apps.lake.views.transforms.instants_to_micros`)."""
     from pyspark.sql import functions as F
 
-    value, is_null = key, key.isNull()
+    value, is_null = instants_to_micros(key, dtype), key.isNull()
     if where is not None:
         value, is_null = F.when(where, value), F.when(where, is_null)
     return [
@@ -77,33 +85,43 @@ def _value_set(key: Column, name: str, where: Column | None = None) -> list[Colu
     ]
 
 
-def _in_value_set(column: Column, stats: Any, name: str) -> Column | None:
-    """``column`` takes one of the values :func:`_value_set` collected as ``name`` (or is NULL
-    where one of them was); None past ``KEY_FILTER_LIMIT`` values."""
+def _in_value_set(column: Column, dtype: DataType, stats: Any, name: str) -> Column | None:
+    """``column`` (of type ``dtype``) takes one of the values :func:`_value_set` collected as
+    ``name`` (or is NULL where one of them was); None past ``KEY_FILTER_LIMIT`` values. A
+    timestamp is made from its microseconds by Spark, which folds it into a literal: Delta skips
+    files by it as by any literal."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
     values = stats[f"__values_{name}"]
     if len(values) > KEY_FILTER_LIMIT:
         return None
+    if isinstance(dtype, T.TimestampType):
+        values = [F.timestamp_micros(F.lit(v)) for v in values]
     cond = column.isin(list(values))
     return cond | column.isNull() if stats[f"__null_{name}"] else cond
 
 
-def _change_value_sets(view: registry.View, retracting: Column) -> list[Column]:
+def _change_value_sets(
+    view: registry.View, types: dict[str, DataType], retracting: Column
+) -> list[Column]:
     """What the two filters below need: the values of each plain key among the groups with a
     retraction (``retracted_<key>``), and of the time key among all touched groups
-    (``touched``)."""
+    (``touched``). ``types``: the keys' types (:func:`_types` of the change groups)."""
     from pyspark.sql import functions as F
 
+    time_key = view.time_key
     return [
         *(
             agg
             for k in _plain_keys(view)
-            for agg in _value_set(F.col(f"`{k}`"), f"retracted_{k}", retracting)
+            for agg in _value_set(F.col(f"`{k}`"), types[k], f"retracted_{k}", retracting)
         ),
-        *_value_set(F.col(f"`{view.time_key}`"), "touched"),
+        *_value_set(F.col(f"`{time_key}`"), types[time_key], "touched"),
     ]
 
 
-def _key_filter(view: registry.View, stats: Any) -> Column | None:
+def _key_filter(view: registry.View, types: dict[str, DataType], stats: Any) -> Column | None:
     """A filter on the source keeping the rows whose plain key columns take the values of the
     groups to recompute (``stats``: a row with the columns of :func:`_change_value_sets`), for
     every such column with at most ``KEY_FILTER_LIMIT`` distinct values there. It is implied by the semi
@@ -115,12 +133,14 @@ def _key_filter(view: registry.View, stats: Any) -> Column | None:
     conds = [
         c
         for k in _plain_keys(view)
-        if (c := _in_value_set(F.col(f"`{k}`"), stats, f"retracted_{k}")) is not None
+        if (c := _in_value_set(F.col(f"`{k}`"), types[k], stats, f"retracted_{k}")) is not None
     ]
     return reduce(lambda a, b: a & b, conds) if conds else None
 
 
-def _view_filter(view: registry.View, stats: Any, alias: str | None = None) -> Column | None:
+def _view_filter(
+    view: registry.View, types: dict[str, DataType], stats: Any, alias: str | None = None
+) -> Column | None:
     """A filter on the view's table keeping the rows whose time key takes a value of a touched
     group (``stats``: a row with the columns of :func:`_change_value_sets`), or None past
     ``KEY_FILTER_LIMIT`` values. Every group the MERGE can match passes it, so it changes no
@@ -129,8 +149,24 @@ def _view_filter(view: registry.View, stats: Any, alias: str | None = None) -> C
     the stored state scan the touched dates' files, not the view."""
     from pyspark.sql import functions as F
 
-    key = f"`{view.time_key}`"
-    return _in_value_set(F.col(f"{alias}.{key}" if alias else key), stats, "touched")
+    key, dtype = f"`{view.time_key}`", types[view.time_key]
+    return _in_value_set(F.col(f"{alias}.{key}" if alias else key), dtype, stats, "touched")
+
+
+def _types(df: DataFrame) -> dict[str, DataType]:
+    return {f.name: f.dataType for f in df.schema}
+
+
+def _local_relation(spark: SparkSession, df: DataFrame) -> DataFrame:
+    """``df`` computed once and held in the plan as a local relation of its rows. Its
+    timestamps go through the driver as epoch microseconds and are made timestamps again by
+    Spark (:func:`~spark_apps.lake.views.transforms.transform_to_micros`): as Python datetimes
+    they would pass through the driver's local zone, where two groups an hour apart the night
+    DST ends become one key (a MERGE with two source rows for one target row)."""
+    shipped = transform_to_micros(df)
+    return transform_from_micros(
+        spark.createDataFrame(shipped.collect(), shipped.schema), df.schema
+    )
 
 
 def refresh(
@@ -200,12 +236,13 @@ def refresh(
     try:
         changes = transform_changes(read_changes(spark, src, v0 + 1, v1), view)
         delta = transform_change_groups(changes, view).persist()
+        types = _types(delta)
         retracting = F.col("__retract")
         stats = delta.agg(
             F.count(F.lit(1)).alias("groups"),
             F.coalesce(F.sum("__rows"), F.lit(0)).alias("rows"),
             F.coalesce(F.sum(retracting.cast("int")), F.lit(0)).alias("retracting"),
-            *_change_value_sets(view, retracting),
+            *_change_value_sets(view, types, retracting),
         ).first()
     except AnalysisException as e:
         raise ChangeFeedUnavailable(
@@ -222,7 +259,7 @@ def refresh(
             # source may have moved on since v1 was read).
             keys = delta.filter("__retract").select(*view.keys)
             source = read_version(spark, src, v1)
-            pruning = _key_filter(view, stats)
+            pruning = _key_filter(view, types, stats)
             if pruning is not None:
                 source = source.filter(pruning)
             rows = (
@@ -236,7 +273,7 @@ def refresh(
         # The view as the MERGE will see it: its latest snapshot (the one writer is this run),
         # shared with the MERGE instead of a time-travel snapshot rebuilt from the log.
         existing = spark.read.format("delta").load(dst)
-        touched = _view_filter(view, stats)
+        touched = _view_filter(view, types, stats)
         if touched is not None:
             existing = existing.filter(touched)
         new_state = transform_new_state(delta, existing, recomputed, view)
@@ -261,7 +298,7 @@ def refresh(
                 # it from a local relation. Delta then neither materializes the MERGE's source
                 # (a join reading the view it is about to rewrite) nor plans a shuffle join to
                 # find the files it touches: it broadcasts the few rows.
-                new_state = spark.createDataFrame(new_state.collect(), new_state.schema)
+                new_state = _local_relation(spark, new_state)
             metrics = (
                 merge_into_view(
                     spark,
@@ -270,7 +307,7 @@ def refresh(
                     new_state,
                     v1,
                     local=local,
-                    target_filter=_view_filter(view, stats, "t"),
+                    target_filter=_view_filter(view, types, stats, "t"),
                 )
                 if stats.groups
                 else None

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import shutil
 import time
-from typing import TYPE_CHECKING
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from adlake import registry
 from adlake.config import Settings
@@ -24,13 +25,16 @@ from spark_apps.lake.views.bookkeeping import (
 )
 from spark_apps.lake.views.results import Difference, RefreshReport, ViewNotMaterialized
 from spark_apps.lake.views.transforms import (
+    has_timestamp,
     transform_aggregate,
     transform_compare,
     transform_project,
+    transform_to_micros,
 )
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.types import DataType
 
 # A full refresh writes the view as this many ranges of its time key (registry.View.time_key),
 # each a file whose statistics span a few dates: a change touching a day's groups makes the
@@ -126,13 +130,45 @@ def verify(
     src = source_path(settings, view)
     expected = transform_aggregate(transform_project(read_version(spark, src, version), view), view)
     actual = read_version(spark, dst, view_version)
-    rows = transform_compare(actual, expected, view).limit(limit).collect()
+    differences = transform_compare(actual, expected, view)
+    # Timestamps (an hour key, a first click) come to the driver as epoch microseconds and
+    # become UTC datetimes here: as PySpark's naive local-zone datetimes, two groups an hour
+    # apart the night DST ends would be reported as the same group.
+    types = {f.name: f.dataType for f in differences.schema}
+    rows = transform_to_micros(differences).limit(limit).collect()
     return [
         Difference(
-            keys={k: r[k] for k in view.keys},
+            keys={k: _instants(r[k], types[k]) for k in view.keys},
             columns=tuple(r["__differs"]),
-            view=r["__view"].asDict() if r["__view"] else None,
-            expected=r["__expected"].asDict() if r["__expected"] else None,
+            view=_instants(r["__view"], types["__view"]),
+            expected=_instants(r["__expected"], types["__expected"]),
         )
         for r in rows
     ]
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _instants(value: Any, dtype: DataType) -> Any:
+    """A collected value of :func:`~spark_apps.lake.views.transforms.transform_to_micros`'s
+    output whose type was ``dtype``, its timestamps as UTC datetimes (exact: integer
+    arithmetic, no local zone) and its structs as dicts.
+
+    >>> from pyspark.sql import types as T
+    >>> _instants(1792890000000000, T.TimestampType())
+    datetime.datetime(2026, 10, 25, 1, 0, tzinfo=datetime.timezone.utc)
+    """
+    from pyspark.sql import types as T
+
+    if value is None:
+        return None
+    if isinstance(dtype, T.StructType):
+        return {f.name: _instants(value[f.name], f.dataType) for f in dtype.fields}
+    if not has_timestamp(dtype):
+        return value
+    if isinstance(dtype, T.TimestampType):
+        return _EPOCH + timedelta(microseconds=value)
+    if isinstance(dtype, T.ArrayType):
+        return [_instants(v, dtype.elementType) for v in value]
+    return {_instants(k, dtype.keyType): _instants(v, dtype.valueType) for k, v in value.items()}

@@ -20,6 +20,7 @@ from spark_apps.lake.views.layout import (
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import DataType, StructType
 
 # The change feed's row kinds and what each does to its group.
 SIGNS = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
@@ -268,3 +269,80 @@ def transform_compare(
         side(a, "__view"),
         side(e, "__expected"),
     ).filter(F.size("__differs") > 0)
+
+
+# -- timestamps to and from the driver ----------------------------------------------------------
+# What the engine collects to the driver carries no TIMESTAMP. PySpark turns one into a naive
+# datetime in the driver process's local zone (TZ), and a naive datetime back through that zone;
+# the night that zone's clocks fall back, two instants an hour apart (00:30Z and 01:30Z in
+# Europe/Berlin) are the same wall-clock time, and a spring-forward gap shifts others by an
+# hour. Sent as its epoch microseconds (``unix_micros``) and made a timestamp again by Spark
+# (``timestamp_micros``), an instant is exact in whatever zone the driver runs. TIMESTAMP_NTZ
+# is a wall-clock time PySpark converts without a zone: it needs no detour.
+
+
+def has_timestamp(dtype: DataType) -> bool:
+    """Whether values of ``dtype`` are or hold (in a struct, array or map) a TIMESTAMP."""
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, T.StructType):
+        return any(has_timestamp(f.dataType) for f in dtype.fields)
+    if isinstance(dtype, T.ArrayType):
+        return has_timestamp(dtype.elementType)
+    if isinstance(dtype, T.MapType):
+        return has_timestamp(dtype.keyType) or has_timestamp(dtype.valueType)
+    return isinstance(dtype, T.TimestampType)
+
+
+def _map_timestamps(column: Column, dtype: DataType, convert: Any) -> Column:
+    """``column`` (of type ``dtype``) with ``convert`` applied to every TIMESTAMP inside it."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if not has_timestamp(dtype):
+        return column
+    if isinstance(dtype, T.TimestampType):
+        return convert(column)
+    if isinstance(dtype, T.StructType):
+        fields = [
+            _map_timestamps(column[f.name], f.dataType, convert).alias(f.name) for f in dtype.fields
+        ]
+        return F.when(column.isNotNull(), F.struct(*fields))
+    if isinstance(dtype, T.ArrayType):
+        return F.transform(column, lambda x: _map_timestamps(x, dtype.elementType, convert))
+    keyed = F.transform_keys(column, lambda k, _: _map_timestamps(k, dtype.keyType, convert))
+    return F.transform_values(keyed, lambda _, v: _map_timestamps(v, dtype.valueType, convert))
+
+
+def instants_to_micros(column: Column, dtype: DataType) -> Column:
+    """``column`` (of type ``dtype``) with every TIMESTAMP in it as its epoch microseconds."""
+    from pyspark.sql import functions as F
+
+    return _map_timestamps(column, dtype, F.unix_micros)
+
+
+def transform_to_micros(df: DataFrame) -> DataFrame:
+    """``df`` as it may be collected to the driver: every TIMESTAMP (nested ones too) as its
+    epoch microseconds, a BIGINT; the other columns as they are.
+
+    A row ``(home, 2026-10-25 01:00:00Z)`` of ``page_id string, hour timestamp`` gives
+    ``(home, 1792890000000000)`` of ``page_id string, hour bigint``.
+    """
+    from pyspark.sql import functions as F
+
+    return df.select(
+        *(instants_to_micros(F.col(f"`{f.name}`"), f.dataType).alias(f.name) for f in df.schema)
+    )
+
+
+def transform_from_micros(df: DataFrame, schema: StructType) -> DataFrame:
+    """The inverse of :func:`transform_to_micros`: ``df`` (rows it gave, collected and made a
+    DataFrame again) with the timestamps of ``schema`` (the schema it was given) restored."""
+    from pyspark.sql import functions as F
+
+    return df.select(
+        *(
+            _map_timestamps(F.col(f"`{f.name}`"), f.dataType, F.timestamp_micros).alias(f.name)
+            for f in schema
+        )
+    )
