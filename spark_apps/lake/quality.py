@@ -209,11 +209,21 @@ def _sql_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def _micros(value: datetime) -> int:
+    """An instant as epoch microseconds, by integer arithmetic (no local zone involved); a naive
+    datetime is taken as UTC, as :func:`~spark_apps.lake.gold.parse_instant` takes it.
+
+    >>> _micros(datetime(2026, 10, 25, 1, 30, tzinfo=UTC)), _micros(datetime(2026, 10, 25, 1, 30))
+    (1792891800000000, 1792891800000000)
+    """
+    aware = value if value.tzinfo else value.replace(tzinfo=UTC)
+    return (aware - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+
+
 def _sql_instant(column: str, value: datetime | None) -> str:
     if value is None:
         return f"{column} IS NULL"
-    micros = (value - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
-    return f"{column} = timestamp_micros({micros})"
+    return f"{column} = timestamp_micros({_micros(value)})"
 
 
 def results_predicate(context: RunContext) -> str:
@@ -240,11 +250,34 @@ def write_results(
 ) -> None:
     """Replace this run's rows of ``dq_results`` by ``rows`` (one commit; partition ``table``,
     so runs of different tables never conflict)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
     table = registry.table(RESULTS_TABLE)
     path = ensure_table(spark, settings, table)
-    frame = spark.createDataFrame(
-        [tuple(r[c] for c in table.schema.names) for r in rows], table.schema.spark()
+    schema = table.schema.spark()
+    # The interval and the run time go to Spark as epoch microseconds and become timestamps
+    # there: PySpark converts a naive datetime through the driver's local zone (TZ), which need
+    # not be UTC and, the night it repeats an hour, cannot tell the two apart.
+    instants = {f.name for f in schema.fields if isinstance(f.dataType, T.TimestampType)}
+    micros = T.StructType(
+        [
+            T.StructField(f.name, T.LongType(), f.nullable) if f.name in instants else f
+            for f in schema
+        ]
     )
+
+    def value(row: dict[str, Any], name: str) -> Any:
+        v = row[name]
+        return _micros(v) if name in instants and v is not None else v
+
+    columns = [
+        (F.timestamp_micros(F.col(f"`{c}`")) if c in instants else F.col(f"`{c}`")).alias(c)
+        for c in schema.names
+    ]
+    frame = spark.createDataFrame(
+        [tuple(value(r, c) for c in schema.names) for r in rows], micros
+    ).select(*columns)
     (
         frame.write.format("delta")
         .mode("overwrite")
