@@ -14,19 +14,31 @@ What is validated (the slice):
   count aggregate's total must equal the source's rows at the source version the view reflects
   (read pinned, so a later source commit does not count).
 
+Several tables, one job (``--tables a,b,c``; ``--table X`` is ``--tables X``): all gold tables
+over one interval, or all views. One Spark session and one GX context (:class:`Checkpoints`) for
+all, each table validated in turn with a result of its own: a table whose validation raises is
+recorded as such (its traceback) and the others are validated all the same.
+
 How: the slice is read from Delta as a DataFrame and cached, the rule's derived columns
-(:data:`adlake.quality.rules.DERIVED_COLUMNS`) added, and the table's GX checkpoint run from a
-working copy of the committed project (``expectations/``) with a Spark data source added at run
-time; the checkpoint's action updates Data Docs under ``<runtime>/gx/uncommitted/data_docs``.
+(:data:`adlake.quality.rules.DERIVED_COLUMNS`) added, and the table's GX checkpoint run from the
+job's working copy of the committed project (``expectations/``), to whose Spark data source each
+table adds its dataframe asset; the checkpoint's action updates Data Docs under
+``<runtime>/gx/uncommitted/data_docs``.
 
 Results: one ``dq_results`` row per expectation, written with ``replaceWhere`` on
 ``(table, dag_id, run_id, interval)``: a retried task replaces its rows, never doubles them. Then
 the log lists every failed expectation (observed value, a sample of unexpected values and rows);
-``warn`` failures pass, an ``error`` failure raises :class:`QualityCheckFailed` (exit status
-:data:`~adlake.quality.results.EXIT_EXPECTATIONS_FAILED`, which the DAG does not retry), so
-nothing downstream of the table runs.
+``warn`` failures pass. With ``--outcome-dir DIR`` each table's outcome is written to
+``DIR/<table>.json`` (:mod:`adlake.quality.outcome`, which a cheap task per table reads to pass or
+fail that table) and failed ``error`` expectations leave the exit status 0. Without it, a failed
+``error`` expectation of any table exits :data:`~adlake.quality.results.EXIT_EXPECTATIONS_FAILED`
+(which the DAG does not retry), so nothing downstream runs. A validation that raised exits
+:data:`EXIT_VALIDATION_RAISED` (1) either way, after the other tables: a retry may fix it.
 
     .venv/lake/bin/python -m spark_apps.lake.quality --table page_traffic \\
+        --start 2026-11-21T13:00:00+00:00 --end 2026-11-21T14:00:00+00:00
+    .venv/lake/bin/python -m spark_apps.lake.quality \\
+        --tables campaign_delivery,attribution_funnel,page_traffic --outcome-dir /tmp/dq \\
         --start 2026-11-21T13:00:00+00:00 --end 2026-11-21T14:00:00+00:00
     .venv/lake/bin/python -m spark_apps.lake.quality --table page_clicks_hourly
 """
@@ -39,20 +51,22 @@ import os
 import shutil
 import sys
 import time
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adlake import registry
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.quality import expectations, project, rules
+from adlake.quality.outcome import clear_outcomes, make_outcome, write_outcome
 from adlake.quality.results import (
     EXIT_EXPECTATIONS_FAILED,
-    QualityCheckFailed,
     RunContext,
     blocking,
     failure_report,
@@ -65,6 +79,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 RESULTS_TABLE = "dq_results"
+# The exit status when a table's validation raised (an infrastructure error: a retry may fix it).
+EXIT_VALIDATION_RAISED = 1
 # When run by hand (no --dag-id/--run-id and no Airflow task around it).
 MANUAL = "manual"
 
@@ -168,29 +184,53 @@ def _data_docs_lock(settings: Settings) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def run_checkpoint(
-    settings: Settings, name: str, df: DataFrame, parameters: dict[str, Any], context: RunContext
-) -> dict[str, Any]:
-    """Run suite ``name``'s checkpoint over ``df``; returns the validation result as a dict."""
-    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-    import great_expectations as gx
-    from great_expectations.core.run_identifier import RunIdentifier
+class Checkpoints:
+    """The job's one GX context: a working copy of the committed project, the context on it and
+    its Spark data source, made at the first :meth:`run` (a job that validates nothing, an
+    empty view, pays nothing) and reused for every table; :meth:`close` removes the copy. Each
+    table adds its own dataframe asset to the one data source."""
 
-    copy = project.working_copy(settings)
-    try:
-        gx_context = gx.get_context(
-            mode="file",
-            context_root_dir=copy,
-            runtime_environment=project.runtime_environment(settings),
-        )
-        source = gx_context.data_sources.add_or_update_spark(name=project.DATASOURCE)
-        source.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe(
-            project.BATCH_DEFINITION
-        )
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.setup_seconds = 0.0  # making the context (the first run's share)
+        self._copy: Path | None = None
+        self._context: Any = None
+        self._source: Any = None
+        self._assets: set[str] = set()
+
+    def _gx(self) -> Any:
+        if self._context is None:
+            started = time.monotonic()
+            os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+            import great_expectations as gx
+
+            self._copy = project.working_copy(self.settings)
+            self._context = gx.get_context(
+                mode="file",
+                context_root_dir=self._copy,
+                runtime_environment=project.runtime_environment(self.settings),
+            )
+            self._source = self._context.data_sources.add_or_update_spark(name=project.DATASOURCE)
+            self.setup_seconds = time.monotonic() - started
+        return self._context
+
+    def run(
+        self, name: str, df: DataFrame, parameters: dict[str, Any], context: RunContext
+    ) -> dict[str, Any]:
+        """Run suite ``name``'s checkpoint over ``df``; returns the validation result as a
+        dict."""
+        gx_context = self._gx()  # first: its time includes importing GX
+        from great_expectations.core.run_identifier import RunIdentifier
+
+        if name not in self._assets:
+            self._source.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe(
+                project.BATCH_DEFINITION
+            )
+            self._assets.add(name)
         checkpoint = gx_context.checkpoints.get(name)
         # The run's name is what Data Docs lists; a path segment, so no slash in it.
         run_name = f"{context.dag_id}__{context.run_id}".replace("/", "_")
-        with _data_docs_lock(settings):
+        with _data_docs_lock(self.settings):
             result = checkpoint.run(
                 batch_parameters={"dataframe": df},
                 expectation_parameters=parameters,
@@ -198,8 +238,38 @@ def run_checkpoint(
             )
         [validation] = result.run_results.values()
         return validation.to_json_dict()
+
+    def close(self) -> None:
+        if self._copy is not None:
+            shutil.rmtree(self._copy, ignore_errors=True)
+        self._copy = self._context = self._source = None
+        self._assets.clear()
+
+
+@contextmanager
+def checkpoints(settings: Settings) -> Iterator[Checkpoints]:
+    """One :class:`Checkpoints` for a job, closed at the end."""
+    runner = Checkpoints(settings)
+    try:
+        yield runner
     finally:
-        shutil.rmtree(copy, ignore_errors=True)
+        runner.close()
+
+
+def run_checkpoint(
+    settings: Settings,
+    name: str,
+    df: DataFrame,
+    parameters: dict[str, Any],
+    context: RunContext,
+    runner: Checkpoints | None = None,
+) -> dict[str, Any]:
+    """Run suite ``name``'s checkpoint over ``df`` with ``runner`` (a job's), else with a GX
+    context of its own; returns the validation result as a dict."""
+    if runner is not None:
+        return runner.run(name, df, parameters, context)
+    with checkpoints(settings) as own:
+        return own.run(name, df, parameters, context)
 
 
 # -- dq_results --------------------------------------------------------------------------------
@@ -289,10 +359,16 @@ def write_results(
 # -- the job -----------------------------------------------------------------------------------
 
 
-def validate(spark: SparkSession, settings: Settings, name: str, context: RunContext) -> Outcome:
+def validate(
+    spark: SparkSession,
+    settings: Settings,
+    name: str,
+    context: RunContext,
+    runner: Checkpoints | None = None,
+) -> Outcome:
     """Validate ``name`` (a gold table over ``context``'s interval, or a view), write its
     ``dq_results`` rows and Data Docs; raises nothing for failed expectations (see
-    :func:`main`)."""
+    :func:`main`). ``runner``: the job's GX context (else one of its own)."""
     started = time.monotonic()
     if name in registry.VIEWS:
         df, parameters = view_slice(spark, settings, name)
@@ -315,7 +391,7 @@ def validate(spark: SparkSession, settings: Settings, name: str, context: RunCon
                 str(project.data_docs_index(settings)),
                 time.monotonic() - started,
             )
-        validation = run_checkpoint(settings, name, df, parameters, context)
+        validation = run_checkpoint(settings, name, df, parameters, context, runner)
     finally:
         df.unpersist()
     rows = result_rows(validation, context)
@@ -330,12 +406,38 @@ def validate(spark: SparkSession, settings: Settings, name: str, context: RunCon
     )
 
 
+def table_list(text: str) -> list[str]:
+    """``--tables``: comma-separated suite names, each once, in the order given.
+
+    >>> table_list("page_traffic, surge_history,page_traffic")
+    ['page_traffic', 'surge_history']
+    """
+    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if not names:
+        raise argparse.ArgumentTypeError("no table named")
+    unknown = [n for n in names if n not in rules.SUITES]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"no suite for {', '.join(unknown)} (choose from {', '.join(rules.SUITES)})"
+        )
+    return names
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Arguments; ``tables`` the list to validate, whichever of ``--tables``/``--table``."""
     parser = argparse.ArgumentParser(
         prog="spark_apps.lake.quality", description=__doc__, formatter_class=HelpFormatter
     )
-    parser.add_argument(
-        "--table", required=True, choices=rules.SUITES, help="the gold table or view to validate"
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--tables",
+        type=table_list,
+        metavar="A,B,...",
+        help="the gold tables (all with --start/--end) or the views to validate, "
+        "comma-separated: one Spark session and GX context for all, a result for each",
+    )
+    which.add_argument(
+        "--table", choices=rules.SUITES, help="one gold table or view to validate (--tables X)"
     )
     parser.add_argument(
         "--start",
@@ -354,12 +456,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="the Airflow run recorded in dq_results; a rerun with the same "
         "one replaces its rows (default: the task's, else 'manual')",
     )
+    parser.add_argument(
+        "--outcome-dir",
+        type=Path,
+        metavar="DIR",
+        help="write each table's outcome to DIR/<table>.json (adlake.quality.outcome) and exit 0 "
+        "when error expectations fail (a task per table checks its outcome); unset: exit "
+        f"{EXIT_EXPECTATIONS_FAILED} when any table's error expectation fails",
+    )
     args = parser.parse_args(argv)
-    if args.table in registry.VIEWS:
+    args.tables = args.tables or [args.table]
+    views = [t for t in args.tables if t in registry.VIEWS]
+    gold = [t for t in args.tables if t not in registry.VIEWS]
+    if views and gold:
+        parser.error(
+            f"{', '.join(views)}: view(s), validated whole without an interval, and "
+            f"{', '.join(gold)}: gold table(s), over one: validate them in separate jobs"
+        )
+    if views:
         if args.start or args.end:
-            parser.error(f"{args.table} is a view: it is validated whole, without --start/--end")
+            parser.error(f"{', '.join(views)}: a view is validated whole, without --start/--end")
     elif not (args.start and args.end):
-        parser.error(f"{args.table} is a gold table: --start and --end are required")
+        parser.error(f"{', '.join(gold)}: a gold table needs --start and --end")
     elif args.end <= args.start:
         parser.error(
             f"--end ({args.end.isoformat()}) must be after --start ({args.start.isoformat()})"
@@ -367,19 +485,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:
-    from adlake.spark_session import get_session
-
-    args = parse_args(argv)
-    settings = settings or load_settings()
-    context = RunContext(
-        args.dag_id, args.run_id, args.table, args.start, args.end, datetime.now(UTC)
-    )
-    spark = get_session("lake", f"quality-{args.table}", settings)
-    outcome = validate(spark, settings, args.table, context)
+def _print_outcome(name: str, outcome: Outcome, settings: Settings) -> None:
     failed = [r for r in outcome.rows if not r["success"]]
     print(
-        f"[quality] {args.table}: {len(outcome.rows)} expectations, {len(failed)} failed "
+        f"[quality] {name}: {len(outcome.rows)} expectations, {len(failed)} failed "
         f"({len(outcome.failed_errors)} error) in {outcome.seconds:.1f}s; dq_results: "
         f"{table_path(settings, RESULTS_TABLE)}; Data Docs: {outcome.data_docs}",
         flush=True,
@@ -390,18 +499,93 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
             "  with parameters: " + ", ".join(f"${k}={v}" for k, v in outcome.parameters.items()),
             flush=True,
         )
-    if outcome.failed_errors:
-        raise QualityCheckFailed(
-            f"{args.table}: {len(outcome.failed_errors)} error expectation(s) failed: "
-            + "; ".join(r["expectation"] for r in outcome.failed_errors)
-            + ". Fix the data or the rule, then clear this task to rerun it."
+
+
+def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:
+    """Validate every table; returns the exit status: 0, :data:`EXIT_VALIDATION_RAISED` if a
+    table's validation raised (the others are validated all the same), else
+    :data:`~adlake.quality.results.EXIT_EXPECTATIONS_FAILED` if a table's ``error``
+    expectation failed and there is no ``--outcome-dir`` (with one, each table's outcome says
+    so and the job passes)."""
+    started = time.monotonic()
+    args = parse_args(argv)
+    settings = settings or load_settings()
+    if args.outcome_dir:
+        # An earlier attempt's outcomes must not outlive this one if it dies before writing.
+        clear_outcomes(args.outcome_dir, args.tables)
+    from adlake.spark_session import get_session
+
+    spark = get_session("lake", "quality-" + ",".join(args.tables), settings)
+    session_seconds = time.monotonic() - started
+    blocked: dict[str, list[dict[str, Any]]] = {}  # table → its failed error expectations
+    raised: dict[str, str] = {}  # table → its exception
+    with checkpoints(settings) as runner:
+        for name in args.tables:
+            context = RunContext(
+                args.dag_id, args.run_id, name, args.start, args.end, datetime.now(UTC)
+            )
+            table_started = time.monotonic()
+            try:
+                outcome = validate(spark, settings, name, context, runner)
+            except Exception:  # noqa: BLE001 - recorded as this table's; the job exits 1
+                seconds = time.monotonic() - table_started
+                raised[name] = traceback.format_exc()
+                print(
+                    f"[quality] {name}: validation raised after {seconds:.1f}s (the other "
+                    f"tables are validated all the same):\n{raised[name]}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                record = make_outcome(
+                    context,
+                    [],
+                    None,
+                    str(project.data_docs_index(settings)),
+                    seconds,
+                    error=raised[name],
+                )
+            else:
+                _print_outcome(name, outcome, settings)
+                if outcome.failed_errors:
+                    blocked[name] = outcome.failed_errors
+                record = make_outcome(
+                    context, outcome.rows, outcome.report, outcome.data_docs, outcome.seconds
+                )
+            if args.outcome_dir:
+                write_outcome(args.outcome_dir, record)
+        gx_seconds = runner.setup_seconds
+    total = time.monotonic() - started
+    passed = len(args.tables) - len(blocked) - len(raised)
+    print(
+        f"[quality] {len(args.tables)} table(s) in {total:.1f}s: {passed} passed, "
+        f"{len(blocked)} failed, {len(raised)} raised (Spark session {session_seconds:.1f}s, "
+        f"then the tables {total - session_seconds:.1f}s, GX set-up {gx_seconds:.1f}s of it)"
+        + (f"; outcomes in {args.outcome_dir}" if args.outcome_dir else ""),
+        flush=True,
+    )
+    if raised:
+        print(
+            f"[quality] FAILED: validating {', '.join(raised)} raised (see above); rerun the job",
+            file=sys.stderr,
+            flush=True,
         )
+        return EXIT_VALIDATION_RAISED
+    if blocked and not args.outcome_dir:
+        message = " ".join(
+            f"{name}: {len(rows)} error expectation(s) failed: "
+            + "; ".join(r["expectation"] for r in rows)
+            + "."
+            for name, rows in blocked.items()
+        )
+        print(
+            f"[quality] FAILED: {message} Fix the data or the rule, then clear this task to "
+            "rerun it.",
+            file=sys.stderr,
+            flush=True,
+        )
+        return EXIT_EXPECTATIONS_FAILED
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except QualityCheckFailed as failed:
-        print(f"[quality] FAILED: {failed}", file=sys.stderr, flush=True)
-        sys.exit(EXIT_EXPECTATIONS_FAILED)
+    sys.exit(main())
