@@ -1,8 +1,9 @@
-"""The lake: the hourly chain (bronze → silver → gold) and one DAG per view refresh, generated
-from the registry (``adlake.airflow.factory``); this file is wiring only."""
+"""The lake: the hourly and daily chains (bronze → silver → gold → quality) and one DAG per view
+refresh, generated from the registry (``adlake.airflow.factory``); this file is wiring only."""
 
-from adlake.airflow.factory import build_lake_dag, build_view_dags
+from adlake.airflow.factory import build_daily_dag, build_lake_dag, build_view_dags
 
 lake_hourly = build_lake_dag()
+lake_daily = build_daily_dag()
 for _dag in build_view_dags():
     globals()[_dag.dag_id] = _dag

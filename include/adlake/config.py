@@ -102,6 +102,14 @@ class Settings:
     dq_min_match_rate: float = 0.95
     # The largest Kafka value, in bytes, that is parsed; a longer one is rejected as too_large.
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    # The lake's schedule (adlake.airflow.factory). A day is final this long after its midnight
+    # (UTC): late events (the apps' lateness) and the next day's first hour, which a day's rows
+    # read within their margin (the attribution key lifetime, 1 h by default), are in silver by
+    # then; lake_daily rebuilds the day once, at that time.
+    lake_day_final_after_s: int = 7200
+    # Spark drivers the lake's tasks (chain, gates, view refreshes, backfills) may run at once
+    # (the Airflow pool "adlake_lake"): 1 on a 2-core machine beside the streaming apps.
+    lake_pool_slots: int = 1
     jars_dir: Path = field(default=REPO_ROOT / ".cache" / "jars")
 
     # Every path below derives from runtime_dir, so one setting moves all state.
@@ -190,6 +198,7 @@ _APP_DEFAULTS = {
 }
 _QUALITY_DEFAULTS = {"dq_min_match_rate": "0.95"}
 _RECORD_DEFAULTS = {"max_record_bytes": str(DEFAULT_MAX_RECORD_BYTES)}
+_LAKE_DEFAULTS = {"lake_day_final_after_s": "7200"}
 
 # Profile defaults. The ops master needs enough task slots for Real-Time Mode, which runs one
 # long-lived task per source partition plus one per shuffle partition, all at once: 4 Kafka
@@ -205,9 +214,11 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         "driver_memory": "2g",
         "spark_ui": "false",
         "log_level": "WARN",
+        "lake_pool_slots": "1",
         **_APP_DEFAULTS,
         **_QUALITY_DEFAULTS,
         **_RECORD_DEFAULTS,
+        **_LAKE_DEFAULTS,
     },
     "compose": {
         "runtime_dir": "/opt/adlake/data",
@@ -219,9 +230,12 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         "driver_memory": "2g",
         "spark_ui": "true",
         "log_level": "WARN",
+        # The lake's Spark cluster runs two drivers' work at once.
+        "lake_pool_slots": "2",
         **_APP_DEFAULTS,
         **_QUALITY_DEFAULTS,
         **_RECORD_DEFAULTS,
+        **_LAKE_DEFAULTS,
     },
 }
 
@@ -342,6 +356,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         max_record_bytes=_int(
             "max_record_bytes", raw["max_record_bytes"], MIN_RECORD_LIMIT, MAX_RECORD_LIMIT
         ),
+        lake_day_final_after_s=_int(
+            "lake_day_final_after_s", raw["lake_day_final_after_s"], 0, 7 * 86_400
+        ),
+        lake_pool_slots=_int("lake_pool_slots", raw["lake_pool_slots"], 1, 1_000),
     )
     if settings.app_backoff_min_s > settings.app_backoff_max_s:
         raise ConfigError(

@@ -274,7 +274,9 @@ class View:
 # Input topics get 4 partitions: Real-Time Mode needs one task slot per source partition plus
 # -- scheduled jobs ------------------------------------------------------------------------------
 
-SCHEDULES = ("hourly", "on_update")
+SCHEDULES = ("hourly", "daily", "on_update")
+# The lake chains: each of their jobs takes its run's data interval as --start/--end.
+INTERVAL_SCHEDULES = ("hourly", "daily")
 
 
 @dataclass(frozen=True)
@@ -283,7 +285,8 @@ class Job:
     spark-submit on ``runtime``. ``reads`` and ``writes`` name tables (topics, for bronze's
     reads); the DAG factory turns them into task dependencies and Airflow Assets.
 
-    ``hourly`` jobs make the lake chain: each takes its data interval as ``--start/--end`` and
+    ``hourly`` and ``daily`` jobs make the lake chains (a job may be in both: ``schedule`` is
+    one schedule or a tuple of them): each takes its data interval as ``--start/--end`` and
     writes it idempotently, so a rerun or an Airflow backfill gives the same tables.
     ``on_update`` jobs run when a table they read is updated; they catch up to its latest state
     (an asset-triggered run has no data interval) and take none.
@@ -294,7 +297,7 @@ class Job:
     runtime: str
     reads: tuple[str, ...]
     writes: tuple[str, ...]
-    schedule: str
+    schedule: str | tuple[str, ...]
     args: tuple[str, ...] = ()
     description: str = ""
     # Every job writes idempotently (partition replace, insert-if-absent MERGE, a view's
@@ -308,12 +311,20 @@ class Job:
     params: tuple[Knob, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"job {self.name!r}: schedule {self.schedule!r} not in {SCHEDULES}")
+        for schedule in self.schedules:
+            if schedule not in SCHEDULES:
+                raise ValueError(f"job {self.name!r}: schedule {schedule!r} not in {SCHEDULES}")
+
+    @property
+    def schedules(self) -> tuple[str, ...]:
+        return (self.schedule,) if isinstance(self.schedule, str) else self.schedule
+
+    def runs(self, schedule: str) -> bool:
+        return schedule in self.schedules
 
     @property
     def takes_interval(self) -> bool:
-        return self.schedule == "hourly"
+        return any(s in INTERVAL_SCHEDULES for s in self.schedules)
 
 
 def lookup(kind: str, mapping: dict, name: str):

@@ -512,16 +512,26 @@ VIEWS: dict[str, View] = {
     ]
 }
 
+# The gold tables the hourly chain rebuilds: those of hour grain (the others are rebuilt daily).
+GOLD_HOURLY: tuple[str, ...] = tuple(n for n in gold.NAMES if gold.model(n).GRAIN == gold.HOUR)
+
+
+def _sources(tables: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(src for t in tables for src in TABLES[t].sources))
+
+
 JOBS: dict[str, Job] = {
     j.name: j
     for j in [
+        # Bronze and silver catch up whatever is new, in both chains (a run with nothing new
+        # starts no query).
         Job(
             "bronze",
             "spark_apps.lake.bronze",
             "lake",
             tuple(TOPICS),
             tuple(t.name for t in TABLES.values() if t.layer == "bronze"),
-            "hourly",
+            ("hourly", "daily"),
             description="Every topic → its bronze table, raw, with Kafka metadata (AvailableNow from "
             "the Kafka checkpoint: bronze catches up; the interval is logged only).",
         ),
@@ -531,22 +541,35 @@ JOBS: dict[str, Job] = {
             "lake",
             tuple(f"bronze_{name}" for name in SILVER_TOPICS),
             (*(f"silver_{name}" for name in SILVER_TOPICS), "quarantine"),
-            "hourly",
+            ("hourly", "daily"),
             description="Bronze → typed, validated, deduplicated silver tables; failures to the "
             "quarantine table with the reason.",
         ),
-        # One job, one Spark driver for every gold table: a driver's start costs more than most
-        # tables' rebuild on this scale; each table is still its own Asset.
+        # One job, one Spark driver for every gold table of a chain: a driver's start costs more
+        # than most tables' rebuild on this scale; each table is still its own Asset. The hourly
+        # chain rebuilds the hour tables' hour, the daily one every table's day, once it is final.
         Job(
             "gold",
             "spark_apps.lake.gold",
             "lake",
-            tuple(dict.fromkeys(src for t in gold.TABLES for src in t.sources)),
-            gold.NAMES,
+            _sources(GOLD_HOURLY),
+            GOLD_HOURLY,
             "hourly",
-            description="Silver → the gold tables (" + ", ".join(gold.NAMES) + "): "
-            "every day the interval touches is rebuilt from silver (read with the "
-            "margin its rows need around it) and replaced in one commit.",
+            args=("--tables", ",".join(GOLD_HOURLY)),
+            description="Silver → the hour tables (" + ", ".join(GOLD_HOURLY) + "): the "
+            "interval's hour is rebuilt from silver (read with the margin its rows need around "
+            "it) and replaced in one commit.",
+        ),
+        Job(
+            "gold_daily",
+            "spark_apps.lake.gold",
+            "lake",
+            _sources(gold.NAMES),
+            gold.NAMES,
+            "daily",
+            args=("--tables", ",".join(gold.NAMES)),
+            description="Silver → every gold table (" + ", ".join(gold.NAMES) + "): the final "
+            "day is rebuilt from silver, late events included, and replaced in one commit.",
         ),
         *[
             Job(
@@ -563,25 +586,30 @@ JOBS: dict[str, Job] = {
             )
             for v in VIEWS.values()
         ],
-        # Quality: one job per gold table (in the hourly chain, after gold, over the run's interval)
-        # and per view (when the view is updated). An `error` expectation that fails fails the job,
-        # so nothing downstream of the table runs; one retry, for a transient Spark failure only (a
-        # data failure fails again).
+        # Quality: one gate job per chain validates its gold tables in one Spark driver (in the
+        # chain, after gold, over the run's interval; each table still passes or fails as its
+        # own task, `quality_<table>`), and one per view (when the view is updated). An `error`
+        # expectation that fails fails the table's task, so nothing downstream of the table
+        # runs; one retry, for a transient Spark failure only (a data failure fails again).
         *[
             Job(
-                f"quality_{t.name}",
+                name,
                 "spark_apps.lake.quality",
                 "lake",
-                (t.name,),
+                tables,
                 ("dq_results",),
-                "hourly",
-                args=("--table", t.name),
+                schedule,
+                args=("--tables", ",".join(tables)),
                 retries=1,
                 gate=True,
-                description=f"Great Expectations suite `{t.name}` over the event dates the interval "
-                f"touches; results to `dq_results` and Data Docs.",
+                description=f"Great Expectations suites of {', '.join(tables)} over the "
+                f"interval's slice of each, in one Spark driver; results to `dq_results` and "
+                f"Data Docs, and each table's verdict to its `quality_<table>` task.",
             )
-            for t in gold.TABLES
+            for name, tables, schedule in (
+                ("quality_gold", GOLD_HOURLY, "hourly"),
+                ("quality_gold_daily", gold.NAMES, "daily"),
+            )
         ],
         *[
             Job(

@@ -3,10 +3,11 @@ suite, record the results in ``dq_results`` and Data Docs, and fail if an ``erro
 
 What is validated (the slice):
 
-* a **gold table**, with ``--start/--end`` (the Airflow data interval): the ``event_date``
-  partitions the interval touches, as gold rebuilds them (:func:`~spark_apps.lake.gold.days_of`:
-  the run of 13:00-14:00 validates its whole day, which gold has just rewritten). Keys must be
-  unique within that slice; its dates and times must lie within those days.
+* a **gold table**, with ``--start/--end`` (the Airflow data interval): the slice the interval
+  covers, as gold rebuilds it (:func:`adlake.gold.slice_condition`: an hour table's hours, a day
+  table's days; the hourly run of 13:00-14:00 validates the hour tables' 13:00 hour, which gold
+  has just rewritten). Keys must be unique within that slice; its dates and times must lie
+  within the days it touches.
 * a **view**, without an interval (its quality DAG runs when the view is updated, and an
   asset-triggered run has none): the whole view, as of one Delta snapshot, its visible columns
   (keys and aggregates, not the engine's helpers). Views are small (a row per group), and a
@@ -58,9 +59,10 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from adlake import registry
+from adlake import gold, registry
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.quality import expectations, project, rules
@@ -126,16 +128,27 @@ def gold_parameters(first: date, after: date, settings: Settings) -> dict[str, A
     }
 
 
-def gold_slice(
-    spark: SparkSession, settings: Settings, name: str, first: date, after: date
-) -> DataFrame:
-    """Gold table ``name``'s partitions ``[first, after)``."""
-    from pyspark.sql import functions as F
+# What selects a gold table's dates (the partitions of its slice), whatever its grain.
+DAYS = SimpleNamespace(GRAIN=gold.DAY, ROW_TIME=None)
 
-    ensure_table(spark, settings, registry.table(name))
-    return read_table(spark, settings, name).where(
-        (F.col("event_date") >= F.lit(first)) & (F.col("event_date") < F.lit(after))
-    )
+
+def gold_slice(
+    spark: SparkSession, settings: Settings, name: str, start: datetime, end: datetime
+) -> DataFrame:
+    """Gold table ``name``'s slice covering ``[start, end)``: the hours or days (by its grain)
+    gold rebuilds for that interval."""
+    model = gold.model(name)
+    ensure_table(spark, settings, model.TABLE)
+    first, after = gold.covering(model.GRAIN, start, end)
+    where = gold.slice_condition(model, first, after)
+    if model.GRAIN == gold.HOUR:
+        # A row whose instant is not on its own date is in no hour's slice, so no rebuild ever
+        # replaces it: every gate over its date shows it (its dates-and-times rule fails).
+        where = (
+            f"({where}) OR ({gold.slice_condition(DAYS, first, after)} "
+            f"AND to_date({model.ROW_TIME}) <> event_date)"
+        )
+    return read_table(spark, settings, name).where(where)
 
 
 def view_slice(
@@ -374,7 +387,7 @@ def validate(
         df, parameters = view_slice(spark, settings, name)
     else:
         first, after = days_of(context.interval_start, context.interval_end)
-        df = gold_slice(spark, settings, name, first, after)
+        df = gold_slice(spark, settings, name, context.interval_start, context.interval_end)
         parameters = gold_parameters(first, after, settings)
     df = transform_derived(df, name).persist()
     try:

@@ -37,17 +37,21 @@ def dagbag():
 
 @pytest.fixture(scope="session")
 def airflow_db():
-    """``airflow db migrate`` once per test session, into this session's own Airflow home."""
+    """``airflow db migrate`` once per test session, into this session's own Airflow home, and
+    the pool the lake's Spark tasks run in (a task in a missing pool is never scheduled)."""
+    from adlake.airflow.factory import LAKE_POOL
+
     airflow = os.path.join(os.path.dirname(sys.executable), "airflow")
-    done = subprocess.run(
-        [airflow, "db", "migrate"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=os.environ.copy(),
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    for args in (["db", "migrate"], ["pools", "set", LAKE_POOL, "1", "the lake's Spark drivers"]):
+        done = subprocess.run(
+            [airflow, *args],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=os.environ.copy(),
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
 
 
 def task_env(settings, **extra: str) -> dict[str, str]:

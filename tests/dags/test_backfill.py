@@ -1,4 +1,4 @@
-"""``airflow backfill create`` of ``lake_hourly`` on a real Airflow: the session's SQLite metadata
+"""``airflow backfill create`` of ``lake_daily`` on a real Airflow: the session's SQLite metadata
 DB, a real ``airflow scheduler`` (LocalExecutor) and the ``airflow api-server`` its task runners
 report to, every task a real spark-submit.
 
@@ -7,16 +7,16 @@ requests, impressions, callbacks, page clicks and surges, with chains that cross
 topics of a broker of this test are empty, so bronze and silver find nothing new and gold reads
 this silver. Then:
 
-1. the original hourly runs: one ``dag.test()`` per hour (gold only; bronze and silver would find
-   nothing), so the 21st's partition is rebuilt by two runs and the 22nd's by one;
-2. a backfill over the two hours either side of midnight (23:00, 00:00), run by the scheduler:
-   it rebuilds both days, and gives the same gold tables, row for row;
-3. a second, overlapping backfill (00:00, 01:00), latest hour first: the completed 00:00 run
-   reruns, a new run covers 01:00 (no event of its own, it rebuilds the 22nd all the same);
-   every gold table is rewritten (a new Delta version per run), not one row changes.
+1. the original hourly runs: one ``lake_hourly`` ``dag.test()`` per hour (gold only; bronze and
+   silver would find nothing), which rebuild the hour tables' hours;
+2. a backfill of ``lake_daily`` over both days, run by the scheduler: each day computed once
+   (one commit per gold table and day), the hour tables equal to what the hourly runs wrote,
+   row for row, and the day tables built;
+3. the same backfill again, latest day first: both completed runs rerun, every gold table is
+   rewritten once per day (a new Delta version per run), not one row changes.
 
 The gold tables are also checked against totals counted from the silver rows written here, so a
-chain that rebuilt too little (an hour's run replacing no day) fails even when every run agrees.
+chain that rebuilt too little fails even when every run agrees.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ HOURS = [
     dt.datetime(2026, 11, 21, 23, tzinfo=UTC),
     dt.datetime(2026, 11, 22, 0, tzinfo=UTC),
 ]
-FIRST = HOURS[1:]  # the first backfill: both sides of midnight
-SECOND = [HOURS[2], HOURS[2] + HOUR]  # the second: one hour of the first, one past silver
+DAY = dt.timedelta(days=1)
+DAYS = [dt.datetime(2026, 11, 21, tzinfo=UTC), dt.datetime(2026, 11, 22, tzinfo=UTC)]
 GOLD = [t.name for t in registry.TABLES.values() if t.layer == "gold"]
 BACKFILL_TIMEOUT_S = 1200  # a loaded 2-core machine; idle, a backfill run takes about a minute
 
@@ -163,11 +163,12 @@ def write_silver(spark, settings) -> None:
 
 
 def backfill_create(env: dict[str, str], first: dt.datetime, last: dt.datetime, *extra: str) -> int:
-    """``airflow backfill create`` from the hour ``first`` to the hour ``last`` (both included:
-    they are the logical dates, the interval starts, of the runs), as the README says to run it;
-    returns the backfill's id. ``--reprocess-behavior completed``: by default Airflow skips an
-    hour that already has a run; ``--max-active-runs 1``: a backfill's own limit, not the DAG's,
-    is 10 by default, and hourly runs of one day must not replace its partition at once."""
+    """``airflow backfill create`` of ``lake_daily`` from the day ``first`` to the day ``last``
+    (both included: they are the logical dates, the interval starts, of the runs), as the
+    runbook says to run it; returns the backfill's id. ``--reprocess-behavior completed``: by
+    default Airflow skips a day that already has a run; ``--max-active-runs 1``: a backfill's
+    own limit, not the DAG's, is 10 by default (the lake pool serializes the Spark tasks in any
+    case)."""
     from airflow.models.backfill import Backfill
     from airflow.utils.session import create_session
     from sqlalchemy import select
@@ -178,7 +179,7 @@ def backfill_create(env: dict[str, str], first: dt.datetime, last: dt.datetime, 
             "backfill",
             "create",
             "--dag-id",
-            factory.LAKE_DAG_ID,
+            factory.DAILY_DAG_ID,
             "--from-date",
             first.isoformat(),
             "--to-date",
@@ -199,7 +200,7 @@ def backfill_create(env: dict[str, str], first: dt.datetime, last: dt.datetime, 
     with create_session() as session:
         return session.scalar(
             select(Backfill.id)
-            .where(Backfill.dag_id == factory.LAKE_DAG_ID)
+            .where(Backfill.dag_id == factory.DAILY_DAG_ID)
             .order_by(Backfill.id.desc())
             .limit(1)
         )
@@ -243,7 +244,7 @@ def wait_backfill(backfill_id: int, daemons: Daemons) -> dict[dt.datetime, objec
             tis,
             details(),
         )
-        assert end - start == HOUR
+        assert end - start == DAY
         assert set(tis.values()) == {TaskInstanceState.SUCCESS}, (run_id, tis)
     return out
 
@@ -251,13 +252,13 @@ def wait_backfill(backfill_id: int, daemons: Daemons) -> dict[dt.datetime, objec
 # -- the gold tables -------------------------------------------------------------------------
 
 
-def snapshot(spark, settings) -> dict[str, list]:
-    """Every gold table's rows, sorted (a multiset: a row written twice shows twice)."""
+def snapshot(spark, settings, tables=GOLD) -> dict[str, list]:
+    """Gold tables' rows, sorted (a multiset: a row written twice shows twice)."""
     from spark_apps.lake.tables import read_table
 
     return {
         name: sorted((tuple(r) for r in read_table(spark, settings, name).collect()), key=repr)
-        for name in GOLD
+        for name in tables
     }
 
 
@@ -331,6 +332,8 @@ def test_backfills_give_the_hourly_runs_gold_tables_and_change_nothing_when_repe
     from airflow.models import DagBag
     from airflow.utils.state import DagRunState
 
+    from spark_apps.lake.tables import ensure_table
+
     settings = lake
     started = time.monotonic()
     phases: dict[str, float] = {}
@@ -366,27 +369,32 @@ def test_backfills_give_the_hourly_runs_gold_tables_and_change_nothing_when_repe
             lambda: execution_api_up(port), 300, "execution API", lambda: daemons.tail("api-server")
         )
         daemons.start("scheduler", ["scheduler"], env)
-        hourly = snapshot(spark, settings)
-        check_against_silver(spark, settings)
+        hourly = snapshot(spark, settings, registry.GOLD_HOURLY)
 
-        # 2. A backfill over both sides of midnight, run by the scheduler.
-        first = backfill_create(env, FIRST[0], FIRST[-1])
+        # 2. A backfill of both days, run by the scheduler: each gold table's day once.
+        for name in GOLD:
+            ensure_table(spark, settings, registry.table(name))
+        before = versions(spark, settings)
+        first = backfill_create(env, DAYS[0], DAYS[-1])
         runs = wait_backfill(first, daemons)
-        assert sorted(runs) == FIRST
-        assert snapshot(spark, settings) == hourly
+        assert sorted(runs) == DAYS
+        after = versions(spark, settings)
+        assert {t: after[t] - before[t] for t in GOLD} == {t: len(DAYS) for t in GOLD}
+        assert snapshot(spark, settings, registry.GOLD_HOURLY) == hourly
+        check_against_silver(spark, settings)
+        daily = snapshot(spark, settings)
         phase("backfill 1")
 
-        # 3. An overlapping backfill, latest hour first: 00:00's completed run reruns, 01:00's
-        # is new; every gold table is rewritten once per run, not one row changes.
-        before = versions(spark, settings)
-        second = backfill_create(env, SECOND[0], SECOND[-1], "--run-backwards")
+        # 3. The same backfill, latest day first: both completed runs rerun; every gold table
+        # is rewritten once per day, not one row changes.
+        before = after
+        second = backfill_create(env, DAYS[0], DAYS[-1], "--run-backwards")
         rerun = wait_backfill(second, daemons)
-        assert sorted(rerun) == SECOND
-        assert rerun[SECOND[0]][0] == runs[SECOND[0]][0]  # the same run, cleared and rerun
+        assert sorted(rerun) == DAYS
+        assert rerun[DAYS[0]][0] == runs[DAYS[0]][0]  # the same run, cleared and rerun
         after = versions(spark, settings)
-        assert {t: after[t] - before[t] for t in GOLD} == {t: len(SECOND) for t in GOLD}
-        assert snapshot(spark, settings) == hourly
-        check_against_silver(spark, settings)
+        assert {t: after[t] - before[t] for t in GOLD} == {t: len(DAYS) for t in GOLD}
+        assert snapshot(spark, settings) == daily
         phase("backfill 2")
     finally:
         daemons.stop()

@@ -12,7 +12,9 @@ import pytest
 
 from adlake import registry
 from adlake.airflow import factory
-from adlake.quality.results import EXIT_EXPECTATIONS_FAILED
+from adlake.config import load_settings
+from adlake.quality import outcome
+from adlake.quality.results import EXIT_EXPECTATIONS_FAILED, RunContext
 from tests.dags.conftest import DAGS_DIR
 
 
@@ -20,10 +22,24 @@ def test_dagbag_has_no_import_errors(dagbag):
     assert dagbag.import_errors == {}
 
 
+CHAINS = {factory.LAKE_DAG_ID: "hourly", factory.DAILY_DAG_ID: "daily"}
+
+
+def chain_gate(schedule: str) -> registry.Job:
+    [gate] = [j for j in registry.JOBS.values() if j.gate and j.runs(schedule)]
+    return gate
+
+
 def test_exactly_one_dag_per_registry_entry_plus_the_supervisor(dagbag):
     assert set(dagbag.dag_ids) == factory.expected_dag_ids()
-    hourly = {j.name for j in registry.JOBS.values() if j.schedule == "hourly"}
-    assert {t.task_id for t in dagbag.dags[factory.LAKE_DAG_ID].tasks} == hourly
+    for dag_id, schedule in CHAINS.items():
+        jobs = {j.name for j in registry.JOBS.values() if j.runs(schedule)}
+        verdicts = {f"quality_{t}" for t in chain_gate(schedule).reads}
+        waits = {"day_final"} if schedule == "daily" else set()
+        assert {t.task_id for t in dagbag.dags[dag_id].tasks} == jobs | verdicts | waits
+    # The hourly chain rebuilds the hour tables; the daily one every gold table.
+    assert chain_gate("hourly").reads == registry.GOLD_HOURLY
+    assert chain_gate("daily").reads == tuple(t.name for t in registry.gold.TABLES)
     for job in factory.view_jobs():
         # the refresh, then the quality gate of what it wrote
         assert [t.task_id for t in dagbag.dags[job.name].tasks] == [
@@ -52,8 +68,11 @@ def test_every_dag_has_owner_tags_doc_and_the_retries_its_work_allows(dagbag):
         assert dag.doc_md and len(dag.doc_md) > 40, dag_id
         for task in dag.tasks:
             assert task.owner == factory.OWNER, (dag_id, task.task_id)
-            if dag_id.startswith(("app_", factory.SUPERVISOR_DAG_ID)):
-                # an action half-done is reconciled by the supervisor, never repeated blindly
+            if dag_id.startswith(("app_", factory.SUPERVISOR_DAG_ID)) or task.task_id not in (
+                registry.JOBS
+            ):
+                # an action half-done is reconciled by the supervisor, never repeated blindly; a
+                # verdict or a wait reads a file or the clock, which a retry would read again
                 assert task.retries == 0, (dag_id, task.task_id)
             else:
                 # every lake job writes idempotently: a retry is safe
@@ -61,18 +80,28 @@ def test_every_dag_has_owner_tags_doc_and_the_retries_its_work_allows(dagbag):
                 assert task.retry_exponential_backoff
 
 
-def test_the_lake_chain_follows_what_each_job_reads_and_writes(dagbag):
-    dag = dagbag.dags[factory.LAKE_DAG_ID]
+@pytest.mark.parametrize("dag_id", CHAINS)
+def test_the_lake_chain_follows_what_each_job_reads_and_writes(dagbag, dag_id):
+    dag = dagbag.dags[dag_id]
+    gate = chain_gate(CHAINS[dag_id])
+    [gold] = [
+        j for j in registry.JOBS.values() if j.runs(CHAINS[dag_id]) and j.writes == gate.reads
+    ]
+    assert dag.get_task("bronze").upstream_task_ids == (
+        {"day_final"} if dag_id == factory.DAILY_DAG_ID else set()
+    )
     assert dag.get_task("silver").upstream_task_ids == {"bronze"}
-    assert dag.get_task("gold").upstream_task_ids == {"silver"}
-    gold = [t.name for t in registry.TABLES.values() if t.layer == "gold"]
-    # Each gold table is published (its Asset updated) by its quality gate, not by gold: a table
-    # that fails an `error` expectation holds back whatever is scheduled on it.
-    assert {a.name for a in dag.get_task("gold").outlets} == set()
-    for table in gold:
-        gate = dag.get_task(f"quality_{table}")
-        assert gate.upstream_task_ids == {"gold"} and gate.downstream_task_ids == set()
-        assert {a.name for a in gate.outlets} == {table, "dq_results"}
+    assert dag.get_task(gold.name).upstream_task_ids == {"silver"}
+    assert dag.get_task(gate.name).upstream_task_ids == {gold.name}
+    # Each gold table is published (its Asset updated) by its verdict task, not by gold or the
+    # gate's spark-submit: a table that fails an `error` expectation holds back whatever is
+    # scheduled on it, and each table passes or fails on its own.
+    assert {a.name for a in dag.get_task(gold.name).outlets} == set()
+    assert {a.name for a in dag.get_task(gate.name).outlets} == {"dq_results"}
+    for table in gate.reads:
+        verdict = dag.get_task(f"quality_{table}")
+        assert verdict.upstream_task_ids == {gate.name} and verdict.downstream_task_ids == set()
+        assert {a.name for a in verdict.outlets} == {table}
 
 
 def test_a_view_is_published_by_its_quality_gate(dagbag):
@@ -88,10 +117,14 @@ def test_a_view_is_published_by_its_quality_gate(dagbag):
 def test_scheduled_dags_use_data_intervals_in_utc_and_no_catchup(dagbag):
     from airflow.sdk import CronDataIntervalTimetable
 
-    dag = dagbag.dags[factory.LAKE_DAG_ID]
-    assert isinstance(dag.timetable, CronDataIntervalTimetable)
-    assert (dag.timetable.expression, str(dag.timetable.timezone)) == (factory.HOURLY, "UTC")
-    assert dag.catchup is False and dag.max_active_runs == 1
+    for dag_id, cron in [
+        (factory.LAKE_DAG_ID, factory.HOURLY),
+        (factory.DAILY_DAG_ID, "0 0 * * *"),
+    ]:
+        dag = dagbag.dags[dag_id]
+        assert isinstance(dag.timetable, CronDataIntervalTimetable)
+        assert (dag.timetable.expression, str(dag.timetable.timezone)) == (cron, "UTC")
+        assert dag.catchup is False and dag.max_active_runs == 1
 
 
 def test_views_run_when_their_source_table_updates(dagbag):
@@ -104,11 +137,27 @@ def test_views_run_when_their_source_table_updates(dagbag):
 def test_producers_declare_their_tables_as_outlets(dagbag):
     tables = set(registry.TABLES) | set(registry.VIEWS)
     gated = {t for j in registry.JOBS.values() if j.gate for t in j.reads}
-    for dag_id in [factory.LAKE_DAG_ID, *(j.name for j in factory.view_jobs())]:
+    for dag_id in [*CHAINS, *(j.name for j in factory.view_jobs())]:
         for task in dagbag.dags[dag_id].tasks:
+            if task.task_id not in registry.JOBS:
+                continue  # a verdict task (above) or the daily wait
             job = registry.job(task.task_id)
-            expected = (set(job.writes) & tables) - gated | (set(job.reads) if job.gate else set())
+            view_gate = job.gate and not job.takes_interval
+            expected = (set(job.writes) & tables) - gated | (set(job.reads) if view_gate else set())
             assert {a.name for a in task.outlets} == expected, task.task_id
+
+
+def test_every_lake_spark_task_shares_one_pool(dagbag):
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    spark_tasks = [
+        t
+        for dag_id in [*CHAINS, *(j.name for j in factory.view_jobs())]
+        for t in dagbag.dags[dag_id].tasks
+        if isinstance(t, SparkSubmitOperator)
+    ]
+    assert len(spark_tasks) > 8
+    assert {t.pool for t in spark_tasks} == {factory.LAKE_POOL}
 
 
 def test_app_dags_have_a_typed_form(dagbag):
@@ -130,9 +179,17 @@ def test_supervisor_runs_every_minute_one_at_a_time(dagbag):
     assert dag.timetable.delta == timedelta(minutes=1)
 
 
-@pytest.mark.parametrize("task_id", ["bronze", "silver", "gold"])
-def test_rendered_arguments_carry_the_data_interval(dagbag, task_id):
-    dag = dagbag.dags[factory.LAKE_DAG_ID]
+@pytest.mark.parametrize(
+    ("dag_id", "task_id"),
+    [
+        (factory.LAKE_DAG_ID, "bronze"),
+        (factory.LAKE_DAG_ID, "silver"),
+        (factory.LAKE_DAG_ID, "gold"),
+    ]
+    + [(factory.DAILY_DAG_ID, "gold_daily")],
+)
+def test_rendered_arguments_carry_the_data_interval(dagbag, dag_id, task_id):
+    dag = dagbag.dags[dag_id]
     task = dag.get_task(task_id)
     start = datetime(2026, 11, 21, 13, tzinfo=UTC)
     context = {"data_interval_start": start, "data_interval_end": start + timedelta(hours=1)}
@@ -163,7 +220,7 @@ def test_a_view_dag_form_chooses_the_refresh_mode(dagbag):
 
 def test_a_quality_gate_records_its_results_under_its_run(dagbag):
     dag = dagbag.dags[factory.LAKE_DAG_ID]
-    task = dag.get_task("quality_campaign_delivery")
+    task = dag.get_task("quality_gold")
     start = datetime(2026, 11, 21, 13, tzinfo=UTC)
     context = {
         "data_interval_start": start,
@@ -173,10 +230,13 @@ def test_a_quality_gate_records_its_results_under_its_run(dagbag):
     }
     task.render_template_fields(context, jinja_env=dag.get_template_env())
     args = task.application_args
-    assert args[:3] == ["spark_apps.lake.quality", "--table", "campaign_delivery"]
+    assert args[:3] == ["spark_apps.lake.quality", "--tables", ",".join(registry.GOLD_HOURLY)]
     assert args[args.index("--dag-id") + 1] == factory.LAKE_DAG_ID
     assert args[args.index("--run-id") + 1] == "scheduled__2026-11-21T13:00:00+00:00"
     assert args[args.index("--start") + 1] == "2026-11-21T13:00:00+00:00"
+    assert args[args.index("--outcome-dir") + 1] == str(
+        outcome.outcome_dir(load_settings(), factory.LAKE_DAG_ID, context["run_id"])
+    )
 
 
 @pytest.mark.parametrize(
@@ -190,7 +250,8 @@ def test_a_failed_expectation_is_not_retried_but_another_failure_is(dagbag, stat
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
     from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-    task = dagbag.dags[factory.LAKE_DAG_ID].get_task("quality_campaign_delivery")
+    view = factory.view_jobs()[0].writes[0]
+    task = dagbag.dags[factory.view_jobs()[0].name].get_task(f"quality_{view}")
     assert task.retries > 0
 
     def submit_exits(self, context):  # the hook's message for a spark-submit's exit status
@@ -201,3 +262,30 @@ def test_a_failed_expectation_is_not_retried_but_another_failure_is(dagbag, stat
         with pytest.raises(AirflowException) as raised:
             task.execute({})
     assert isinstance(raised.value, AirflowFailException) is fails_at_once
+
+
+@pytest.mark.parametrize("severity", ["warn", "error", None])
+def test_a_tables_verdict_task_passes_or_fails_it_by_the_gates_outcome(
+    dagbag, tmp_path, monkeypatch, severity
+):
+    """``quality_<table>`` reads what the chain's gate recorded for it: warn failures pass, an
+    error failure or no outcome at all fails it at once (no retry would change the verdict)."""
+    from types import SimpleNamespace
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    monkeypatch.setenv("ADLAKE_RUNTIME_DIR", str(tmp_path))
+    run = SimpleNamespace(dag_id=factory.LAKE_DAG_ID, run_id="scheduled__2026-11-21T13:00:00+00:00")
+    table = registry.GOLD_HOURLY[0]
+    if severity:
+        context = RunContext(run.dag_id, run.run_id, table, None, None, datetime.now(UTC))
+        row = {"expectation": "x", "severity": severity, "success": False, "observed_value": "7"}
+        where = outcome.outcome_dir(load_settings(), run.dag_id, run.run_id)
+        outcome.write_outcome(where, outcome.make_outcome(context, [row], "report", "docs", 1.0))
+    verdict = dagbag.dags[factory.LAKE_DAG_ID].get_task(f"quality_{table}")
+
+    if severity == "warn":
+        assert verdict.python_callable(dag_run=run).startswith(f"{table} passed")
+    else:
+        with pytest.raises(AirflowFailException, match="clear quality_gold"):
+            verdict.python_callable(dag_run=run)

@@ -1,7 +1,7 @@
 """The lake chain run by Airflow, end to end: a real broker loaded with generated traffic, the
 ``lake_hourly`` DAG run by ``dag.test()`` on a real metadata DB (SQLite), every task a real
-spark-submit writing real Delta tables, a gold table's quality gate passing and then, on a
-duplicated key, failing and holding its table back; then the views, which the run's assets
+spark-submit writing real Delta tables, the hour tables' quality gate (one spark-submit) passing
+and then, on a duplicated key in one table, failing that table's task alone and holding it back; then the views, which the run's assets
 queued, one of them refreshed (and its quality gate run) by its own DAG. Counts come from the
 generator's report, not from the code under test."""
 
@@ -19,12 +19,9 @@ from tests.dags.conftest import DAGS_DIR, task_env
 pytestmark = pytest.mark.integration
 
 INPUTS = ("ad_requests", "ad_impressions", "ad_callbacks", "page_clicks")
-# One gold table's quality gate runs for real; the other four are marked successful without
-# running (each is the same task with another suite, ~30 s of Spark on 2 cores; the suites
-# themselves are validated in tests/spark_apps/lake/test_quality.py).
+# The table broken below; the chain's gate validates every hour table in one spark-submit.
 GATED = "campaign_delivery"
-# dag.test matches a task id against mark_success_pattern whole (re.fullmatch).
-OTHER_GATES = rf"quality_(?!{GATED}$).*"
+GATE = "quality_gold"
 MALFORMED = ("invalid_json", "missing_field", "wrong_type")
 
 
@@ -87,7 +84,7 @@ def test_lake_chain_dag_writes_the_expected_tables_and_queues_the_views(platform
     lake = bag.dags[factory.LAKE_DAG_ID]
     for hour in hours_of(report):
         # A manual run's data interval is the whole hour before its logical date.
-        run = lake.test(logical_date=hour + dt.timedelta(hours=1), mark_success_pattern=OTHER_GATES)
+        run = lake.test(logical_date=hour + dt.timedelta(hours=1))
         assert run.state == DagRunState.SUCCESS, f"lake_hourly {hour}: {run.state}"
         assert (run.data_interval_start, run.data_interval_end) == (
             hour,
@@ -111,8 +108,8 @@ def test_lake_chain_dag_writes_the_expected_tables_and_queues_the_views(platform
     traffic = read_table(spark, settings, "page_traffic").groupBy().sum("clicks")
     assert traffic.collect()[0][0] == n_silver["page_clicks"]
 
-    # Every table the chain wrote got an asset event (the gold table through its gate, which
-    # passed and recorded its results), and each view's DAG is queued on its source.
+    # Every table the chain wrote got an asset event (each gold table through its verdict,
+    # which passed and recorded its results), and each view's DAG is queued on its source.
     with create_session() as session:
         updated = set(
             session.scalars(
@@ -124,20 +121,20 @@ def test_lake_chain_dag_writes_the_expected_tables_and_queues_the_views(platform
         "bronze_ad_callbacks",
         "silver_ad_callbacks",
         "quarantine",
-        GATED,
+        *registry.GOLD_HOURLY,
         "dq_results",
     } <= updated
     assert {j.name for j in factory.view_jobs()} <= queued
     results = read_table(spark, settings, "dq_results").collect()
-    assert {r.table for r in results} == {GATED}  # the other gates were marked, not run
+    assert {r.table for r in results} == set(registry.GOLD_HOURLY)
     assert all(r.success or r.severity == "warn" for r in results)
     assert {r.dag_id for r in results} == {factory.LAKE_DAG_ID}
 
 
 def test_a_gold_table_failing_its_gate_fails_the_run_and_is_not_published(platform_env, spark):
-    """A duplicated key in the hour's partition of a gold table: the gate's run fails at its
-    first try (no retry), its results name the failed expectation, and the table gets no asset
-    event, so nothing scheduled on it runs."""
+    """A duplicated key in the hour's slice of a gold table: its verdict task fails at its first
+    try (no retry) while the other tables' pass, its results name the failed expectation, and
+    the table gets no asset event, so nothing scheduled on it runs."""
     from airflow.models import DagBag
     from airflow.models.asset import AssetEvent, AssetModel
     from airflow.utils.session import create_session
@@ -162,15 +159,19 @@ def test_a_gold_table_failing_its_gate_fails_the_run_and_is_not_published(platfo
     table = read_table(spark, settings, GATED)
     table.limit(1).write.format("delta").mode("append").save(str(table_path(settings, GATED)))
     lake = DagBag(str(DAGS_DIR)).dags[factory.LAKE_DAG_ID]
-    # Only the gate runs: gold would rebuild the day and replace the duplicate.
+    # Only the gate runs: gold would rebuild the hour and replace the duplicate.
     run = lake.test(
         logical_date=hour + dt.timedelta(hours=1, minutes=5),
-        mark_success_pattern=rf"^(bronze|silver|gold)$|{OTHER_GATES}",
+        mark_success_pattern=r"^(bronze|silver|gold)$",
     )
     assert run.state == DagRunState.FAILED
-    gate = next(ti for ti in run.get_task_instances() if ti.task_id == f"quality_{GATED}")
-    # Failed at its first try although the gate has retries: the same data would fail again.
-    assert (gate.state, gate.try_number) == (TaskInstanceState.FAILED, 1)
+    states = {ti.task_id: (ti.state, ti.try_number) for ti in run.get_task_instances()}
+    # The gate validated them all; only the broken table's verdict failed, at its first try:
+    # the same data would fail again.
+    assert states[GATE][0] == TaskInstanceState.SUCCESS
+    assert states[f"quality_{GATED}"] == (TaskInstanceState.FAILED, 1)
+    for table in set(registry.GOLD_HOURLY) - {GATED}:
+        assert states[f"quality_{table}"][0] == TaskInstanceState.SUCCESS, table
     assert events() == before
     failed = (
         read_table(spark, settings, "dq_results")

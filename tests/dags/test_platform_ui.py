@@ -260,20 +260,24 @@ def test_a_lake_dag_triggered_from_its_form_with_a_changed_param_succeeds(runnin
     assert shown.count() == len({(c["page_id"], c["event_time"].replace(minute=0)) for c in clicks})
 
 
-def test_a_backfill_of_an_hour_runs_the_lake_chain_through_the_scheduler(running, spark):
-    """``make airflow ARGS="backfill create ..."`` over one hour, run by the platform's scheduler:
-    one run of type ``backfill`` whose interval is that hour, every task of the chain a real
-    spark-submit that succeeded (bronze, silver, gold, each gold table's gate), gold given the
-    hour's interval, and the hour's day of ``page_traffic`` rebuilt from the silver clicks written
-    here (the broker's topics are empty: bronze and silver find nothing new)."""
+def test_a_backfill_of_a_day_runs_the_daily_chain_once_through_the_scheduler(running, spark):
+    """``make airflow ARGS="backfill create --dag-id lake_daily ..."`` over one day, as the runbook
+    says, run by the platform's scheduler: one run of type ``backfill`` whose interval is that
+    day, every task a real spark-submit or verdict that succeeded (the day is past, so it is
+    final at once), each gold table written by exactly one commit (the day computed once, not
+    once per hour), and the day of ``page_traffic`` rebuilt from the silver clicks written here
+    (the broker's topics are empty: bronze and silver find nothing new)."""
     from pyspark.sql import functions as F
 
-    from spark_apps.lake.tables import ensure_table, read_table
+    from spark_apps.lake.tables import ensure_table, read_table, table_path
 
     settings, _ = running
-    hour = dt.datetime(2026, 11, 20, 14, tzinfo=dt.UTC)
+    day = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)
     source = registry.table("silver_page_clicks")
-    clicks = [(f"b{i}", f"p{i % 2}", hour + dt.timedelta(minutes=9 * i), f"u{i}") for i in range(5)]
+    clicks = [
+        (f"b{i}", f"p{i % 2}", day + dt.timedelta(hours=5 * i, minutes=9), f"u{i}")
+        for i in range(5)
+    ]
     schema = source.schema.spark()
     rows = [
         tuple(
@@ -282,7 +286,7 @@ def test_a_backfill_of_an_hour_runs_the_lake_chain_through_the_scheduler(running
                 "page_id": c[1],
                 "event_time": c[2],
                 "user_id": c[3],
-                "event_date": hour.date(),
+                "event_date": day.date(),
                 "offset": n,
             }.get(name)
             for name in schema.names
@@ -295,10 +299,21 @@ def test_a_backfill_of_an_hour_runs_the_lake_chain_through_the_scheduler(running
         .mode("append")
         .save(ensure_table(spark, settings, source))
     )
-    # The logical dates of the runs, both included: one hour, one run.
+    gold_tables = [t.name for t in registry.TABLES.values() if t.layer == "gold"]
+
+    def commits() -> dict[str, int]:
+        for name in gold_tables:
+            ensure_table(spark, settings, registry.table(name))
+        return {
+            name: spark.sql(f"DESCRIBE HISTORY delta.`{table_path(settings, name)}`").count()
+            for name in gold_tables
+        }
+
+    before = commits()
+    # The logical dates of the runs, both included: one day, one run.
     args = (
-        f"backfill create --dag-id {factory.LAKE_DAG_ID} --from-date {hour.isoformat()} "
-        f"--to-date {hour.isoformat()} --max-active-runs 1"
+        f"backfill create --dag-id {factory.DAILY_DAG_ID} --from-date {day.date()} "
+        f"--to-date {day.date()} --max-active-runs 1"
     )
     done = subprocess.run(
         ["make", "--no-print-directory", "airflow", f"ARGS={args}"],
@@ -311,35 +326,39 @@ def test_a_backfill_of_an_hour_runs_the_lake_chain_through_the_scheduler(running
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
 
     def finished() -> list[dict] | None:
-        runs = [r for r in dag_runs(settings, factory.LAKE_DAG_ID) if r["run_type"] == "backfill"]
+        runs = [r for r in dag_runs(settings, factory.DAILY_DAG_ID) if r["run_type"] == "backfill"]
         return runs if runs and all(r["state"] in ("success", "failed") for r in runs) else None
 
     runs = wait_for(
         finished,
         900,
         "the backfill's run ends",
-        lambda: json.dumps(dag_runs(settings, factory.LAKE_DAG_ID), indent=1),
+        lambda: json.dumps(dag_runs(settings, factory.DAILY_DAG_ID), indent=1),
     )
     (run,) = runs
     run_id = urllib.parse.quote(run["dag_run_id"])
-    instances = api(settings, f"/dags/{factory.LAKE_DAG_ID}/dagRuns/{run_id}/taskInstances")
+    instances = api(settings, f"/dags/{factory.DAILY_DAG_ID}/dagRuns/{run_id}/taskInstances")
     states = {ti["task_id"]: ti["state"] for ti in instances["task_instances"]}
-    gold_tables = [t.name for t in registry.TABLES.values() if t.layer == "gold"]
     assert run["state"] == "success", states
     assert states == dict.fromkeys(
-        ["bronze", "silver", "gold", *(f"quality_{t}" for t in gold_tables)], "success"
+        [
+            "day_final",
+            "bronze",
+            "silver",
+            "gold_daily",
+            "quality_gold_daily",
+            *(f"quality_{t}" for t in gold_tables),
+        ],
+        "success",
     )
     interval = (run["data_interval_start"], run["data_interval_end"])
     assert tuple(dt.datetime.fromisoformat(t.replace("Z", "+00:00")) for t in interval) == (
-        hour,
-        hour + dt.timedelta(hours=1),
+        day,
+        day + dt.timedelta(days=1),
     )
-    gold_args = api(settings, f"/dags/{factory.LAKE_DAG_ID}/dagRuns/{run_id}/taskInstances/gold")[
-        "rendered_fields"
-    ]["application_args"]
-    start = gold_args[gold_args.index("--start") + 1]
-    assert dt.datetime.fromisoformat(start.replace("Z", "+00:00")) == hour
-    traffic = read_table(spark, settings, "page_traffic").where(F.col("event_date") == hour.date())
+    after = commits()
+    assert {t: after[t] - before[t] for t in gold_tables} == dict.fromkeys(gold_tables, 1)
+    traffic = read_table(spark, settings, "page_traffic").where(F.col("event_date") == day.date())
     assert traffic.agg(F.sum("clicks")).first()[0] == len(clicks)
 
 

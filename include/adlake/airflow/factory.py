@@ -3,16 +3,26 @@ app is one registry entry and no DAG edit. Imports Airflow's SDK and Adlake's re
 configuration only: never PySpark, and no I/O when a DAG file is parsed.
 
 * ``lake_hourly`` — the lake chain, every hour on a ``CronDataIntervalTimetable`` in UTC: the
-  registry's ``hourly`` jobs (bronze → silver → gold → one quality gate per gold table), each a
+  registry's ``hourly`` jobs (bronze → silver → gold's hour tables → their quality gate), each a
   spark-submit (``SparkSubmitOperator``) with ``--start {{ data_interval_start }} --end
-  {{ data_interval_end }}``. Every job writes its interval idempotently, so ``airflow backfill
-  create`` over any range gives the same tables.
+  {{ data_interval_end }}``. Every job writes its interval idempotently, so a rerun gives the
+  same tables.
+* ``lake_daily`` — the same chain for a whole day, the registry's ``daily`` jobs: it waits
+  until the day is final (``lake_day_final_after_s`` after its midnight, UTC), then bronze and
+  silver catch up and every gold table's day is rebuilt once and validated. Backfills go here:
+  ``airflow backfill create --dag-id lake_daily`` computes each day once.
+* **Quality gates** of a chain validate all its gold tables in one spark-submit, which records
+  each table's verdict; a ``quality_<table>`` task per table (no Spark, a second) reads it, so
+  each table passes or fails on its own.
 * ``view_<name>`` — one per ``on_update`` job (the view refreshes), then its quality gate:
   triggered when the table it reads is updated (its Asset). An asset-triggered run has no data
   interval; the refresh catches up to the source's latest version, so it needs none.
 * **Assets.** Each task declares the tables it writes as Airflow Assets, except a table that a
-  quality gate validates: the gate publishes it, so a table whose `error` expectations fail
-  holds back everything scheduled on it.
+  quality gate validates: the gate (a chain's ``quality_<table>`` task) publishes it, so a table
+  whose `error` expectations fail holds back everything scheduled on it.
+* **One pool** (:data:`LAKE_POOL`, ``lake_pool_slots`` slots) holds every lake Spark task of
+  every DAG, backfills included: on the embedded default one driver at a time beside the
+  streaming apps, and a backfill never writes beside the scheduled run.
 * ``app_<name>`` — one per streaming app, triggered by hand with a form (typed ``Param``s:
   action, trigger and the app's knobs). Its task only *acts* (``adlake.apps.act``): the app
   runs detached, holding its lock, never inside the task.
@@ -39,8 +49,13 @@ OWNER = "adlake"
 # a backfill (`airflow backfill create`) recomputes any past range on demand.
 START = datetime(2026, 11, 1, tzinfo=UTC)
 LAKE_DAG_ID = "lake_hourly"
+DAILY_DAG_ID = "lake_daily"
 SUPERVISOR_DAG_ID = "apps_supervisor"
 HOURLY = "0 * * * *"
+DAILY = "0 0 * * *"
+# The Airflow pool of the lake's Spark tasks; its size is a setting (lake_pool_slots), created by
+# the platform's start (adlake.local.platform) and the compose profile's init.
+LAKE_POOL = "adlake_lake"
 # One spark-submit entry point for every job: it runs the job's module (``application_args[0]``)
 # as __main__, so the module name is visible in the task's rendered arguments.
 SUBMIT = REPO_ROOT / "spark_apps" / "submit.py"
@@ -110,9 +125,9 @@ def _default_args(retries: int) -> dict:
     }
 
 
-def gated() -> dict[str, str]:
-    """``{table: gate job}``: the tables a quality gate validates, and which gate."""
-    return {t: j.name for j in registry.JOBS.values() if j.gate for t in j.reads}
+def gated() -> set[str]:
+    """The tables a quality gate validates."""
+    return {t for j in registry.JOBS.values() if j.gate for t in j.reads}
 
 
 def published(job: registry.Job) -> list[str]:
@@ -121,7 +136,8 @@ def published(job: registry.Job) -> list[str]:
     table runs only once its data passed its `error` expectations."""
     gates = gated()
     own = [t for t in job.writes if _is_table(t) and t not in gates]
-    return own + ([t for t in job.reads if gates.get(t) == job.name] if job.gate else [])
+    # A view's gate publishes its view; a chain's gate leaves each table to its verdict task.
+    return own + (list(job.reads) if job.gate and not job.takes_interval else [])
 
 
 @functools.cache
@@ -150,13 +166,28 @@ def _gate_operator() -> type:
     return QualityGateOperator
 
 
+def outcomes_macro(dag_id: str, run_id: str) -> str:
+    """Rendered into a chain gate's ``--outcome-dir`` when it runs: where it records each
+    table's verdict for the table's ``quality_<table>`` task."""
+    from adlake.quality.outcome import outcome_dir
+
+    return str(outcome_dir(load_settings(), dag_id, run_id))
+
+
+# A chain's gate records every table's verdict; each table's task reads its own.
+OUTCOME_ARGS = ("--outcome-dir", "{{ adlake_outcomes(dag.dag_id, run_id) }}")
+MACROS = {"adlake_jars": runtime_jars_macro, "adlake_outcomes": outcomes_macro}
+
+
 def spark_task(job: registry.Job):
     """The job as a spark-submit; its argv (module, args, interval, and for a quality gate the
-    run it records its results under) is a templated field, so the UI shows exactly what ran."""
+    run it records its results under) is a templated field, so the UI shows exactly what ran.
+    A chain's gate fails only if it could not validate; its tables' verdicts are their own
+    tasks' (:func:`table_verdict`)."""
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
     python = sys.executable  # the lake environment is Airflow's: its interpreter runs the jobs
-    operator = _gate_operator() if job.gate else SparkSubmitOperator
+    operator = _gate_operator() if job.gate and not job.takes_interval else SparkSubmitOperator
     return operator(
         task_id=job.name,
         conn_id=spark_conn_id(job.runtime),
@@ -166,6 +197,7 @@ def spark_task(job: registry.Job):
             *job.args,
             *(INTERVAL_ARGS if job.takes_interval else ()),
             *(RUN_ARGS if job.gate else ()),
+            *(OUTCOME_ARGS if job.gate and job.takes_interval else ()),
             *(a for k in job.params for a in (k.flag, f"{{{{ params.{k.name} }}}}")),
         ],
         jars=f"{{{{ adlake_jars('{job.runtime}') }}}}",
@@ -173,45 +205,122 @@ def spark_task(job: registry.Job):
         conf={"spark.pyspark.python": python, "spark.pyspark.driver.python": python},
         doc_md=job.description,
         retries=job.retries,
+        pool=LAKE_POOL,
         outlets=[asset(t) for t in published(job)],
     )
 
 
+def verdict_task_id(table: str) -> str:
+    return f"quality_{table}"
+
+
+def table_verdict(gate: registry.Job, table: str):
+    """``quality_<table>``: the verdict the chain's gate recorded for ``table``, a task of its
+    own (no Spark) that publishes the table's Asset when its ``error`` expectations passed and
+    fails, without a retry, when they did not (a retry would read the same verdict: fix the data
+    or the rule, then clear the gate)."""
+
+    @task(task_id=verdict_task_id(table), retries=0, outlets=[asset(table)])
+    def verdict(dag_run=None) -> str:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from adlake.quality import outcome
+        from adlake.quality.results import QualityCheckFailed
+
+        where = outcome.outcome_dir(load_settings(), dag_run.dag_id, dag_run.run_id)
+        try:
+            summary = outcome.check(where, table)
+        except (QualityCheckFailed, outcome.OutcomeMissing) as failed:
+            raise AirflowFailException(
+                f"{failed}\nFix the data or the rule, then clear {gate.name} (it validates "
+                f"again and this task reads its new verdict)."
+            ) from failed
+        print(summary, flush=True)
+        return summary
+
+    return verdict()
+
+
 def chain(jobs: list[registry.Job]) -> dict:
-    """One task per job, each downstream of the jobs that write what it reads."""
+    """One task per job, each downstream of the jobs that write what it reads; a chain's
+    quality gate is followed by one verdict task per table it validates."""
     tasks = {j.name: spark_task(j) for j in jobs}
     writer = {table: j.name for j in jobs for table in j.writes}
     for j in jobs:
         for upstream in sorted({writer[t] for t in j.reads if t in writer} - {j.name}):
             tasks[upstream] >> tasks[j.name]
+        if j.gate and j.takes_interval:
+            for table in j.reads:
+                tasks[verdict_task_id(table)] = table_verdict(j, table)
+                tasks[j.name] >> tasks[verdict_task_id(table)]
     return tasks
+
+
+def chain_jobs(schedule: str) -> list[registry.Job]:
+    return [j for j in registry.JOBS.values() if j.runs(schedule)]
+
+
+def _chain_dag(dag_id: str, schedule: str, cron: str, note: str) -> DAG:
+    """A lake chain's DAG: one run at a time over its cron's data intervals, in UTC."""
+    return DAG(
+        dag_id,
+        schedule=CronDataIntervalTimetable(cron, timezone="UTC"),
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        tags=["lake", schedule],
+        default_args=_default_args(retries=2),
+        user_defined_macros=MACROS,
+        doc_md=_lake_doc(schedule, chain_jobs(schedule), note),
+    )
 
 
 def build_lake_dag() -> DAG:
     """The hourly chain: every ``hourly`` job, ordered by what it reads and writes."""
-    jobs = [j for j in registry.JOBS.values() if j.schedule == "hourly"]
-    with DAG(
-        LAKE_DAG_ID,
-        schedule=CronDataIntervalTimetable(HOURLY, timezone="UTC"),
-        start_date=START,
-        catchup=False,
-        max_active_runs=1,
-        tags=["lake", "hourly"],
-        default_args=_default_args(retries=2),
-        user_defined_macros={"adlake_jars": runtime_jars_macro},
-        doc_md=_lake_doc(jobs),
-    ) as dag:
-        chain(jobs)
+    note = (
+        "Day tables are rebuilt by `lake_daily` once the day is final; backfills of days go "
+        "there too."
+    )
+    with _chain_dag(LAKE_DAG_ID, "hourly", HOURLY, note) as dag:
+        chain(chain_jobs("hourly"))
     return dag
 
 
-def _lake_doc(jobs: list[registry.Job]) -> str:
+def build_daily_dag() -> DAG:
+    """The daily chain: waits until the run's day is final, then every ``daily`` job over it."""
+    from airflow.providers.standard.sensors.time_delta import TimeDeltaSensor
+
+    jobs = chain_jobs("daily")
+    final_after = timedelta(seconds=load_settings().lake_day_final_after_s)
+    note = (
+        f"Waits until the day is final ({final_after} after its end: late events and the "
+        "next day's first hour are in silver), then rebuilds each gold table's day once. "
+        "Backfill days here: `airflow backfill create --dag-id lake_daily --from-date … "
+        "--to-date …` computes each day once."
+    )
+    with _chain_dag(DAILY_DAG_ID, "daily", DAILY, note) as dag:
+        # Reschedule mode: the wait holds no worker slot; a past day (a backfill) is final.
+        wait = TimeDeltaSensor(
+            task_id="day_final",
+            delta=final_after,
+            mode="reschedule",
+            poke_interval=300,
+            retries=0,
+        )
+        tasks = chain(jobs)
+        for job in jobs:
+            if not (set(job.reads) & {t for j in jobs for t in j.writes}):
+                wait >> tasks[job.name]
+    return dag
+
+
+def _lake_doc(schedule: str, jobs: list[registry.Job], note: str) -> str:
     lines = [
-        "# The lake chain, hourly",
+        f"# The lake chain, {schedule}",
         "",
         "Each task is a spark-submit of a registry job over the run's data interval "
-        "(`--start/--end`); every job writes its interval idempotently, so a clear, a "
-        "retry or `airflow backfill create` gives the same tables.",
+        "(`--start/--end`); every job writes its interval idempotently, so a clear or a "
+        "retry gives the same tables. " + note,
         "",
     ]
     lines += [f"* **{j.name}** — {j.description}" for j in jobs]
@@ -235,7 +344,7 @@ def build_view_dag(job: registry.Job) -> DAG:
         tags=["lake", "view"],
         default_args=_default_args(job.retries),
         params={k.name: knob_param(k) for k in job.params},
-        user_defined_macros={"adlake_jars": runtime_jars_macro},
+        user_defined_macros=MACROS,
         doc_md=f"# {job.name}\n\n{job.description}\n\nRuns when "
         f"{', '.join(f'`{t}`' for t in job.reads)} is updated; an asset-triggered "
         "run has no data interval, and the refresh needs none: it catches up to "
@@ -343,7 +452,7 @@ def ops_apps() -> list[registry.App]:
 
 def view_jobs() -> list[registry.Job]:
     """The ``on_update`` jobs that own a DAG (their quality gates run inside it)."""
-    return [j for j in registry.JOBS.values() if j.schedule == "on_update" and not j.gate]
+    return [j for j in registry.JOBS.values() if j.runs("on_update") and not j.gate]
 
 
 def build_view_dags() -> list[DAG]:
@@ -355,11 +464,12 @@ def build_app_dags() -> list[DAG]:
 
 
 def expected_dag_ids() -> set[str]:
-    """One DAG per registry entry that schedules work: the lake chain (all ``hourly`` jobs), one
+    """One DAG per registry entry that schedules work: the lake chains (``hourly`` and ``daily``
+    jobs), one
     per ``on_update`` job (with its quality gates), one per streaming app, plus the
     supervisor."""
     return (
-        {LAKE_DAG_ID, SUPERVISOR_DAG_ID}
+        {LAKE_DAG_ID, DAILY_DAG_ID, SUPERVISOR_DAG_ID}
         | {j.name for j in view_jobs()}
         | {f"app_{a.name}" for a in ops_apps()}
     )

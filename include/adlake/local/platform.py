@@ -154,6 +154,26 @@ def migrate(settings: Settings) -> None:
     if done.returncode != 0:
         raise SystemExit(f"[platform] airflow db migrate failed:\n{done.stderr[-3000:]}")
     log(f"metadata database ready in {time.monotonic() - started:.0f}s")
+    ensure_pool(settings)
+
+
+def ensure_pool(settings: Settings) -> None:
+    """The Airflow pool every lake Spark task runs in, sized by ``lake_pool_slots`` (a task in
+    a pool that does not exist is never scheduled)."""
+    from adlake.airflow.factory import LAKE_POOL
+
+    done = _airflow(
+        settings,
+        "pools",
+        "set",
+        LAKE_POOL,
+        str(settings.lake_pool_slots),
+        "Spark drivers of the lake (chains, gates, views, backfills) at once",
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"[platform] airflow pools set failed:\n{done.stderr[-3000:]}")
+    log(f"pool {LAKE_POOL}: {settings.lake_pool_slots} slot(s)")
 
 
 def _port_in_use(port: int) -> bool:
@@ -297,6 +317,7 @@ def up(
     app_timeout_s: float = 300,
 ) -> None:
     from adlake import apps
+    from adlake.airflow.factory import SUPERVISOR_DAG_ID
     from adlake.local.kafka import LocalKafka
 
     started = time.monotonic()
@@ -311,9 +332,12 @@ def up(
         for component in AIRFLOW_COMPONENTS:
             start_component(settings, component)
     wait_ready()
-    for dag_id in wait_dags_parsed(settings):
+    dag_ids = wait_dags_parsed(settings)
+    # The apps' DAGs first: the apps start (and take their share of the machine) before the
+    # first scheduled lake run starts its Spark drivers beside them.
+    ops_dags = {SUPERVISOR_DAG_ID, *(f"app_{a}" for a in ops_apps())}
+    for dag_id in [d for d in dag_ids if d in ops_dags or not start_apps]:
         _airflow(settings, "dags", "unpause", dag_id, check=False)
-    log("every DAG unpaused")
     if start_apps:
         for app in ops_apps():
             if apps.holder(settings, app):
@@ -330,6 +354,9 @@ def up(
                 "see the app_<name> DAG runs in the UI and <runtime>/logs/"
             )
         log("streaming apps running: " + ", ".join(ops_apps()))
+        for dag_id in [d for d in dag_ids if d not in ops_dags]:
+            _airflow(settings, "dags", "unpause", dag_id, check=False)
+    log("every DAG unpaused")
     log(f"ready in {time.monotonic() - started:.0f}s")
     # The password is shown once, when it is generated; after that, where it is kept.
     login = (
@@ -391,9 +418,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "command",
-        choices=("up", "down", "status", "airflow"),
-        help="start the platform, stop it, show what runs, or run Airflow's CLI in the "
-        "platform's environment (airflow ARGS...: every argument after it is Airflow's)",
+        choices=("up", "down", "status", "pool", "airflow"),
+        help="start the platform, stop it, show what runs, create or resize the lake's "
+        "Airflow pool (lake_pool_slots), or run Airflow's CLI in the platform's "
+        "environment (airflow ARGS...: every argument after it is Airflow's)",
     )
     parser.add_argument(
         "--no-apps", action="store_true", help="up: do not start the streaming apps"
@@ -411,6 +439,8 @@ def main(argv: list[str] | None = None) -> int:
         up(settings, start_apps=not args.no_apps, knobs=parse_knobs(args.set))
     elif args.command == "down":
         down(settings)
+    elif args.command == "pool":
+        ensure_pool(settings)
     else:
         print(json.dumps(status(settings), indent=2, default=str))
     return 0

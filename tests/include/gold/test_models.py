@@ -59,12 +59,23 @@ def test_the_registry_collects_the_gold_tables_in_their_order():
     assert tuple(t for t in registry.TABLES.values() if t.layer == "gold") == gold.TABLES
     for model in gold.MODELS:
         assert registry.table(model.TABLE.name) is model.TABLE
-    job = registry.job("gold")
-    assert job.writes == gold.NAMES
-    assert set(job.reads) == {s for t in gold.TABLES for s in t.sources}
-    # One quality gate per gold table, in the same order (the DAG's task order).
-    gates = [j.args[1] for j in registry.JOBS.values() if j.gate and j.takes_interval]
-    assert gates == list(gold.NAMES)
+    # The daily chain rebuilds and validates every gold table, in order; the hourly one the
+    # hour tables, in the same order.
+    hour_tables = tuple(m.TABLE.name for m in gold.MODELS if m.GRAIN == gold.HOUR)
+    for job_name, gate_name, tables in [
+        ("gold_daily", "quality_gold_daily", gold.NAMES),
+        ("gold", "quality_gold", hour_tables),
+    ]:
+        job, gate = registry.job(job_name), registry.job(gate_name)
+        assert job.writes == tables == gate.reads
+        assert set(job.reads) == {s for t in tables for s in registry.table(t).sources}
+        assert job.args == gate.args == ("--tables", ",".join(tables))
+
+
+def test_every_gold_model_declares_its_grain_and_an_hour_tables_row_time():
+    for model in gold.MODELS:
+        assert model.GRAIN in gold.GRAINS, model.TABLE.name
+        assert (model.ROW_TIME is not None) is (model.GRAIN == gold.HOUR), model.TABLE.name
 
 
 def test_the_gold_job_rebuilds_the_gold_tables_by_default():

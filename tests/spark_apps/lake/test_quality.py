@@ -30,9 +30,10 @@ from spark_apps.lake.views.engine import full_refresh
 from tests.spark_apps.lake.test_gold_intervals import SILVER
 from tests.spark_apps.lake.test_transforms import at, d, frame, silver
 
-# The hourly run of 13:00-14:00 on the 21st: quality validates the whole 21st, as gold rebuilt it.
-START = datetime(2026, 11, 21, 13, tzinfo=UTC)
-INTERVAL = ["--start", START.isoformat(), "--end", (START + timedelta(hours=1)).isoformat()]
+# lake_daily's run of the 21st: quality validates every table's 21st, as gold rebuilt it (an
+# hourly run's gate, its hour: tests/dags/test_lake_dag_run.py).
+START = datetime(2026, 11, 21, tzinfo=UTC)
+INTERVAL = ["--start", START.isoformat(), "--end", (START + timedelta(days=1)).isoformat()]
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,7 @@ def run(lake, table: str, run_id: str, *args: str) -> int:
     """The job's exit status; ``table`` is ``--table``'s, or ``--tables``' with a comma."""
     which = "--tables" if "," in table else "--table"
     return quality.main(
-        [which, table, *args, "--dag-id", "lake_hourly", "--run-id", run_id], settings=lake
+        [which, table, *args, "--dag-id", "lake_daily", "--run-id", run_id], settings=lake
     )
 
 
@@ -75,10 +76,10 @@ def test_a_good_partition_passes_and_every_expectation_is_recorded(spark, lake):
     )
     assert all(r.success for r in rows)
     row = rows[0]
-    assert (row.dag_id, row.table, row.suite) == ("lake_hourly", "page_traffic", "page_traffic")
+    assert (row.dag_id, row.table, row.suite) == ("lake_daily", "page_traffic", "page_traffic")
     assert (row.interval_start, row.interval_end) == (
-        datetime(2026, 11, 21, 13),
-        datetime(2026, 11, 21, 14),
+        datetime(2026, 11, 21),
+        datetime(2026, 11, 22),
     )
 
 
@@ -145,8 +146,8 @@ def test_one_job_validates_two_tables_and_each_passes_or_fails_on_its_own(
     traffic = read_outcome(gated, "page_traffic")
     assert (traffic["error_failed"], traffic["expectations"], traffic["error"]) == (True, 11, None)
     assert {f["expectation"]: f["severity"] for f in traffic["failed"]} == errors
-    assert traffic["interval"] == [START.isoformat(), (START + timedelta(hours=1)).isoformat()]
-    assert (traffic["dag_id"], traffic["run_id"]) == ("lake_hourly", "gated")
+    assert traffic["interval"] == [START.isoformat(), (START + timedelta(days=1)).isoformat()]
+    assert (traffic["dag_id"], traffic["run_id"]) == ("lake_daily", "gated")
     assert traffic["failure_report"].startswith("page_traffic: 3 expectation(s) failed (3 error")
     assert traffic["data_docs"] == str(data_docs_index(lake)) and traffic["seconds"] > 0
     with pytest.raises(QualityCheckFailed, match="page_traffic: 3 error expectation") as fail:
@@ -223,16 +224,16 @@ def test_data_docs_live_under_the_runtime_dir_and_list_the_runs(lake):
     assert index.is_relative_to(lake.runtime_dir)
     html = index.read_text()
     for run_name in (
-        "lake_hourly__good",
-        "lake_hourly__faulty",
-        "lake_hourly__gated",
-        "lake_hourly__view",
+        "lake_daily__good",
+        "lake_daily__faulty",
+        "lake_daily__gated",
+        "lake_daily__view",
     ):
         assert run_name in html
     assert not (lake.gx_dir / "work").exists() or not any((lake.gx_dir / "work").iterdir())
     # The history a person reads: a warn-only run passed, the faulty one did not; each run's page.
     runs = recent_runs(lake)
-    faulty = next(r for r in runs["page_traffic"] if r.run_name == "lake_hourly__faulty")
+    faulty = next(r for r in runs["page_traffic"] if r.run_name == "lake_daily__faulty")
     assert (faulty.passed, faulty.failed_errors) == (False, 3)
     assert (index.parent / faulty.page).is_file()
     # surge_history: twice alone (warned), then with page_traffic in one job (faulty, gated).
