@@ -76,7 +76,7 @@ def test_two_gold_runs_at_once_end_as_a_serial_run(spark, lake, tmp_path, capsys
     start, end = harness.interval(lake.report)
     if case == "same interval":
         first = ["--start", start.isoformat(), "--end", end.isoformat()]
-    else:  # the hourly run rebuilds its day; the backfill that day and the ones around it
+    else:  # the hourly run rebuilds its hour; the backfill its day and the ones around it
         first = ["--start", hourly(lake.report)[0], "--end", hourly(lake.report)[1]]
     argv = ["spark_apps.lake.gold", "--tables", name, *first]
 
