@@ -264,7 +264,7 @@ def test_a_backfill_of_a_day_runs_the_daily_chain_once_through_the_scheduler(run
     """``make airflow ARGS="backfill create --dag-id lake_daily ..."`` over one day, as the runbook
     says, run by the platform's scheduler: one run of type ``backfill`` whose interval is that
     day, every task a real spark-submit or verdict that succeeded (the day is past, so it is
-    final at once), each gold table written by exactly one commit (the day computed once, not
+    final at once), each gold table written by at most one commit (the day computed once, not
     once per hour), and the day of ``page_traffic`` rebuilt from the silver clicks written here
     (the broker's topics are empty: bronze and silver find nothing new)."""
     from pyspark.sql import functions as F
@@ -357,7 +357,10 @@ def test_a_backfill_of_a_day_runs_the_daily_chain_once_through_the_scheduler(run
         day + dt.timedelta(days=1),
     )
     after = commits()
-    assert {t: after[t] - before[t] for t in gold_tables} == dict.fromkeys(gold_tables, 1)
+    written = {t: after[t] - before[t] for t in gold_tables}
+    # The day computed once, not once per hour: no table written twice, and the table with
+    # rows that day written once (Delta commits nothing where a slice was and stays empty).
+    assert written["page_traffic"] == 1 and max(written.values()) == 1, written
     traffic = read_table(spark, settings, "page_traffic").where(F.col("event_date") == day.date())
     assert traffic.agg(F.sum("clicks")).first()[0] == len(clicks)
 
