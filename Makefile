@@ -11,7 +11,7 @@ SEED ?= 7
 
 .PHONY: lint airflow setup test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
 	app status bench-click-surge bench-attribution bench-bronze bench-views bench-quality \
-	bench-lake down \
+	bench-scale bench-lake down \
 	faults faults-ops soak bench bench-quick
 
 setup:
@@ -121,40 +121,48 @@ bench-views: setup
 bench-quality: setup
 	$(LAKE_PY) -m bench.lake.quality
 
+# Gold at scale: the hourly and daily runs with 1, 7 and 30 days of silver history, and the
+# day's first hour against its last (1M synthetic silver rows a day; 19 minutes on 2 shared cores).
+bench-scale: setup
+	$(LAKE_PY) -m bench.lake.scale
+
 # Both lake benchmarks, as before they had targets of their own.
 bench-lake: bench-bronze bench-views
 
 # The benchmark report: the apps' latency suite (with the bare Kafka hop), bronze ingest, the
-# view refresh suite, in sequence, each writing its JSON into BENCH_DIR (<runtime>/reports/bench);
-# then bench.report writes BENCH_DIR/REPORT.md and its plots from whatever JSON is there. A
-# benchmark that fails leaves its section "not run" and, after the report, fails the target.
-# docs/bench/ holds the committed report of a full run.
+# view refresh suite and gold at scale, in sequence, each writing its JSON into BENCH_DIR
+# (<runtime>/reports/bench); then bench.report writes BENCH_DIR/REPORT.md and its plots from
+# whatever JSON is there. A benchmark that fails leaves its section "not run" and, after the
+# report, fails the target. docs/bench/ holds the committed report of a full run.
 REPORTS = $(shell $(LAKE_PY) -c 'from adlake.config import load_settings; print(load_settings().reports_dir)')
-BENCH_JSON = ops.json bronze.json views.json
+BENCH_JSON = ops.json bronze.json views.json scale.json
 bench: BENCH_DIR = $(REPORTS)/bench
 bench: setup
 	mkdir -p "$(BENCH_DIR)" && cd "$(BENCH_DIR)" && rm -f $(BENCH_JSON)
 	$(OPS_PY) -m bench.ops.latency suite --out-dir "$(BENCH_DIR)"; ops=$$?; \
 	$(LAKE_PY) -m bench.lake.bronze --out-dir "$(BENCH_DIR)"; bronze=$$?; \
 	$(LAKE_PY) -m bench.lake.views --suite --out-dir "$(BENCH_DIR)"; views=$$?; \
+	$(LAKE_PY) -m bench.lake.scale --out-dir "$(BENCH_DIR)"; scale=$$?; \
 	$(OPS_PY) -m bench.report "$(BENCH_DIR)" --to "$(BENCH_DIR)" --command "make $@" && \
-	[ $$ops -eq 0 ] && [ $$bronze -eq 0 ] && [ $$views -eq 0 ]
+	[ $$ops -eq 0 ] && [ $$bronze -eq 0 ] && [ $$views -eq 0 ] && [ $$scale -eq 0 ]
 
-# A smoke run of the same tools and the report, into <runtime>/reports/bench-quick: under a
-# minute on 2 idle cores; CI runs it (tests/bench/ops/test_report.py). Side by
+# A smoke run of the same tools and the report, into <runtime>/reports/bench-quick: a few
+# minutes on 2 cores; CI runs it (tests/bench/ops/test_report.py). Side by
 # side: the apps' suite --quick (the Kafka hop, then one app in Real-Time Mode: 8 s of traffic at
 # 200 events/s) and python -m bench.lake --quick (one Spark session: bronze ingest of 2,000
 # records without silver or the fixed costs, then the views suite on one 20,000-row source
-# without verify or delete/update); then the report. Not in it: the quality benchmark and the
-# soak (minutes each: bench-quality, soak).
+# without verify or delete/update), then python -m bench.lake.scale --quick (gold over 2,000
+# silver rows a day, 1 to 3 days, in a session of its own: 166 s at load 7 to 9); then the report.
+# Not in it: the quality benchmark and the soak (minutes each: bench-quality, soak).
 bench-quick: BENCH_DIR = $(REPORTS)/bench-quick
 bench-quick: setup
 	mkdir -p "$(BENCH_DIR)" && cd "$(BENCH_DIR)" && rm -f $(BENCH_JSON)
 	$(OPS_PY) -m bench.ops.latency suite --quick --out-dir "$(BENCH_DIR)" & ops_pid=$$!; \
 	$(LAKE_PY) -m bench.lake --quick --out-dir "$(BENCH_DIR)"; lake=$$?; \
+	$(LAKE_PY) -m bench.lake.scale --quick --out-dir "$(BENCH_DIR)"; scale=$$?; \
 	wait $$ops_pid; ops=$$?; \
 	$(OPS_PY) -m bench.report "$(BENCH_DIR)" --to "$(BENCH_DIR)" --command "make $@" && \
-	[ $$ops -eq 0 ] && [ $$lake -eq 0 ]
+	[ $$ops -eq 0 ] && [ $$lake -eq 0 ] && [ $$scale -eq 0 ]
 
 # The streaming apps' fault tests, long form (make test runs the short one): several kill -9 of
 # each app and broker bounces against an uninterrupted run, and a short soak (tests/bench/ops);
