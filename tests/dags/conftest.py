@@ -42,7 +42,7 @@ def airflow_db():
     from adlake.airflow.factory import LAKE_POOL
 
     airflow = os.path.join(os.path.dirname(sys.executable), "airflow")
-    for args in (["db", "migrate"], ["pools", "set", LAKE_POOL, "1", "the lake's Spark drivers"]):
+    for args in (["db", "migrate"], ["pools", "set", LAKE_POOL, "1", "Spark drivers of the lake"]):
         done = subprocess.run(
             [airflow, *args],
             capture_output=True,
