@@ -11,7 +11,7 @@ SEED ?= 7
 
 .PHONY: lint airflow setup test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
 	app status bench-click-surge bench-attribution bench-bronze bench-views bench-quality \
-	bench-scale bench-lake down \
+	bench-scale bench-beside bench-backfill bench-lake down \
 	faults faults-ops soak bench bench-quick
 
 setup:
@@ -126,16 +126,27 @@ bench-quality: setup
 bench-scale: setup
 	$(LAKE_PY) -m bench.lake.scale
 
+# Click-surge's Real-Time Mode latency with the lake idle, then while the hourly chain's jobs run
+# in a loop on the same cores (bench.ops.beside; about 12 minutes).
+bench-beside: setup
+	$(OPS_PY) -m bench.ops.beside
+
+# A backfill of 7 days of 1M silver rows a day through the platform's own Airflow scheduler,
+# then its gold against one rebuild of the same days (bench.lake.backfill; about an hour).
+bench-backfill: setup
+	$(LAKE_PY) -m bench.lake.backfill
+
 # Both lake benchmarks, as before they had targets of their own.
 bench-lake: bench-bronze bench-views
 
 # The benchmark report: the apps' latency suite (with the bare Kafka hop), bronze ingest, the
-# view refresh suite and gold at scale, in sequence, each writing its JSON into BENCH_DIR
+# view refresh suite, gold at scale, the apps beside the chain and the backfill, in sequence,
+# each writing its JSON into BENCH_DIR
 # (<runtime>/reports/bench); then bench.report writes BENCH_DIR/REPORT.md and its plots from
 # whatever JSON is there. A benchmark that fails leaves its section "not run" and, after the
 # report, fails the target. docs/bench/ holds the committed report of a full run.
 REPORTS = $(shell $(LAKE_PY) -c 'from adlake.config import load_settings; print(load_settings().reports_dir)')
-BENCH_JSON = ops.json bronze.json views.json scale.json
+BENCH_JSON = ops.json bronze.json views.json scale.json beside.json backfill.json
 bench: BENCH_DIR = $(REPORTS)/bench
 bench: setup
 	mkdir -p "$(BENCH_DIR)" && cd "$(BENCH_DIR)" && rm -f $(BENCH_JSON)
@@ -143,8 +154,11 @@ bench: setup
 	$(LAKE_PY) -m bench.lake.bronze --out-dir "$(BENCH_DIR)"; bronze=$$?; \
 	$(LAKE_PY) -m bench.lake.views --suite --out-dir "$(BENCH_DIR)"; views=$$?; \
 	$(LAKE_PY) -m bench.lake.scale --out-dir "$(BENCH_DIR)"; scale=$$?; \
+	$(OPS_PY) -m bench.ops.beside --out-dir "$(BENCH_DIR)"; beside=$$?; \
+	$(LAKE_PY) -m bench.lake.backfill --out-dir "$(BENCH_DIR)"; backfill=$$?; \
 	$(OPS_PY) -m bench.report "$(BENCH_DIR)" --to "$(BENCH_DIR)" --command "make $@" && \
-	[ $$ops -eq 0 ] && [ $$bronze -eq 0 ] && [ $$views -eq 0 ] && [ $$scale -eq 0 ]
+	[ $$ops -eq 0 ] && [ $$bronze -eq 0 ] && [ $$views -eq 0 ] && [ $$scale -eq 0 ] && \
+	[ $$beside -eq 0 ] && [ $$backfill -eq 0 ]
 
 # A smoke run of the same tools and the report, into <runtime>/reports/bench-quick: a few
 # minutes on 2 cores; CI runs it (tests/bench/ops/test_report.py). Side by

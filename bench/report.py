@@ -16,6 +16,10 @@ and writes ``OUT/REPORT.md`` and its plots::
   the bare Kafka hop.
 * ``scale.json`` (``bench.lake.scale``): gold's hourly and daily runs at each size of silver's
   history (seconds, per table, as a process too), and the day's first and last hour.
+* ``beside.json`` (``bench.ops.beside``): an app's Real-Time Mode latency with the lake idle and
+  while the hourly chain runs; ``backfill.json`` (``bench.lake.backfill``): a backfill of days
+  through the real scheduler, against one rebuild. Both are long (``make bench`` runs them,
+  ``make bench-quick`` does not): when absent, their section says how to run them.
 
 Every file carries ``load_average`` ([start, end], ``os.getloadavg()``'s 1-minute figure) and
 its goals (``goals``, or bronze's one ``goal``: goal, target, measured, met, bound); the report
@@ -48,7 +52,10 @@ FILES = ("views.json", "bronze.json", "ops.json")
 # Gold at scale (bench.lake.scale): read and reported like FILES, listed apart because the
 # report's tests (tests/bench/ops/test_report.py) hold a synthetic JSON for each of FILES.
 SCALE_FILE = "scale.json"
-INPUT_FILES = (*FILES, SCALE_FILE)
+# The lake beside the apps and backfills of days (bench.ops.beside, bench.lake.backfill):
+# minutes to an hour each, so not in the quick run; absent, their section names their target.
+BESIDE_FILE, BACKFILL_FILE = "beside.json", "backfill.json"
+INPUT_FILES = (*FILES, SCALE_FILE, BESIDE_FILE, BACKFILL_FILE)
 BOUNDARY_NOTE = "attribution-boundary.md"  # an analysis a benchmark may leave beside the report
 PLOTS = {
     "cdf": "latency-cdf.png",
@@ -57,7 +64,7 @@ PLOTS = {
     "bronze": "bronze-throughput.png",
 }
 SCALE_PLOT = "gold-scale.png"  # the plot of scale.json (see SCALE_FILE)
-ALL_PLOTS = {**PLOTS, "scale": SCALE_PLOT}
+ALL_PLOTS = {**PLOTS, "scale": SCALE_PLOT, "beside": "latency-beside-lake.png"}
 
 
 class MalformedReport(ValueError):
@@ -492,6 +499,8 @@ class Inputs:
     runs: list[Run] | None = None
     kafka_hop: KafkaHop | None = None
     scale: Scale | None = None
+    beside: Beside | None = None
+    backfill: Backfill | None = None
     goals: list[Goal] = field(default_factory=list)
     extras: dict[str, dict] = field(default_factory=dict)  # each file's raw JSON (machine, command)
     modified: dict[str, float] = field(default_factory=dict)  # each file's mtime
@@ -526,6 +535,10 @@ def read_inputs(directory: Path) -> Inputs:
             goals = bronze_goals
         elif name == SCALE_FILE:
             inputs.scale, goals = read_scale(node)
+        elif name == BESIDE_FILE:
+            inputs.beside, goals = read_beside(node)
+        elif name == BACKFILL_FILE:
+            inputs.backfill, goals = read_backfill(node)
         else:
             inputs.runs, inputs.kafka_hop, goals = read_ops(node)
         inputs.goals.extend(goals)
@@ -533,6 +546,86 @@ def read_inputs(directory: Path) -> Inputs:
 
 
 # -- writing: Markdown ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Beside:
+    """``beside.json``: one app's Real-Time Mode runs, lake idle and beside the chain."""
+
+    app: str
+    rate: float
+    rtm_interval: str
+    runs: dict[str, Run]  # "idle", "beside"
+    busy_share: float  # of the beside run, the share during which a chain job ran
+    jobs: dict[str, list[float]]  # each chain job's wall times
+    ratio: float | None
+
+
+def read_beside(node: Node) -> tuple[Beside, list[Goal]]:
+    runs_node = node.get("runs")
+    runs = {}
+    for key in ("idle", "beside"):
+        r = runs_node.get(key)
+        whole = _percentiles(r, "whole", WHOLE)
+        runs[key] = Run(
+            node.text("app"),
+            "realtime",
+            r.num("rate"),
+            r.num("duration_s"),
+            whole,
+            _percentiles(r, "between_boundaries", BETWEEN),
+            _quantiles(r, whole),
+            [],
+            [],
+            load_average(r),
+            [],
+        )
+    jobs: dict[str, list[float]] = {}
+    for job in node.get("chain").items("jobs"):
+        jobs.setdefault(job.text("job"), []).append(job.num("seconds"))
+    beside = Beside(
+        node.text("app"),
+        node.num("rate"),
+        node.text("rtm_interval"),
+        runs,
+        node.get("chain").num("busy_share"),
+        jobs,
+        node.num("p99_ratio", optional=True),
+    )
+    return beside, [Goal.read("beside", g) for g in node.items("goals")]
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """``backfill.json``: a backfill of days through the scheduler, against one rebuild."""
+
+    days: int
+    rows_per_day: int
+    command: str
+    wall_s: float
+    days_per_minute: float
+    runs: list[tuple[str, float | None]]  # (day, seconds)
+    task_seconds: dict[str, float]
+    rebuild_s: float
+    differences: int
+    load: tuple[float, float]
+
+
+def read_backfill(node: Node) -> tuple[Backfill, list[Goal]]:
+    run = node.get("backfill")
+    backfill = Backfill(
+        int(node.num("days")),
+        int(node.num("rows_per_day")),
+        node.text("command"),
+        run.num("wall_s"),
+        run.num("days_per_minute"),
+        [(r.text("day"), r.num("seconds", optional=True)) for r in run.items("runs")],
+        run.mapping("task_seconds"),
+        node.get("equal").num("rebuild_total_s"),
+        int(node.get("equal").num("differences")),
+        load_average(run),
+    )
+    return backfill, [Goal.read("backfill", g) for g in node.items("goals")]
 
 
 def fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
@@ -928,6 +1021,73 @@ def boundary_table(run: Run) -> str:
     )
 
 
+def lake_beside_section(beside: Beside | None, backfill: Backfill | None) -> str:
+    out = ["## The lake beside the apps, and backfills of days", ""]
+    if beside is None:
+        out.append(
+            f"Apps beside the chain: no `{BESIDE_FILE}` here (`make bench-beside` writes it)."
+        )
+    else:
+        out += [
+            f"`{beside.app}` in Real-Time Mode at {fmt(beside.rate, '/s', 0)} "
+            f"({beside.rtm_interval} checkpoint interval), on a fresh checkpoint each: with "
+            "the lake idle, then while the hourly chain's jobs run one after another in a loop "
+            f"on the same cores (a chain job ran {beside.busy_share:.0%} of that run). "
+            "Whole-run latency (`beside.json`):",
+            "",
+            table(
+                ["lake", "p50", "p99", "max", "p99 between boundaries", "outputs", "load average"],
+                [
+                    [
+                        name,
+                        ms(run.whole["p50"]),
+                        ms(run.whole["p99"]),
+                        ms(run.whole["max"]),
+                        ms(run.between["p99"] if run.between else None),
+                        fmt(run.whole["n"], digits=0),
+                        load_text(run.load),
+                    ]
+                    for name, run in (
+                        ("idle", beside.runs["idle"]),
+                        ("beside the chain", beside.runs["beside"]),
+                    )
+                ]
+                + [["**beside / idle**", "", f"**{fmt(beside.ratio, '×', 2)}**", "", "", "", ""]],
+            ),
+            "",
+            "The chain's jobs meanwhile (wall time of each run, lake environment processes): "
+            + "; ".join(
+                f"`{job}` {', '.join(fmt(s, ' s') for s in seconds)}"
+                for job, seconds in beside.jobs.items()
+            )
+            + ".",
+        ]
+    out.append("")
+    if backfill is None:
+        out.append(
+            f"Backfills of days: no `{BACKFILL_FILE}` here (`make bench-backfill` writes it)."
+        )
+        return "\n".join(out)
+    tasks = ", ".join(f"`{t}` {fmt(s, ' s', 0)}" for t, s in backfill.task_seconds.items())
+    out += [
+        f"A backfill of {backfill.days} days of synthetic silver (about "
+        f"{fmt(backfill.rows_per_day, digits=0)} rows a day) through the platform's scheduler "
+        f"(`{backfill.command}`, `backfill.json`): **{fmt(backfill.wall_s / 60, ' min')}** "
+        f"({fmt(backfill.days_per_minute, ' days/min', 2)}; load average "
+        f"{load_text(backfill.load)}). One rebuild of every gold table over the same days in a "
+        f"warm session took {fmt(backfill.rebuild_s, ' s', 0)}; the backfill's gold differs "
+        f"from it in {backfill.differences} rows.",
+        "",
+        table(
+            ["day", *(d for d, _ in backfill.runs)],
+            [["run", *(fmt(s, " s", 0) for _, s in backfill.runs)]],
+        ),
+        "",
+        f"Tasks' time summed over the runs: {tasks}.",
+    ]
+    return "\n".join(out)
+
+
 def goals_section(goals: list[Goal]) -> str:
     out = ["## Goals", ""]
     if not goals:
@@ -974,6 +1134,13 @@ def machine_section(inputs: Inputs, command: str | None) -> str:
             ("gold hourly runs, the day's 1st hour", inputs.scale.first_hour.load),
             ("gold hourly runs, the day's 24th hour", inputs.scale.last_hour.load),
         ]
+    if inputs.beside:
+        loads += [
+            (f"{inputs.beside.app}, lake {name}", inputs.beside.runs[key].load)
+            for key, name in (("idle", "idle"), ("beside", "beside the chain"))
+        ]
+    if inputs.backfill:
+        loads.append((f"backfill of {inputs.backfill.days} days", inputs.backfill.load))
     when = [datetime.fromtimestamp(t, UTC) for t in inputs.modified.values()]
     lines = [
         "## Machine and run",
@@ -1042,6 +1209,10 @@ def render(inputs: Inputs, plots: Mapping[str, str], out: Path, command: str | N
         scale_section(inputs.scale) + failures(inputs, SCALE_FILE),
         "",
         ops_section(inputs.runs, inputs.kafka_hop) + failures(inputs, "ops.json"),
+        "",
+        lake_beside_section(inputs.beside, inputs.backfill)
+        + failures(inputs, BESIDE_FILE)
+        + failures(inputs, BACKFILL_FILE),
     ]
     if (out / BOUNDARY_NOTE).is_file():
         parts += [
@@ -1055,10 +1226,13 @@ def render(inputs: Inputs, plots: Mapping[str, str], out: Path, command: str | N
         ("views", "View refresh time vs source size"),
         ("bronze", "Bronze ingest records/s"),
         ("scale", "Gold run time vs days of history"),
+        ("beside", "Latency with the lake idle and beside the chain"),
     ):
         drawn = plots.get(key, "not drawn")
         if drawn.endswith(".png"):
             parts += [f"### {title}", "", f"![{title}]({drawn})", ""]
+        elif key == "beside":  # a long benchmark, not in every run (see BESIDE_FILE)
+            parts += [f"### {title}", "", f"Not in this run ({drawn}): `make bench-beside`.", ""]
         else:
             parts += [f"### {title}", "", f"Not drawn: {drawn}.", ""]
     return "\n".join(parts).rstrip() + "\n"
@@ -1077,6 +1251,21 @@ def _pyplot():
 
 
 COLOURS = {"realtime": "tab:blue", "processing_time": "tab:orange", "hop": "tab:grey"}
+
+
+def cdf_axes(ax) -> None:
+    """A latency CDF's axes: latency on a log x axis, the fraction at or below on a logit y axis,
+    which spreads the tail (0.5, 0.9, 0.99 and 0.999 stand equally apart; quantiles 0 and 1, the
+    min and max, lie at infinity on it: the legends give the max)."""
+    ax.set_yscale("logit")
+    ax.set_ylim(0.005, 0.9995)
+    ax.set_yticks([0.01, 0.1, 0.5, 0.9, 0.99, 0.999])
+    ax.yaxis.set_major_formatter(lambda v, _: f"{v:g}")
+    ax.yaxis.set_minor_formatter(lambda v, _: "")
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(lambda v, _: f"{v:,g}")
+    ax.set_xlabel("end-to-end latency (ms, log scale)")
+    ax.set_ylabel("fraction of records at or below (logit scale)")
 
 
 def plot_cdf(runs: list[Run], hop: KafkaHop | None, path: Path) -> None:
@@ -1112,17 +1301,7 @@ def plot_cdf(runs: list[Run], hop: KafkaHop | None, path: Path) -> None:
                 label=f"bare Kafka hop, {hop.rate:,.0f}/s (p99 "
                 f"{ms(hop.whole['p99'])}, max {ms(hop.whole['max'])})",
             )
-        # A logit axis spreads the tail: 0.5, 0.9, 0.99 and 0.999 stand equally apart (quantiles
-        # 0 and 1, the min and max, lie at infinity on it: the legend gives the max).
-        ax.set_yscale("logit")
-        ax.set_ylim(0.005, 0.9995)
-        ax.set_yticks([0.01, 0.1, 0.5, 0.9, 0.99, 0.999])
-        ax.yaxis.set_major_formatter(lambda v, _: f"{v:g}")
-        ax.yaxis.set_minor_formatter(lambda v, _: "")
-        ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(lambda v, _: f"{v:,g}")
-        ax.set_xlabel("end-to-end latency (ms, log scale)")
-        ax.set_ylabel("fraction of records at or below (logit scale)")
+        cdf_axes(ax)
         ax.set_title(app.replace("_", "-"))
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=8)
@@ -1332,6 +1511,37 @@ def plot_scale(scale: Scale, path: Path) -> None:
     plt.close(fig)
 
 
+def plot_beside(beside: Beside, path: Path) -> None:
+    """The app's latency CDF with the lake idle and beside the chain, on the CDF plot's axes."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5.4))
+    fractions = [i / (QUANTILES - 1) for i in range(QUANTILES)]
+    for key, label, colour in (
+        ("idle", "lake idle", "tab:blue"),
+        ("beside", "beside the hourly chain", "tab:red"),
+    ):
+        run = beside.runs[key]
+        if run.quantiles_ms:
+            ax.plot(
+                run.quantiles_ms[1:-1],
+                fractions[1:-1],
+                color=colour,
+                label=f"{label} (p99 {ms(run.whole['p99'])}, max {ms(run.whole['max'])}; "
+                f"load {load_text(run.load)})",
+            )
+    cdf_axes(ax)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=8)
+    ax.set_title(
+        f"{beside.app.replace('_', '-')} in Real-Time Mode at {beside.rate:,.0f} events/s: "
+        "lake idle vs beside the chain",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def draw_plots(inputs: Inputs, out: Path) -> dict[str, str]:
     """Each plot the inputs allow, into ``out``: its key -> file name, or why it was not drawn."""
     todo: dict[str, tuple[str | None, Callable[[Path], None]]] = {}
@@ -1364,6 +1574,10 @@ def draw_plots(inputs: Inputs, out: Path) -> dict[str, str]:
     todo["scale"] = (
         f"no {SCALE_FILE}" if inputs.scale is None else None,
         lambda p: plot_scale(inputs.scale, p),
+    )
+    todo["beside"] = (
+        f"no {BESIDE_FILE}" if inputs.beside is None else None,
+        lambda p: plot_beside(inputs.beside, p),
     )
     drawn = {}
     for key, (missing, draw) in todo.items():

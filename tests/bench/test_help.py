@@ -12,6 +12,7 @@ COMMANDS = [
     "bench.lake.bronze",
     "bench.lake.views",
     "bench.lake.quality",
+    "bench.lake.backfill",
 ]
 
 

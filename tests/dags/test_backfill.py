@@ -30,6 +30,7 @@ import pytest
 
 from adlake import registry
 from adlake.airflow import factory
+from adlake.local import platform
 from adlake.local.kafka import free_port, scratch_broker
 from tests.conftest import private_settings
 from tests.dags.conftest import DAGS_DIR, task_env
@@ -165,31 +166,14 @@ def write_silver(spark, settings) -> None:
 def backfill_create(env: dict[str, str], first: dt.datetime, last: dt.datetime, *extra: str) -> int:
     """``airflow backfill create`` of ``lake_daily`` from the day ``first`` to the day ``last``
     (both included: they are the logical dates, the interval starts, of the runs), as the
-    runbook says to run it; returns the backfill's id. ``--reprocess-behavior completed``: by
-    default Airflow skips a day that already has a run; ``--max-active-runs 1``: a backfill's
-    own limit, not the DAG's, is 10 by default (the lake pool serializes the Spark tasks in any
-    case)."""
+    runbook says to run it (:func:`adlake.local.platform.backfill_args`); returns the
+    backfill's id."""
     from airflow.models.backfill import Backfill
     from airflow.utils.session import create_session
     from sqlalchemy import select
 
     done = subprocess.run(
-        [
-            AIRFLOW,
-            "backfill",
-            "create",
-            "--dag-id",
-            factory.DAILY_DAG_ID,
-            "--from-date",
-            first.isoformat(),
-            "--to-date",
-            last.isoformat(),
-            "--max-active-runs",
-            "1",
-            "--reprocess-behavior",
-            "completed",
-            *extra,
-        ],
+        [AIRFLOW, *platform.backfill_args(first, last), *extra],
         env=env,
         capture_output=True,
         text=True,

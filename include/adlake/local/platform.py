@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from datetime import date
 from pathlib import Path
 
 from adlake import registry
@@ -399,6 +400,34 @@ def status(settings: Settings) -> dict:
         "url": airflow_url(),
         "apps": {a: apps.app_status(settings, a) for a in ops_apps()},
     }
+
+
+def backfill_args(first: date, last: date, dag_id: str | None = None) -> list[str]:
+    """Airflow's arguments for the runbook's backfill of ``dag_id`` (default ``lake_daily``)
+    over the days ``first`` to ``last``, both included (the runs' interval starts).
+    ``--max-active-runs 1``: a backfill's own limit, not the DAG's, is 10 by default (the lake
+    pool serializes the Spark tasks in any case); ``--reprocess-behavior completed``: by
+    default Airflow skips a day that already has a run.
+
+    >>> " ".join(backfill_args(date(2026, 11, 1), date(2026, 11, 7)))  # doctest: +ELLIPSIS
+    'backfill create --dag-id lake_daily --from-date 2026-11-01 --to-date 2026-11-07 --max-...'
+    """
+    from adlake.airflow.factory import DAILY_DAG_ID
+
+    return [
+        "backfill",
+        "create",
+        "--dag-id",
+        dag_id or DAILY_DAG_ID,
+        "--from-date",
+        first.isoformat(),
+        "--to-date",
+        last.isoformat(),
+        "--max-active-runs",
+        "1",
+        "--reprocess-behavior",
+        "completed",
+    ]
 
 
 def airflow_cli(settings: Settings, args: list[str]) -> None:

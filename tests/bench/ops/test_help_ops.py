@@ -7,6 +7,6 @@ import pytest
 from tests.support.help import assert_help_shows_defaults
 
 
-@pytest.mark.parametrize("module", ["bench.ops.latency", "bench.ops.kafka_hop"])
+@pytest.mark.parametrize("module", ["bench.ops.latency", "bench.ops.kafka_hop", "bench.ops.beside"])
 def test_help_shows_every_flags_default(module, capsys, monkeypatch):
     assert_help_shows_defaults(module, capsys, monkeypatch)

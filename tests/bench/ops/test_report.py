@@ -394,3 +394,72 @@ def test_make_bench_quick_writes_every_section_and_plot(tmp_path):
     assert "**A quick run**" in report
     for name in bench_report.PLOTS.values():
         assert (out / name).read_bytes()[:8] == PNG_MAGIC, name
+
+
+def beside_and_backfill() -> dict[str, dict]:
+    """``beside.json`` and ``backfill.json`` as bench.ops.beside and bench.lake.backfill write
+    them (the fields the report reads)."""
+    idle = ops_run("click_surge", "realtime", 30.0, 120.0, 900.0, [])
+    beside = ops_run("click_surge", "realtime", 34.0, 300.0, 1900.0, [])
+    return {
+        "beside.json": {
+            "app": "click_surge",
+            "rate": 200.0,
+            "rtm_interval": "30 seconds",
+            "runs": {"idle": idle, "beside": beside},
+            "chain": {
+                "jobs": [
+                    {"job": "bronze", "seconds": 20.5},
+                    {"job": "silver", "seconds": 31.0},
+                    {"job": "bronze", "seconds": 18.0},
+                ],
+                "busy_share": 0.97,
+            },
+            "p99_ratio": 2.5,
+            "goals": [goal("click_surge p99 beside the chain", False)],
+            "errors": [],
+        },
+        "backfill.json": {
+            "days": 7,
+            "rows_per_day": 1_000_000,
+            "command": "airflow backfill create --dag-id lake_daily",
+            "backfill": {
+                "wall_s": 1500.0,
+                "days_per_minute": 0.28,
+                "runs": [{"day": "2026-11-14", "seconds": 210.0}],
+                "task_seconds": {"gold_daily": 1200.0, "bronze": 40.0},
+                "load_average": [2.0, 3.5],
+            },
+            "equal": {"rebuild_total_s": 400.0, "differences": 0},
+            "goals": [goal("backfill of 7 days", False)],
+            "errors": [],
+        },
+    }
+
+
+def test_the_lake_beside_the_apps_and_backfills_have_their_section_when_run(tmp_path):
+    files = {**synthetic(), **beside_and_backfill()}
+    report = build(write(tmp_path / "in", files), tmp_path / "out").read_text()
+
+    lake = section(report, "The lake beside the apps")
+    assert "| idle | 30 ms | 120 ms | 900 ms | 30 ms | 120,000 | 1.5 → 2.2 |" in lake
+    assert "| beside the chain | 34 ms | 300 ms | 1,900 ms | 75 ms |" in lake
+    assert "| **beside / idle** |  | **2.50×** |" in lake
+    assert "a chain job ran 97% of that run" in lake
+    assert "`bronze` 20.5 s, 18.0 s; `silver` 31.0 s" in lake
+    assert "**25.0 min** (0.28 days/min; load average 2.0 → 3.5)" in lake
+    assert "differs from it in 0 rows" in lake and "| run | 210 s |" in lake
+    goals = section(report, "Goals")
+    assert "| beside | click_surge p99 beside the chain |" in goals
+    assert "| backfill | backfill of 7 days |" in goals
+    png = tmp_path / "out" / bench_report.ALL_PLOTS["beside"]
+    assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 10_000
+
+    # Without them (a quick run): the section and the plot name their targets, nothing "not run".
+    for name in beside_and_backfill():
+        (tmp_path / "in" / name).unlink()
+    report = build(tmp_path / "in", tmp_path / "out").read_text()
+    lake = section(report, "The lake beside the apps")
+    assert "`make bench-beside` writes it" in lake and "`make bench-backfill` writes it" in lake
+    assert "Not run" not in lake and "Not drawn: no beside" not in report  # make bench-quick's test
+    assert not png.exists()
