@@ -331,6 +331,25 @@ def _quantiles(node: Node, whole: dict[str, float | None]) -> list[float]:
     return node.numbers("quantiles_ms", length=QUANTILES)
 
 
+def _boundaries(run: Node) -> list[Boundary]:
+    boundaries = []
+    for b in run.items("boundaries"):
+        fired = (
+            b.num("timers_fired", optional=True)
+            if isinstance(b.value, Mapping) and "timers_fired" in b.value
+            else None
+        )
+        boundaries.append(
+            Boundary(
+                b.num("t_s"),
+                b.num("stall_ms", optional=True),
+                b.mapping("durations_ms"),
+                None if fired is None else int(fired),
+            )
+        )
+    return boundaries
+
+
 def read_ops(node: Node) -> tuple[list[Run], KafkaHop | None, list[Goal]]:
     runs = []
     for r in node.items("runs"):
@@ -345,21 +364,7 @@ def read_ops(node: Node) -> tuple[list[Run], KafkaHop | None, list[Goal]]:
             {k: s.num(k, optional=k != "t_s") for k in ("t_s", "n", "p50", "p99", "max")}
             for s in r.items("timeline")
         ]
-        boundaries = []
-        for b in r.items("boundaries"):
-            fired = (
-                b.num("timers_fired", optional=True)
-                if isinstance(b.value, Mapping) and "timers_fired" in b.value
-                else None
-            )
-            boundaries.append(
-                Boundary(
-                    b.num("t_s"),
-                    b.num("stall_ms", optional=True),
-                    b.mapping("durations_ms"),
-                    None if fired is None else int(fired),
-                )
-            )
+        boundaries = _boundaries(r)
         whole = _percentiles(r, "whole", WHOLE)
         notes = [str(n.value) for n in r.items("notes")] if r.has("notes") else []
         runs.append(
@@ -576,7 +581,7 @@ def read_beside(node: Node) -> tuple[Beside, list[Goal]]:
             _percentiles(r, "between_boundaries", BETWEEN),
             _quantiles(r, whole),
             [],
-            [],
+            _boundaries(r),
             load_average(r),
             [],
         )
@@ -1021,6 +1026,12 @@ def boundary_table(run: Run) -> str:
     )
 
 
+def median_stall(run: Run) -> float | None:
+    """The median of a run's boundary stalls (None without a measured one)."""
+    stalls = sorted(b.stall_ms for b in run.boundaries if b.stall_ms is not None)
+    return stalls[len(stalls) // 2] if stalls else None
+
+
 def lake_beside_section(beside: Beside | None, backfill: Backfill | None) -> str:
     out = ["## The lake beside the apps, and backfills of days", ""]
     if beside is None:
@@ -1036,7 +1047,16 @@ def lake_beside_section(beside: Beside | None, backfill: Backfill | None) -> str
             "Whole-run latency (`beside.json`):",
             "",
             table(
-                ["lake", "p50", "p99", "max", "p99 between boundaries", "outputs", "load average"],
+                [
+                    "lake",
+                    "p50",
+                    "p99",
+                    "max",
+                    "p99 between boundaries",
+                    "boundary stalls (median)",
+                    "outputs",
+                    "load average",
+                ],
                 [
                     [
                         name,
@@ -1044,6 +1064,7 @@ def lake_beside_section(beside: Beside | None, backfill: Backfill | None) -> str
                         ms(run.whole["p99"]),
                         ms(run.whole["max"]),
                         ms(run.between["p99"] if run.between else None),
+                        f"{len(run.boundaries)} ({ms(median_stall(run))})",
                         fmt(run.whole["n"], digits=0),
                         load_text(run.load),
                     ]
@@ -1052,7 +1073,18 @@ def lake_beside_section(beside: Beside | None, backfill: Backfill | None) -> str
                         ("beside the chain", beside.runs["beside"]),
                     )
                 ]
-                + [["**beside / idle**", "", f"**{fmt(beside.ratio, '×', 2)}**", "", "", "", ""]],
+                + [
+                    [
+                        "**beside / idle**",
+                        "",
+                        f"**{fmt(beside.ratio, '×', 2)}**",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                    ]
+                ],
             ),
             "",
             "The chain's jobs meanwhile (wall time of each run, lake environment processes): "

@@ -400,7 +400,7 @@ def beside_and_backfill() -> dict[str, dict]:
     """``beside.json`` and ``backfill.json`` as bench.ops.beside and bench.lake.backfill write
     them (the fields the report reads)."""
     idle = ops_run("click_surge", "realtime", 30.0, 120.0, 900.0, [])
-    beside = ops_run("click_surge", "realtime", 34.0, 300.0, 1900.0, [])
+    beside = ops_run("click_surge", "realtime", 34.0, 300.0, 1900.0, [30.0, 60.0, 90.0])
     return {
         "beside.json": {
             "app": "click_surge",
@@ -442,8 +442,9 @@ def test_the_lake_beside_the_apps_and_backfills_have_their_section_when_run(tmp_
     report = build(write(tmp_path / "in", files), tmp_path / "out").read_text()
 
     lake = section(report, "The lake beside the apps")
-    assert "| idle | 30 ms | 120 ms | 900 ms | 30 ms | 120,000 | 1.5 → 2.2 |" in lake
-    assert "| beside the chain | 34 ms | 300 ms | 1,900 ms | 75 ms |" in lake
+    assert "| idle | 30 ms | 120 ms | 900 ms | 30 ms | 0 (–) | 120,000 | 1.5 → 2.2 |" in lake
+    # Stalls 2,100, 2,101 and 2,102 ms: the median is the middle one.
+    assert "| beside the chain | 34 ms | 300 ms | 1,900 ms | 75 ms | 3 (2,101 ms) |" in lake
     assert "| **beside / idle** |  | **2.50×** |" in lake
     assert "a chain job ran 97% of that run" in lake
     assert "`bronze` 20.5 s, 18.0 s; `silver` 31.0 s" in lake
