@@ -343,7 +343,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     with harness.private_broker("backfill", base, workdir) as (settings, work):
         say(f"scratch runtime {work}; {args.days} days {first} to {args.last_day}")
         spark = get_session("lake", "backfill-benchmark", settings)
-        scale.quiet_state_server(spark)
         try:
             rows, silver_s = timed(scale.write_days, spark, settings, (0, args.days), args)
             say(f"silver written in {silver_s:.0f} s: {rows}")

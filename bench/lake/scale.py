@@ -877,19 +877,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-# Batch attribution (the reconciliation) logs a warning per key whose state is empty, which
-# every key's first read is: thousands of lines a day of silver, nothing to act on.
-STATE_SERVER = (
-    "org.apache.spark.sql.execution.python.streaming.TransformWithStateInPySparkStateServer"
-)
-
-
-def quiet_state_server(spark) -> None:
-    """Errors only from the Python state server's logger, in this session's JVM."""
-    log4j = spark._jvm.org.apache.logging.log4j
-    log4j.core.config.Configurator.setLevel(STATE_SERVER, log4j.Level.ERROR)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     from adlake.spark_session import get_session
 
@@ -905,7 +892,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = base.with_overrides(runtime_dir=work)
     say(f"scratch runtime (ADLAKE_RUNTIME_DIR): {work}; load {load_start:.2f}")
     spark, session_s = timed(get_session, "lake", "scale-benchmark", settings)
-    quiet_state_server(spark)
     say(f"session started in {session_s:.1f} s; {plan(args.rows_per_day)} a day")
     try:
         measured = bench(spark, settings, args, say)

@@ -186,4 +186,22 @@ def get_session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(settings.log_level)
+    quiet_loggers(spark)
     return spark
+
+
+# Loggers held at ERROR whatever the log level. The Python state server of transformWithState
+# warns once per key whose state is empty, which is every key's first read: gold's batch
+# attribution (the reconciliation) reads a million keys a day at 1M rows, so a day's rebuild
+# wrote ~500,000 warning lines (230 MB) into its Airflow task log, and nothing in them is to act on.
+QUIET_LOGGERS = (
+    "org.apache.spark.sql.execution.python.streaming.TransformWithStateInPySparkStateServer",
+)
+
+
+def quiet_loggers(spark: SparkSession) -> None:
+    """:data:`QUIET_LOGGERS` at ERROR in this session's JVM (the driver's, and a local
+    master's executors: the same JVM)."""
+    log4j = spark._jvm.org.apache.logging.log4j
+    for name in QUIET_LOGGERS:
+        log4j.core.config.Configurator.setLevel(name, log4j.Level.ERROR)
