@@ -11,7 +11,7 @@ SEED ?= 7
 
 .PHONY: lint airflow setup test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
 	app status bench-click-surge bench-attribution bench-bronze bench-views bench-quality \
-	bench-scale bench-beside bench-backfill bench-lake down \
+	bench-scale bench-beside bench-backfill bench-maintenance bench-lake down \
 	faults faults-ops soak bench bench-quick
 
 setup:
@@ -135,6 +135,11 @@ bench-beside: setup
 # then its gold against one rebuild of the same days (bench.lake.backfill; about an hour).
 bench-backfill: setup
 	$(LAKE_PY) -m bench.lake.backfill
+
+# 200 hourly runs' writes on page clicks (silver append, gold's hour, the view's MERGE), then
+# files, bytes and read times without and with one lake_maintenance run (bench.lake.maintenance).
+bench-maintenance: setup
+	$(LAKE_PY) -m bench.lake.maintenance
 
 # Both lake benchmarks, as before they had targets of their own.
 bench-lake: bench-bronze bench-views

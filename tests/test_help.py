@@ -19,6 +19,7 @@ COMMANDS = [
     "spark_apps.lake.views",
     "adlake.quality.generate",
     "spark_apps.lake.quality",
+    "spark_apps.lake.maintenance",
 ]
 
 

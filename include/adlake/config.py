@@ -110,6 +110,11 @@ class Settings:
     # Spark drivers the lake's tasks (chain, gates, view refreshes, backfills) may run at once
     # (the Airflow pool "adlake_lake"): 1 on a 2-core machine beside the streaming apps.
     lake_pool_slots: int = 1
+    # Table maintenance (spark_apps.lake.maintenance): VACUUM keeps every file a Delta table
+    # removed within this many hours, so its versions of that window can be read (time travel,
+    # and what a streaming checkpoint or a view has not processed yet). Delta's own minimum is a
+    # table's delta.deletedFileRetentionDuration, 7 days unless set.
+    lake_retention_hours: int = 168
     jars_dir: Path = field(default=REPO_ROOT / ".cache" / "jars")
 
     # Every path below derives from runtime_dir, so one setting moves all state.
@@ -198,7 +203,7 @@ _APP_DEFAULTS = {
 }
 _QUALITY_DEFAULTS = {"dq_min_match_rate": "0.95"}
 _RECORD_DEFAULTS = {"max_record_bytes": str(DEFAULT_MAX_RECORD_BYTES)}
-_LAKE_DEFAULTS = {"lake_day_final_after_s": "7200"}
+_LAKE_DEFAULTS = {"lake_day_final_after_s": "7200", "lake_retention_hours": "168"}
 
 # Profile defaults. The ops master needs enough task slots for Real-Time Mode, which runs one
 # long-lived task per source partition plus one per shuffle partition, all at once: 4 Kafka
@@ -360,6 +365,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             "lake_day_final_after_s", raw["lake_day_final_after_s"], 0, 7 * 86_400
         ),
         lake_pool_slots=_int("lake_pool_slots", raw["lake_pool_slots"], 1, 1_000),
+        lake_retention_hours=_int(
+            "lake_retention_hours", raw["lake_retention_hours"], 0, 10 * 365 * 24
+        ),
     )
     if settings.app_backoff_min_s > settings.app_backoff_max_s:
         raise ConfigError(

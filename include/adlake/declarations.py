@@ -130,8 +130,8 @@ class Knob:
     of the app (dashes for underscores) and a typed field of the app's Airflow trigger form."""
 
     name: str
-    type: str  # "integer", "number" or "string" (JSON Schema types, as Airflow Params use)
-    default: int | float | str
+    type: str  # "integer", "number", "string" or "boolean" (JSON Schema types, as Params use)
+    default: int | float | str | bool | None  # None: the form may leave it empty
     description: str
     minimum: float | None = None
     choices: tuple[str, ...] = ()
@@ -274,7 +274,7 @@ class View:
 # Input topics get 4 partitions: Real-Time Mode needs one task slot per source partition plus
 # -- scheduled jobs ------------------------------------------------------------------------------
 
-SCHEDULES = ("hourly", "daily", "on_update")
+SCHEDULES = ("hourly", "daily", "on_update", "maintenance")
 # The lake chains: each of their jobs takes its run's data interval as --start/--end.
 INTERVAL_SCHEDULES = ("hourly", "daily")
 

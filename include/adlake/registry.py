@@ -105,6 +105,26 @@ VIEW_MODE = Knob(
     choices=("incremental", "full-refresh", "verify"),
 )
 
+# The trigger form of table maintenance (spark_apps.lake.maintenance); a scheduled run takes
+# the defaults.
+MAINTENANCE_PARAMS = (
+    Knob(
+        "dry_run",
+        "boolean",
+        False,
+        "list what would be compacted and removed, change nothing",
+    ),
+    Knob(
+        "retention_hours",
+        "integer",
+        None,
+        "VACUUM keeps files removed within this many hours; empty: the configuration's "
+        "(ADLAKE_LAKE_RETENTION_HOURS). Less than any reader needs is refused",
+        minimum=0,
+    ),
+    Knob("tables", "string", "all", "comma-separated tables, or all"),
+)
+
 # one per shuffle partition at the same time (see config: local[8], 4 shuffle partitions).
 _INPUT_PARTITIONS = 4
 
@@ -464,6 +484,37 @@ _TABLE_LIST = [
         keys=("dag_id", "run_id", "table", "interval_start", "interval_end", "expectation"),
         description="Data-quality results: one row per expectation per validation run.",
     ),
+    # What table maintenance did (spark_apps.lake.maintenance): one row per table per run,
+    # rewritten as a whole per (dag_id, run_id). *_after are null for a dry run.
+    Table(
+        "maintenance_history",
+        "maintenance",
+        (),
+        schema=schema(
+            "dag_id:string",
+            "run_id:string",
+            "table:string",
+            "dry_run:boolean",
+            "retention_hours:long",
+            "live_files_before:long",
+            "live_bytes_before:long",
+            "disk_files_before:long",
+            "disk_bytes_before:long",
+            "partitions_compacted:long",
+            "files_compacted:long",
+            "files_removed:long",
+            "bytes_removed:long",
+            "live_files_after:long?",
+            "live_bytes_after:long?",
+            "disk_files_after:long?",
+            "disk_bytes_after:long?",
+            "seconds:double",
+            "detail:string",
+            "run_time:timestamp",
+        ),
+        keys=("dag_id", "run_id", "table"),
+        description="Table maintenance: files and bytes before and after, per table and run.",
+    ),
 ]
 TABLES: dict[str, Table] = {t.name: t for t in _TABLE_LIST}
 
@@ -586,6 +637,20 @@ JOBS: dict[str, Job] = {
             )
             for v in VIEWS.values()
         ],
+        Job(
+            "maintenance",
+            "spark_apps.lake.maintenance",
+            "lake",
+            (),
+            ("maintenance_history",),
+            "maintenance",
+            retries=1,
+            params=MAINTENANCE_PARAMS,
+            description="Every Delta table: OPTIMIZE where a partition holds more than one file, "
+            "VACUUM of the files removed longer ago than the retention (refused, with the "
+            "reader named, when a streaming checkpoint or a view still needs them), and a row "
+            "per table in `maintenance_history`.",
+        ),
         # Quality: one gate job per chain validates its gold tables in one Spark driver (in the
         # chain, after gold, over the run's interval; each table still passes or fails as its
         # own task, `quality_<table>`), and one per view (when the view is updated). An `error`

@@ -13,6 +13,7 @@ COMMANDS = [
     "bench.lake.views",
     "bench.lake.quality",
     "bench.lake.backfill",
+    "bench.lake.maintenance",
 ]
 
 

@@ -152,12 +152,37 @@ def test_every_lake_spark_task_shares_one_pool(dagbag):
 
     spark_tasks = [
         t
-        for dag_id in [*CHAINS, *(j.name for j in factory.view_jobs())]
+        for dag_id in [
+            *CHAINS,
+            factory.MAINTENANCE_DAG_ID,
+            *(j.name for j in factory.view_jobs()),
+        ]
         for t in dagbag.dags[dag_id].tasks
         if isinstance(t, SparkSubmitOperator)
     ]
     assert len(spark_tasks) > 8
     assert {t.pool for t in spark_tasks} == {factory.LAKE_POOL}
+
+
+def test_maintenance_runs_daily_with_a_form_of_dry_run_retention_and_tables(dagbag):
+    from airflow.sdk import CronTriggerTimetable
+
+    dag = dagbag.dags[factory.MAINTENANCE_DAG_ID]
+    assert isinstance(dag.timetable, CronTriggerTimetable)
+    assert (dag.timetable.expression, str(dag.timetable.timezone)) == (factory.MAINTENANCE, "UTC")
+    assert dag.catchup is False and dag.max_active_runs == 1
+    params = dag.params
+    assert (params["dry_run"], params["retention_hours"], params["tables"]) == (False, None, "all")
+    assert params.get_param("dry_run").schema["type"] == "boolean"
+    # Empty means the configuration's retention; a negative one is not a valid form.
+    assert params.get_param("retention_hours").schema["type"] == ["integer", "null"]
+    assert params.get_param("retention_hours").schema["minimum"] == 0
+    (task,) = dag.tasks
+    args = task.application_args
+    for flag in ("--dry-run", "--retention-hours", "--tables"):
+        name = flag[2:].replace("-", "_")
+        assert args[args.index(flag) + 1] == f"{{{{ params.{name} }}}}"
+    assert args[args.index("--run-id") + 1] == "{{ run_id }}"
 
 
 def test_app_dags_have_a_typed_form(dagbag):

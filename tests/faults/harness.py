@@ -119,6 +119,11 @@ class Lake:
         start, end = interval(self.report)
         for name in FAULTED_GOLD_TABLES:
             gold.rebuild(spark, s, name, start, end)
+        # Maintenance starts from a copy of the whole lake with Delta's own minimum retention
+        # lowered, so that a VACUUM at retention 0 deletes what the rebuilds and MERGEs
+        # replaced (in the reference it would also refuse the change feed's older versions).
+        self.snapshots["gold"] = self._snapshot("gold", maintained_tables())
+        allow_short_retention(spark, self.snapshots["gold"], maintained_tables())
 
     def _snapshot(self, stage: str, tables: tuple[str, ...]) -> Settings:
         target = self.settings.with_overrides(
@@ -131,8 +136,11 @@ class Lake:
 
     def fork(self, stage: str, runtime_dir: Path) -> Settings:
         """A runtime of its own at ``runtime_dir`` holding a copy of snapshot ``stage``
-        (``empty``: nothing), on the reference's broker."""
+        (``empty``: nothing), on the reference's broker; from ``gold`` (maintenance's), with no
+        time travel promised, so that its VACUUM may run at retention 0."""
         target = self.settings.with_overrides(runtime_dir=runtime_dir)
+        if stage == "gold":
+            target = target.with_overrides(lake_retention_hours=0)
         if stage != "empty":
             shutil.copytree(self.snapshots[stage].tables_dir, target.tables_dir)
         return target
@@ -153,6 +161,21 @@ def silver_state() -> tuple[str, ...]:
     from spark_apps.lake.views import PROGRESS_TABLE
 
     return (*bronze_tables(), *silver_tables(), VIEW.name, PROGRESS_TABLE)
+
+
+def allow_short_retention(spark: Any, settings: Settings, tables: tuple[str, ...]) -> None:
+    for name in tables:
+        spark.sql(
+            f"ALTER TABLE delta.`{settings.table_path(name)}` SET TBLPROPERTIES "
+            "('delta.deletedFileRetentionDuration' = 'interval 0 hours')"
+        )
+
+
+def maintained_tables() -> tuple[str, ...]:
+    """Every table of the slice, the first one with partitions of several files (silver's
+    page clicks, written a file per batch): maintenance compacts it first."""
+    first = f"silver_{VIEW_TOPIC}"
+    return (first, *(t for t in silver_state() if t != first), *FAULTED_GOLD_TABLES)
 
 
 # -- jobs as processes -------------------------------------------------------------------------
@@ -186,6 +209,13 @@ def job_argv(job: str, report: dict) -> list[str]:
             end.isoformat(),
         ],
         "views": ["spark_apps.lake.views", "--view", VIEW.name],
+        "maintenance": [
+            "spark_apps.lake.maintenance",
+            "--tables",
+            ",".join(maintained_tables()),
+            "--retention-hours",
+            "0",
+        ],
     }[job]
 
 
@@ -382,6 +412,16 @@ def merge_writing(table: Path) -> Moment:
     )
 
 
+def vacuum_deleting(table: Path) -> Moment:
+    """A VACUUM has begun deleting: a file of the table present at the start is gone."""
+    before = data_files(table)
+    return Moment(
+        "during a VACUUM (some replaced files deleted)",
+        lambda: bool(before - data_files(table)),
+        lambda: f"{len(before - data_files(table))} of {len(before)} files deleted",
+    )
+
+
 def after_seconds(seconds: float, settings: Settings, job: str) -> Moment:
     """A moment by the clock (the long form's random kills); what the job's files say at it is
     recorded (:func:`job_state`)."""
@@ -403,6 +443,7 @@ def job_state(settings: Settings, job: str) -> str:
         "silver": silver_tables(),
         "gold": FAULTED_GOLD_TABLES,
         "views": (VIEW.name, PROGRESS_TABLE),
+        "maintenance": maintained_tables(),
     }[job]
     parts = [f"{n} v{max(log_versions(settings.table_path(n)), default=-1)}" for n in names]
     if job in ("bronze", "silver"):
@@ -509,8 +550,12 @@ def compare(
 def table_key(name: str) -> tuple[str, ...]:
     """The columns identifying one row of ``name``: Kafka coordinates in bronze, the event
     (id, date) in silver, the grouping keys of gold and views."""
+    from spark_apps.lake.views import PROGRESS_TABLE
+
     if name in registry.VIEWS:
         return registry.view(name).keys
+    if name == PROGRESS_TABLE:  # a row per refresh of a view
+        return ("view", "source_version")
     table = registry.table(name)
     if table.layer == "silver":
         return (*table.keys, "event_date")
@@ -524,6 +569,7 @@ def compare_job(spark: Any, reference: Settings, faulted: Settings, job: str) ->
         "silver": silver_tables(),
         "gold": FAULTED_GOLD_TABLES,
         "views": (VIEW.name,),
+        "maintenance": maintained_tables(),
     }[job]
     drop = BRONZE_WALL_CLOCK if job == "bronze" else ()
     return [compare(spark, reference, faulted, n, table_key(n), drop) for n in names]
@@ -532,7 +578,7 @@ def compare_job(spark: Any, reference: Settings, faulted: Settings, job: str) ->
 def finish_in_process(spark: Any, settings: Settings, job: str, report: dict) -> float:
     """The clean finish after the kills, in the test's own session (a JVM start saved); returns
     its seconds (the time to recover)."""
-    from spark_apps.lake import bronze, gold, silver, views
+    from spark_apps.lake import bronze, gold, maintenance, silver, views
 
     started = time.monotonic()
     if job == "bronze":
@@ -543,6 +589,8 @@ def finish_in_process(spark: Any, settings: Settings, job: str, report: dict) ->
         start, end = interval(report)
         for name in FAULTED_GOLD_TABLES:
             gold.rebuild(spark, settings, name, start, end)
+    elif job == "maintenance":
+        maintenance.run(spark, settings, list(maintained_tables()), 0, dry_run=False)
     else:
         views.refresh_view(spark, settings, VIEW)
     return time.monotonic() - started
@@ -565,6 +613,8 @@ def dangerous_moment(settings: Settings, job: str) -> Moment:
         # A table not created yet gets v0 from the job's create, then its rows as v1.
         first = settings.table_path(FAULTED_GOLD_TABLES[0])
         return new_version(first, max(log_versions(first), default=0))
+    if job == "maintenance":
+        return vacuum_deleting(settings.table_path(maintained_tables()[0]))
     view, progress = settings.table_path(VIEW.name), settings.table_path(PROGRESS_TABLE)
     return committed_not_recorded(
         view, max(log_versions(view)), progress, max(log_versions(progress))
@@ -572,5 +622,11 @@ def dangerous_moment(settings: Settings, job: str) -> Moment:
 
 
 # The snapshot each job's fault starts from.
-STAGE = {"bronze": "empty", "silver": "bronze", "gold": "silver", "views": "silver"}
+STAGE = {
+    "bronze": "empty",
+    "silver": "bronze",
+    "gold": "silver",
+    "views": "silver",
+    "maintenance": "gold",
+}
 JOBS = tuple(STAGE)

@@ -50,9 +50,12 @@ OWNER = "adlake"
 START = datetime(2026, 11, 1, tzinfo=UTC)
 LAKE_DAG_ID = "lake_hourly"
 DAILY_DAG_ID = "lake_daily"
+MAINTENANCE_DAG_ID = "lake_maintenance"
 SUPERVISOR_DAG_ID = "apps_supervisor"
 HOURLY = "0 * * * *"
 DAILY = "0 0 * * *"
+# After lake_daily's day is final (02:00 by default) and its rebuild, before the morning.
+MAINTENANCE = "30 3 * * *"
 # The Airflow pool of the lake's Spark tasks; its size is a setting (lake_pool_slots), created by
 # the platform's start (adlake.local.platform) and the compose profile's init.
 LAKE_POOL = "adlake_lake"
@@ -196,7 +199,7 @@ def spark_task(job: registry.Job):
             job.module,
             *job.args,
             *(INTERVAL_ARGS if job.takes_interval else ()),
-            *(RUN_ARGS if job.gate else ()),
+            *(RUN_ARGS if job.gate or job.runs("maintenance") else ()),
             *(OUTCOME_ARGS if job.gate and job.takes_interval else ()),
             *(a for k in job.params for a in (k.flag, f"{{{{ params.{k.name} }}}}")),
         ],
@@ -355,6 +358,30 @@ def build_view_dag(job: registry.Job) -> DAG:
     return dag
 
 
+def build_maintenance_dag() -> DAG:
+    """Table maintenance, daily after the day's finalization; its form: dry run, retention,
+    tables. A cron trigger, not a data interval: maintenance acts on the tables as they are."""
+    from airflow.sdk import CronTriggerTimetable
+
+    (job,) = [j for j in registry.JOBS.values() if j.runs("maintenance")]
+    with DAG(
+        MAINTENANCE_DAG_ID,
+        schedule=CronTriggerTimetable(MAINTENANCE, timezone="UTC"),
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        tags=["lake", "maintenance"],
+        default_args=_default_args(job.retries),
+        params={k.name: knob_param(k) for k in job.params},
+        user_defined_macros=MACROS,
+        doc_md=f"# {MAINTENANCE_DAG_ID}\n\n{job.description}\n\nTrigger it with `dry_run` "
+        "to see what it would do; the runbook's *Table maintenance* says how to change the "
+        "retention.",
+    ) as dag:
+        spark_task(job)
+    return dag
+
+
 def app_params(app: registry.App) -> dict[str, Param]:
     """The trigger form of an app's DAG: action, trigger, and the app's knobs, typed."""
     params = {
@@ -378,11 +405,12 @@ def app_params(app: registry.App) -> dict[str, Param]:
 
 
 def knob_param(knob: registry.Knob) -> Param:
-    """A typed field of a trigger form."""
+    """A typed field of a trigger form (one without a default may be left empty)."""
     extra = {"enum": list(knob.choices)} if knob.choices else {}
     if knob.minimum is not None:
         extra["minimum"] = knob.minimum
-    return Param(knob.default, type=knob.type, description=knob.description, **extra)
+    kind = knob.type if knob.default is not None else [knob.type, "null"]
+    return Param(knob.default, type=kind, description=knob.description, **extra)
 
 
 def build_app_dag(app: registry.App) -> DAG:
@@ -465,11 +493,10 @@ def build_app_dags() -> list[DAG]:
 
 def expected_dag_ids() -> set[str]:
     """One DAG per registry entry that schedules work: the lake chains (``hourly`` and ``daily``
-    jobs), one
-    per ``on_update`` job (with its quality gates), one per streaming app, plus the
-    supervisor."""
+    jobs), table maintenance, one per ``on_update`` job (with its quality gates), one per
+    streaming app, plus the supervisor."""
     return (
-        {LAKE_DAG_ID, DAILY_DAG_ID, SUPERVISOR_DAG_ID}
+        {LAKE_DAG_ID, DAILY_DAG_ID, MAINTENANCE_DAG_ID, SUPERVISOR_DAG_ID}
         | {j.name for j in view_jobs()}
         | {f"app_{a.name}" for a in ops_apps()}
     )
