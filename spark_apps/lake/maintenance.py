@@ -20,6 +20,9 @@ For every Delta table chosen (default: all of the lake's, views and their bookke
    before and after, what was compacted and removed, and the seconds it took; a run's rows
    replace that run's earlier rows (a retried task does not double them).
 
+Then the quality results (GX's stored validations and their Data Docs pages) run before the
+retention are deleted, each table's latest kept (:func:`adlake.quality.history.prune`).
+
 ``--dry-run`` does 1, then lists for each table what 2 and 3 would do (the partitions that
 would be compacted; the files and bytes ``VACUUM … DRY RUN`` would delete) and changes nothing
 (its history rows say ``dry_run``).
@@ -35,13 +38,14 @@ import json
 import os
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adlake import maintenance, registry
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
+from adlake.quality import history
 from spark_apps.lake.tables import delta_snapshot, ensure_table, table_path
 
 if TYPE_CHECKING:
@@ -321,6 +325,12 @@ def run(
         say(f"{table}: {row['detail']} in {row['seconds']:.1f}s")
         rows.append(row)
     record(spark, settings, rows, dag_id, run_id or f"manual__{now.isoformat()}")
+    pruned = history.prune(settings, now - timedelta(hours=retention_hours), dry_run=dry_run)
+    say(
+        f"quality results run more than {retention_hours} h ago: "
+        f"{'would delete' if dry_run else 'deleted'} {pruned['validations']} validations and "
+        f"{pruned['pages']} Data Docs pages (each table's latest kept)"
+    )
     return rows
 
 

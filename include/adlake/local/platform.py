@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from adlake import registry
@@ -330,6 +330,7 @@ def up(
         log("Airflow is already running")
     else:
         migrate(settings)
+        clean_db(settings)
         for component in AIRFLOW_COMPONENTS:
             start_component(settings, component)
     wait_ready()
@@ -430,6 +431,45 @@ def backfill_args(first: date, last: date, dag_id: str | None = None) -> list[st
     ]
 
 
+def clean_db_args(settings: Settings, now: datetime, dry_run: bool = False) -> list[str]:
+    """``airflow db clean`` of every record older than the lake's retention
+    (``lake_retention_hours``): DAG runs, task instances, logs, asset events, XComs. Without
+    an archive table (what is purged is gone; the lake's own history is in its tables) and
+    with a failure as an exit status.
+
+    >>> from adlake.config import load_settings
+    >>> now = datetime(2026, 11, 26, 4, tzinfo=UTC)
+    >>> " ".join(clean_db_args(load_settings({"ADLAKE_LAKE_RETENTION_HOURS": "48"}), now))
+    'db clean --clean-before-timestamp 2026-11-24T04:00:00+00:00 --skip-archive --error-on-cleanup-failure --yes'
+    """
+    before = now - timedelta(hours=settings.lake_retention_hours)
+    return [
+        "db",
+        "clean",
+        "--clean-before-timestamp",
+        before.isoformat(),
+        "--skip-archive",
+        "--error-on-cleanup-failure",
+        *(["--dry-run"] if dry_run else ["--yes"]),
+    ]
+
+
+def clean_db(settings: Settings, dry_run: bool = False) -> None:
+    """Purge Airflow's metadata older than the retention (:func:`clean_db_args`). Outside any
+    task: an Airflow 3 task reaches the metadata only through the execution API, which has no
+    purge; ``make up`` runs it, and a deployment runs it daily (the runbook's cron line)."""
+    started = time.monotonic()
+    done = _airflow(settings, *clean_db_args(settings, datetime.now(UTC), dry_run), check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"[platform] airflow db clean failed:\n{done.stderr[-3000:]}")
+    log(
+        f"Airflow metadata older than {settings.lake_retention_hours} h "
+        f"{'listed (dry run)' if dry_run else 'purged'} in {time.monotonic() - started:.0f}s"
+    )
+    if dry_run:
+        print(done.stdout[-5000:], flush=True)
+
+
 def airflow_cli(settings: Settings, args: list[str]) -> None:
     """Replace this process with Airflow's CLI in the platform's environment (its home, DAGs,
     connections, auth manager), as ``make airflow ARGS="..."`` runs it: the same metadata
@@ -447,10 +487,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "command",
-        choices=("up", "down", "status", "pool", "airflow"),
+        choices=("up", "down", "status", "pool", "clean-db", "airflow"),
         help="start the platform, stop it, show what runs, create or resize the lake's "
-        "Airflow pool (lake_pool_slots), or run Airflow's CLI in the platform's "
-        "environment (airflow ARGS...: every argument after it is Airflow's)",
+        "Airflow pool (lake_pool_slots), purge Airflow's metadata older than the retention "
+        "(lake_retention_hours), or run Airflow's CLI in the platform's environment "
+        "(airflow ARGS...: every argument after it is Airflow's)",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="clean-db: list what would be purged"
     )
     parser.add_argument(
         "--no-apps", action="store_true", help="up: do not start the streaming apps"
@@ -470,6 +514,8 @@ def main(argv: list[str] | None = None) -> int:
         down(settings)
     elif args.command == "pool":
         ensure_pool(settings)
+    elif args.command == "clean-db":
+        clean_db(settings, args.dry_run)
     else:
         print(json.dumps(status(settings), indent=2, default=str))
     return 0

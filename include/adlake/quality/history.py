@@ -15,11 +15,13 @@ so an Airflow web process can show it.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from adlake.config import Settings
@@ -98,3 +100,53 @@ def summarize(runs: Iterable[RunSummary]) -> dict[str, dict]:
         }
         for table, rs in sorted(by_table.items())
     }
+
+
+def run_time_of(directory: str) -> datetime | None:
+    """The UTC time of a run-time directory's name (``20261121T130512.123456Z``), or None.
+
+    >>> run_time_of("20261121T130512.123456Z")
+    datetime.datetime(2026, 11, 21, 13, 5, 12, 123456, tzinfo=datetime.timezone.utc)
+    >>> run_time_of("latest") is None
+    True
+    """
+    try:
+        return datetime.strptime(directory, "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def prune(
+    settings: Settings, older_than: datetime, keep: int = 1, dry_run: bool = False
+) -> dict[str, int]:
+    """Delete the stored validations run before ``older_than`` and their Data Docs pages,
+    keeping each table's ``keep`` newest whatever their age (a table validated rarely still
+    shows its latest); the runs since ``older_than`` are untouched, so the page's history of
+    that window reads as before. ``{"validations": n, "pages": m}`` deleted (or, ``dry_run``,
+    that would be)."""
+    from adlake.quality.project import data_docs_index
+
+    root = validations_dir(settings)
+    site = data_docs_index(settings).parent / "validations"
+    deleted = {"validations": 0, "pages": 0}
+    if not root.is_dir():
+        return deleted
+    for suite in sorted(p for p in root.iterdir() if p.is_dir()):
+        runs = sorted(suite.glob("*/*"), key=lambda p: p.name, reverse=True)
+        for run_dir in runs[keep:]:
+            when = run_time_of(run_dir.name)
+            if when is None or when >= older_than:
+                continue
+            relative = run_dir.relative_to(root)
+            for tree, kind in ((run_dir, "validations"), (site / relative, "pages")):
+                if tree.is_dir():
+                    deleted[kind] += sum(1 for p in tree.rglob("*") if p.is_file())
+                    if not dry_run:
+                        shutil.rmtree(tree)
+                        _remove_if_empty(tree.parent)
+    return deleted
+
+
+def _remove_if_empty(directory: Path) -> None:
+    with contextlib.suppress(OSError):  # not empty (another run time), or gone
+        directory.rmdir()

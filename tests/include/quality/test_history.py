@@ -55,3 +55,30 @@ def test_recent_runs_newest_first_and_a_warn_failure_still_passes(settings, tmp_
         "page_clicks_hourly": ("view_page_clicks_hourly__a", 1.0, 1),
         "page_traffic": ("lake_hourly__r15", 0.67, 3),
     }
+
+
+def test_prune_deletes_runs_before_the_retention_and_their_pages_keeping_each_latest(
+    settings, tmp_path
+):
+    from adlake.quality.history import prune
+    from adlake.quality.project import data_docs_index
+
+    lake = settings.with_overrides(runtime_dir=tmp_path)
+    for hour in (10, 11, 12, 13):
+        store(lake, "page_traffic", f"lake_hourly__r{hour}", at(hour), [])
+    store(lake, "page_clicks_hourly", "view_page_clicks_hourly__a", at(9), [])  # its only run
+    site = data_docs_index(lake).parent
+    for run in recent_runs(lake)["page_traffic"] + recent_runs(lake)["page_clicks_hourly"]:
+        (site / run.page).parent.mkdir(parents=True)
+        (site / run.page).write_text("<html></html>")
+
+    assert prune(lake, at(12), dry_run=True) == {"validations": 2, "pages": 2}
+    assert len(recent_runs(lake)["page_traffic"]) == 4  # a dry run deletes nothing
+    assert prune(lake, at(12)) == {"validations": 2, "pages": 2}
+
+    runs = recent_runs(lake)
+    assert [r.run_name for r in runs["page_traffic"]] == ["lake_hourly__r13", "lake_hourly__r12"]
+    assert [r.run_name for r in runs["page_clicks_hourly"]] == ["view_page_clicks_hourly__a"]
+    pages = sorted(p.relative_to(site).parts[2] for p in site.rglob("*.html"))
+    assert pages == ["lake_hourly__r12", "lake_hourly__r13", "view_page_clicks_hourly__a"]
+    assert not (validations_dir(lake) / "page_traffic" / "lake_hourly__r10").exists()
