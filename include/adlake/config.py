@@ -115,6 +115,10 @@ class Settings:
     # and what a streaming checkpoint or a view has not processed yet). Delta's own minimum is a
     # table's delta.deletedFileRetentionDuration, 7 days unless set.
     lake_retention_hours: int = 168
+    # A streaming app's log (<runtime>/logs/<app>.log) is rotated by the supervisor once it
+    # passes this many bytes, keeping this many older files (<app>.log.1 is the newest).
+    log_max_bytes: int = 64 * 1024 * 1024
+    log_backups: int = 3
     jars_dir: Path = field(default=REPO_ROOT / ".cache" / "jars")
 
     # Every path below derives from runtime_dir, so one setting moves all state.
@@ -203,7 +207,12 @@ _APP_DEFAULTS = {
 }
 _QUALITY_DEFAULTS = {"dq_min_match_rate": "0.95"}
 _RECORD_DEFAULTS = {"max_record_bytes": str(DEFAULT_MAX_RECORD_BYTES)}
-_LAKE_DEFAULTS = {"lake_day_final_after_s": "7200", "lake_retention_hours": "168"}
+_LAKE_DEFAULTS = {
+    "lake_day_final_after_s": "7200",
+    "lake_retention_hours": "168",
+    "log_max_bytes": str(64 * 1024 * 1024),
+    "log_backups": "3",
+}
 
 # Profile defaults. The ops master needs enough task slots for Real-Time Mode, which runs one
 # long-lived task per source partition plus one per shuffle partition, all at once: 4 Kafka
@@ -368,6 +377,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         lake_retention_hours=_int(
             "lake_retention_hours", raw["lake_retention_hours"], 0, 10 * 365 * 24
         ),
+        log_max_bytes=_int("log_max_bytes", raw["log_max_bytes"], 1024 * 1024, 1 << 40),
+        log_backups=_int("log_backups", raw["log_backups"], 0, 100),
     )
     if settings.app_backoff_min_s > settings.app_backoff_max_s:
         raise ConfigError(

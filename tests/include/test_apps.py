@@ -386,6 +386,36 @@ def test_supervise_waits_for_the_backoff_and_leaves_stopped_apps_alone(settings)
     assert apps.app_status(settings, "attribution", now=NOW)["state"] == "stopped"
 
 
+def test_a_log_over_its_size_is_rotated_while_its_writer_keeps_appending(settings, tmp_path):
+    from adlake.apps.state import rotate_log
+
+    log = tmp_path / "app.log"
+    mib = 1024 * 1024
+    with open(log, "ab", buffering=0) as writer:  # the app's descriptor, as the launch opens it
+        for n in range(4):
+            writer.write(str(n).encode() * (mib + 1))
+            assert rotate_log(log, mib, backups=2)
+            assert not rotate_log(log, mib, backups=2)  # now under the size
+        writer.write(b"after")
+    # Each rotation copied the log aside and emptied it in place: the writer's next bytes start
+    # the file (no hole of zeros where the old content was); two backups, the oldest dropped.
+    assert log.read_bytes() == b"after"
+    backups = sorted(p.name for p in tmp_path.glob("app.log.*"))
+    assert backups == ["app.log.1", "app.log.2"]
+    assert set((tmp_path / "app.log.1").read_bytes()) == {ord("3")}
+    assert set((tmp_path / "app.log.2").read_bytes()) == {ord("2")}
+
+
+def test_the_supervisor_rotates_an_apps_log_past_its_size(settings):
+    settings = dataclasses.replace(settings, log_max_bytes=1024 * 1024, log_backups=1)
+    log = apps.log_path(settings, "click_surge")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_bytes(b"x" * (settings.log_max_bytes + 1))
+    apps.supervise(settings, now=NOW)
+    assert log.stat().st_size == 0
+    assert log.with_name("click_surge.log.1").stat().st_size == settings.log_max_bytes + 1
+
+
 # -- the lock --------------------------------------------------------------------------------------
 
 HOLD_LOCK = """

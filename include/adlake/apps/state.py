@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -142,6 +143,28 @@ def lock_path(settings: Settings, app: str) -> Path:
 
 def log_path(settings: Settings, app: str) -> Path:
     return settings.logs_dir / f"{app}.log"
+
+
+def rotate_log(path: Path, max_bytes: int, backups: int) -> bool:
+    """Rotate a running app's log once it is over ``max_bytes``: ``<log>.1`` … ``<log>.N``
+    shift up (the oldest beyond ``backups`` is dropped), the log is copied to ``<log>.1`` and
+    truncated in place. In place, because the app and its JVM keep writing to the descriptor
+    they opened (with ``O_APPEND``, so their next write lands at the new end); the lines they
+    write between the copy and the truncation are lost (logrotate's ``copytruncate``). True if
+    it rotated."""
+    try:
+        if path.stat().st_size <= max_bytes:
+            return False
+    except FileNotFoundError:
+        return False
+    rotated = [path.with_name(f"{path.name}.{n}") for n in range(1, backups + 1)]
+    for older, newer in reversed(list(zip(rotated, rotated[1:]))):
+        if older.exists():
+            os.replace(older, newer)
+    if rotated:
+        shutil.copyfile(path, rotated[0])
+    os.truncate(path, 0)
+    return True
 
 
 def control_path(settings: Settings, app: str) -> Path:

@@ -30,6 +30,7 @@ from adlake.apps.state import (
     read_desired,
     read_json,
     read_restarts,
+    rotate_log,
     write_desired,
     write_restarts,
 )
@@ -280,6 +281,13 @@ def supervise(settings: Settings, now: float | None = None) -> list[dict]:
                 action = _supervise_app(settings, spec.name, time.time() if now is None else now)
         except AppError as error:
             action = {"app": spec.name, "action": "error", "ok": False, "error": str(error)}
+        try:
+            if rotate_log(
+                log_path(settings, spec.name), settings.log_max_bytes, settings.log_backups
+            ):
+                print(f"[adlake.apps] supervise: {spec.name}'s log rotated", flush=True)
+        except OSError as error:  # a full disk: the log keeps growing, the pass goes on
+            print(f"[adlake.apps] supervise: {spec.name}'s log not rotated: {error}", flush=True)
         if action is not None:
             print(f"[adlake.apps] supervise: {json.dumps(action, default=str)}", flush=True)
             actions.append(action)
