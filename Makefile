@@ -145,13 +145,13 @@ bench-maintenance: setup
 bench-lake: bench-bronze bench-views
 
 # The benchmark report: the apps' latency suite (with the bare Kafka hop), bronze ingest, the
-# view refresh suite, gold at scale, the apps beside the chain and the backfill, in sequence,
-# each writing its JSON into BENCH_DIR
-# (<runtime>/reports/bench); then bench.report writes BENCH_DIR/REPORT.md and its plots from
-# whatever JSON is there. A benchmark that fails leaves its section "not run" and, after the
-# report, fails the target. docs/bench/ holds the committed report of a full run.
+# view refresh suite, gold at scale, the apps beside the chain, the backfill and table
+# maintenance, in sequence, each writing its JSON into BENCH_DIR (<runtime>/reports/bench);
+# then bench.report writes BENCH_DIR/REPORT.md and its plots from whatever JSON is there. A
+# benchmark that fails leaves its section "not run" and, after the report, fails the target.
+# docs/bench/ holds the committed report of a full run.
 REPORTS = $(shell $(LAKE_PY) -c 'from adlake.config import load_settings; print(load_settings().reports_dir)')
-BENCH_JSON = ops.json bronze.json views.json scale.json beside.json backfill.json
+BENCH_JSON = ops.json bronze.json views.json scale.json beside.json backfill.json maintenance.json
 bench: BENCH_DIR = $(REPORTS)/bench
 bench: setup
 	mkdir -p "$(BENCH_DIR)" && cd "$(BENCH_DIR)" && rm -f $(BENCH_JSON)
@@ -161,9 +161,10 @@ bench: setup
 	$(LAKE_PY) -m bench.lake.scale --out-dir "$(BENCH_DIR)"; scale=$$?; \
 	$(OPS_PY) -m bench.ops.beside --out-dir "$(BENCH_DIR)"; beside=$$?; \
 	$(LAKE_PY) -m bench.lake.backfill --out-dir "$(BENCH_DIR)"; backfill=$$?; \
+	$(LAKE_PY) -m bench.lake.maintenance --out-dir "$(BENCH_DIR)"; maintenance=$$?; \
 	$(OPS_PY) -m bench.report "$(BENCH_DIR)" --to "$(BENCH_DIR)" --command "make $@" && \
 	[ $$ops -eq 0 ] && [ $$bronze -eq 0 ] && [ $$views -eq 0 ] && [ $$scale -eq 0 ] && \
-	[ $$beside -eq 0 ] && [ $$backfill -eq 0 ]
+	[ $$beside -eq 0 ] && [ $$backfill -eq 0 ] && [ $$maintenance -eq 0 ]
 
 # A smoke run of the same tools and the report, into <runtime>/reports/bench-quick: a few
 # minutes on 2 cores; CI runs it (tests/bench/ops/test_report.py). Side by

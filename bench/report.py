@@ -55,7 +55,9 @@ SCALE_FILE = "scale.json"
 # The lake beside the apps and backfills of days (bench.ops.beside, bench.lake.backfill):
 # minutes to an hour each, so not in the quick run; absent, their section names their target.
 BESIDE_FILE, BACKFILL_FILE = "beside.json", "backfill.json"
-INPUT_FILES = (*FILES, SCALE_FILE, BESIDE_FILE, BACKFILL_FILE)
+# Table maintenance after 200 hourly runs (bench.lake.maintenance), the same kind of section.
+MAINTENANCE_FILE = "maintenance.json"
+INPUT_FILES = (*FILES, SCALE_FILE, BESIDE_FILE, BACKFILL_FILE, MAINTENANCE_FILE)
 BOUNDARY_NOTE = "attribution-boundary.md"  # an analysis a benchmark may leave beside the report
 PLOTS = {
     "cdf": "latency-cdf.png",
@@ -64,7 +66,14 @@ PLOTS = {
     "bronze": "bronze-throughput.png",
 }
 SCALE_PLOT = "gold-scale.png"  # the plot of scale.json (see SCALE_FILE)
-ALL_PLOTS = {**PLOTS, "scale": SCALE_PLOT, "beside": "latency-beside-lake.png"}
+ALL_PLOTS = {
+    **PLOTS,
+    "scale": SCALE_PLOT,
+    "beside": "latency-beside-lake.png",
+    "maintenance": "table-maintenance.png",
+}
+# Plots of the long benchmarks that not every run has: absent, they name their target.
+OPTIONAL_PLOTS = {"beside": "make bench-beside", "maintenance": "make bench-maintenance"}
 
 
 class MalformedReport(ValueError):
@@ -506,6 +515,7 @@ class Inputs:
     scale: Scale | None = None
     beside: Beside | None = None
     backfill: Backfill | None = None
+    maintenance: Maintenance | None = None
     goals: list[Goal] = field(default_factory=list)
     extras: dict[str, dict] = field(default_factory=dict)  # each file's raw JSON (machine, command)
     modified: dict[str, float] = field(default_factory=dict)  # each file's mtime
@@ -544,6 +554,8 @@ def read_inputs(directory: Path) -> Inputs:
             inputs.beside, goals = read_beside(node)
         elif name == BACKFILL_FILE:
             inputs.backfill, goals = read_backfill(node)
+        elif name == MAINTENANCE_FILE:
+            inputs.maintenance, goals = read_maintenance(node)
         else:
             inputs.runs, inputs.kafka_hop, goals = read_ops(node)
         inputs.goals.extend(goals)
@@ -631,6 +643,53 @@ def read_backfill(node: Node) -> tuple[Backfill, list[Goal]]:
         load_average(run),
     )
     return backfill, [Goal.read("backfill", g) for g in node.items("goals")]
+
+
+@dataclass(frozen=True)
+class MaintenanceState:
+    """The lake's files after some hourly runs (``maintenance.json``'s ``first``, ``without``,
+    ``after``)."""
+
+    files_mean: float
+    files_max: float
+    live_bytes: float
+    disk_bytes: float
+    ratio: float | None
+    read_s: float
+    refresh_s: float
+    load: float
+
+
+@dataclass(frozen=True)
+class Maintenance:
+    hours: int
+    clicks_per_day: int
+    states: dict[str, MaintenanceState]  # "first", "without", "after"
+    maintenance_s: float
+
+
+def read_maintenance(node: Node) -> tuple[Maintenance, list[Goal]]:
+    states = {}
+    for key in ("first", "without", "after"):
+        state = node.get(key)
+        files, disk = state.get("gold_files"), state.get("disk")
+        states[key] = MaintenanceState(
+            files.num("mean"),
+            files.num("max"),
+            disk.num("live_bytes"),
+            disk.num("disk_bytes"),
+            disk.num("ratio", optional=True),
+            state.num("gold_read_s"),
+            state.num("view_refresh_s"),
+            state.num("load_average"),
+        )
+    maintenance = Maintenance(
+        int(node.num("hours")),
+        int(node.num("clicks_per_day")),
+        states,
+        node.num("maintenance_s"),
+    )
+    return maintenance, [Goal.read("maintenance", g) for g in node.items("goals")]
 
 
 def fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
@@ -1120,6 +1179,52 @@ def lake_beside_section(beside: Beside | None, backfill: Backfill | None) -> str
     return "\n".join(out)
 
 
+def maintenance_section(m: Maintenance | None) -> str:
+    out = ["## Table maintenance (`maintenance.json`)", ""]
+    if m is None:
+        return "\n".join(
+            out + [f"Not in this run: `make bench-maintenance` writes `{MAINTENANCE_FILE}`."]
+        )
+    out += [
+        f"{m.hours} hourly runs' writes on page clicks ({fmt(m.clicks_per_day, digits=0)} a day): "
+        "the hour appended to silver, gold's `page_traffic` hour rebuilt, the view "
+        "`page_clicks_hourly` refreshed; then one `lake_maintenance` run "
+        f"({fmt(m.maintenance_s, ' s')}, retention 0: the simulated days pass in minutes). "
+        "Reads are medians; bytes are the three tables together.",
+        "",
+        table(
+            [
+                "after",
+                "files per gold day (mean, max)",
+                "live data",
+                "on disk",
+                "disk / live",
+                "gold read",
+                "view refresh",
+                "load average",
+            ],
+            [
+                [
+                    label,
+                    f"{fmt(st.files_mean, digits=1)}, {fmt(st.files_max, digits=0)}",
+                    fmt(st.live_bytes / 1e6, " MB"),
+                    fmt(st.disk_bytes / 1e6, " MB"),
+                    fmt(st.ratio, "×", 2),
+                    fmt(st.read_s, " s", 2),
+                    fmt(st.refresh_s, " s", 2),
+                    fmt(st.load),
+                ]
+                for label, st in (
+                    ("the first hour", m.states["first"]),
+                    (f"{m.hours} hours, no maintenance", m.states["without"]),
+                    (f"{m.hours} hours and maintenance", m.states["after"]),
+                )
+            ],
+        ),
+    ]
+    return "\n".join(out)
+
+
 def goals_section(goals: list[Goal]) -> str:
     out = ["## Goals", ""]
     if not goals:
@@ -1245,6 +1350,8 @@ def render(inputs: Inputs, plots: Mapping[str, str], out: Path, command: str | N
         lake_beside_section(inputs.beside, inputs.backfill)
         + failures(inputs, BESIDE_FILE)
         + failures(inputs, BACKFILL_FILE),
+        "",
+        maintenance_section(inputs.maintenance) + failures(inputs, MAINTENANCE_FILE),
     ]
     if (out / BOUNDARY_NOTE).is_file():
         parts += [
@@ -1259,12 +1366,18 @@ def render(inputs: Inputs, plots: Mapping[str, str], out: Path, command: str | N
         ("bronze", "Bronze ingest records/s"),
         ("scale", "Gold run time vs days of history"),
         ("beside", "Latency with the lake idle and beside the chain"),
+        ("maintenance", "Files and bytes before and after maintenance"),
     ):
         drawn = plots.get(key, "not drawn")
         if drawn.endswith(".png"):
             parts += [f"### {title}", "", f"![{title}]({drawn})", ""]
-        elif key == "beside":  # a long benchmark, not in every run (see BESIDE_FILE)
-            parts += [f"### {title}", "", f"Not in this run ({drawn}): `make bench-beside`.", ""]
+        elif key in OPTIONAL_PLOTS:  # a long benchmark, not in every run
+            parts += [
+                f"### {title}",
+                "",
+                f"Not in this run ({drawn}): `{OPTIONAL_PLOTS[key]}`.",
+                "",
+            ]
         else:
             parts += [f"### {title}", "", f"Not drawn: {drawn}.", ""]
     return "\n".join(parts).rstrip() + "\n"
@@ -1574,6 +1687,39 @@ def plot_beside(beside: Beside, path: Path) -> None:
     plt.close(fig)
 
 
+def plot_maintenance(m: Maintenance, path: Path) -> None:
+    """A panel per figure, a bar per state (after the first hour, after all of them without and
+    with maintenance): files per gold day-partition, bytes on disk over live bytes, the gold
+    read's and the view refresh's time."""
+    plt = _pyplot()
+    labels = ["first hour", f"{m.hours} h, none", f"{m.hours} h, maintained"]
+    states = [m.states[k] for k in ("first", "without", "after")]
+    colours = ["tab:grey", "tab:red", "tab:green"]
+    fig, axes = plt.subplots(1, 4, figsize=(15, 4.6))
+    panels = (
+        ("files per gold day-partition (max)", [s.files_max for s in states], 4, "goal ≤ 4"),
+        ("bytes on disk / live bytes", [s.ratio or 0 for s in states], 1.5, "goal ≤ 1.5×"),
+        ("gold read (s, median)", [s.read_s for s in states], None, None),
+        ("view refresh of one hour (s, median)", [s.refresh_s for s in states], None, None),
+    )
+    for ax, (title, values, goal, goal_label) in zip(axes, panels):
+        bars = ax.bar(labels, values, color=colours)
+        ax.bar_label(bars, labels=[f"{v:,.2f}".rstrip("0").rstrip(".") for v in values])
+        if goal is not None:
+            ax.axhline(goal, color="black", linestyle=":", label=goal_label)
+            ax.legend(fontsize=8, loc="upper left")
+        ax.set_title(title, fontsize=10)
+        ax.set_ylim(0, max([*values, goal or 0]) * 1.25 or 1)
+        ax.tick_params(axis="x", labelsize=8)
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.suptitle(
+        f"Table maintenance after {m.hours} hourly runs ({m.clicks_per_day:,} clicks a day)"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def draw_plots(inputs: Inputs, out: Path) -> dict[str, str]:
     """Each plot the inputs allow, into ``out``: its key -> file name, or why it was not drawn."""
     todo: dict[str, tuple[str | None, Callable[[Path], None]]] = {}
@@ -1610,6 +1756,10 @@ def draw_plots(inputs: Inputs, out: Path) -> dict[str, str]:
     todo["beside"] = (
         f"no {BESIDE_FILE}" if inputs.beside is None else None,
         lambda p: plot_beside(inputs.beside, p),
+    )
+    todo["maintenance"] = (
+        f"no {MAINTENANCE_FILE}" if inputs.maintenance is None else None,
+        lambda p: plot_maintenance(inputs.maintenance, p),
     )
     drawn = {}
     for key, (missing, draw) in todo.items():

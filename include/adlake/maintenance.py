@@ -26,6 +26,9 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
+
+from adlake.config import Settings
 
 # Delta's default for delta.deletedFileRetentionDuration.
 DELTA_DEFAULT_RETENTION = timedelta(days=7)
@@ -128,3 +131,40 @@ def check(retention_hours: float, needs: list[Need]) -> None:
     unmet = [n for n in needs if n.hours > retention_hours]
     if unmet:
         raise RetentionRefused(retention_hours, unmet)
+
+
+# -- what the Data quality page shows ----------------------------------------------------------
+
+# A run's figures per table, as the page shows them (``maintenance_history`` holds all of them).
+SHOWN = (
+    "table",
+    "files_compacted",
+    "files_removed",
+    "bytes_removed",
+    "live_files_after",
+    "live_bytes_after",
+    "disk_bytes_after",
+    "seconds",
+)
+
+
+def latest_path(settings: Settings) -> Path:
+    """The latest maintenance run (not a dry run), as JSON, for the Data quality page (which
+    reads files, not Delta tables)."""
+    return settings.reports_dir / "maintenance" / "latest.json"
+
+
+def write_latest(settings: Settings, run: dict, rows: list[dict]) -> None:
+    """Replace the latest run's record atomically: ``run`` (dag_id, run_id, finished_at,
+    retention_hours) with each table's :data:`SHOWN` figures."""
+    from adlake.apps.state import write_json
+
+    write_json(
+        latest_path(settings), {**run, "tables": [{k: r.get(k) for k in SHOWN} for r in rows]}
+    )
+
+
+def read_latest(settings: Settings) -> dict | None:
+    from adlake.apps.state import read_json
+
+    return read_json(latest_path(settings))

@@ -324,7 +324,12 @@ def run(
         row = maintain(spark, settings, table, retention_hours, dry_run)
         say(f"{table}: {row['detail']} in {row['seconds']:.1f}s")
         rows.append(row)
-    record(spark, settings, rows, dag_id, run_id or f"manual__{now.isoformat()}")
+    run_id = run_id or f"manual__{now.isoformat()}"
+    record(spark, settings, rows, dag_id, run_id)
+    if not dry_run:
+        finished = datetime.now(UTC).isoformat(timespec="seconds")
+        run = {"dag_id": dag_id, "run_id": run_id, "finished_at": finished}
+        maintenance.write_latest(settings, {**run, "retention_hours": retention_hours}, rows)
     pruned = history.prune(settings, now - timedelta(hours=retention_hours), dry_run=dry_run)
     say(
         f"quality results run more than {retention_hours} h ago: "

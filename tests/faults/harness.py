@@ -163,11 +163,14 @@ def silver_state() -> tuple[str, ...]:
     return (*bronze_tables(), *silver_tables(), VIEW.name, PROGRESS_TABLE)
 
 
-def allow_short_retention(spark: Any, settings: Settings, tables: tuple[str, ...]) -> None:
+def allow_short_retention(
+    spark: Any, settings: Settings, tables: tuple[str, ...], hours: int = 0
+) -> None:
+    """Lower Delta's own minimum retention on ``tables`` to ``hours`` (7 days unless set)."""
     for name in tables:
         spark.sql(
             f"ALTER TABLE delta.`{settings.table_path(name)}` SET TBLPROPERTIES "
-            "('delta.deletedFileRetentionDuration' = 'interval 0 hours')"
+            f"('delta.deletedFileRetentionDuration' = 'interval {hours} hours')"
         )
 
 

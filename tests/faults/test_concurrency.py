@@ -1,7 +1,8 @@
 """Two writers of one table at once, each its own process (a job's process beside the test's
 own session): two refreshes of one view, two runs of one gold interval, and a backfill over days
 overlapping the hourly gold run. Delta's optimistic concurrency lets one commit win; the other
-finds the winner's commit or is retried (a log line), and the table equals a serial run.
+finds the winner's commit or is retried (a log line), and the table equals a serial run. And
+table maintenance beside gold and a view refresh (e2e): nothing lost, nothing doubled.
 
 The second writer starts when the first has written its data files and not committed them, so
 both are in flight; which of them commits first is the race's, and each test says which."""
@@ -14,7 +15,8 @@ import time
 import pytest
 
 from adlake import registry
-from spark_apps.lake import gold, views
+from adlake.maintenance import RetentionRefused
+from spark_apps.lake import gold, maintenance, views
 from spark_apps.lake.tables import ensure_table
 from tests.faults import harness
 
@@ -92,3 +94,52 @@ def test_two_gold_runs_at_once_end_as_a_serial_run(spark, lake, tmp_path, capsys
     assert diff.equal and diff.got == diff.expected, diff
     retried = RETRIED in log or RETRIED in capsys.readouterr().out
     print(f"[race] gold {case}: loser retried: {retried}")
+
+
+@pytest.mark.e2e
+def test_maintenance_beside_gold_and_a_view_refresh_loses_and_doubles_nothing(
+    spark, lake, tmp_path
+):
+    """From the lake before gold, with the view behind silver: a retention of 0 is refused (the
+    view still needs silver's newer versions); at 1 h, ``lake_maintenance`` as a process
+    compacts and vacuums every table while this session rebuilds gold and refreshes the view.
+    Both tables equal the uninterrupted run's, and the chain run again changes nothing."""
+    settings = lake.fork("silver", tmp_path / "runtime").with_overrides(lake_retention_hours=1)
+    for name in harness.FAULTED_GOLD_TABLES:  # the hourly DAG's tables exist
+        ensure_table(spark, settings, registry.table(name))
+    tables = (*harness.silver_state(), *harness.FAULTED_GOLD_TABLES)
+    harness.allow_short_retention(spark, settings, tables, hours=1)
+    view = harness.VIEW
+    with pytest.raises(RetentionRefused, match=f"the view {view.name} has not processed"):
+        maintenance.run(spark, settings, list(tables), 0, dry_run=False)
+
+    argv = [
+        "spark_apps.lake.maintenance",
+        "--tables",
+        ",".join(tables),
+        "--retention-hours",
+        "1",
+    ]
+    proc = harness.start_job(settings, argv, "maintenance")
+    start, end = harness.interval(lake.report)
+    try:
+        for name in harness.FAULTED_GOLD_TABLES:
+            gold.rebuild(spark, settings, name, start, end)
+        views.refresh_view(spark, settings, view)
+    finally:
+        code = harness.finish(proc)
+    log = harness.log_text(settings, "maintenance")
+    assert code == 0, f"maintenance failed ({code}):\n{log[-3000:]}"
+    assert "compacted" in log, log[-3000:]
+
+    def equal_to_the_reference() -> None:
+        for name in (*harness.FAULTED_GOLD_TABLES, view.name):
+            diff = harness.compare(spark, lake.settings, settings, name, harness.table_key(name))
+            assert diff.equal and diff.got == diff.expected > 0, diff
+
+    equal_to_the_reference()
+    # The chain again: the view has nothing left to apply, gold rebuilds the same rows.
+    assert views.refresh_view(spark, settings, view).mode == "up_to_date"
+    for name in harness.FAULTED_GOLD_TABLES:
+        gold.rebuild(spark, settings, name, start, end)
+    equal_to_the_reference()

@@ -1,6 +1,7 @@
 """The "Data quality" page: per gold table and view, its latest validation (passed, failed
 ``error`` and ``warn`` expectations, when, its Data Docs page) and its pass rate over the last
-runs; and GX's Data Docs site, served from ``<runtime>/gx/uncommitted/data_docs/local_site``.
+runs; the latest table maintenance (:mod:`adlake.maintenance`); and GX's Data Docs site,
+served from ``<runtime>/gx/uncommitted/data_docs/local_site``.
 
 Read from GX's JSON result store by :mod:`adlake.quality.history` (no Spark, no GX). A run
 *passed* when no ``error`` expectation failed (a failed ``warn`` is recorded and passes).
@@ -15,6 +16,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from fastapi.responses import FileResponse
 
 from adlake.config import Settings
+from adlake.maintenance import read_latest
 from adlake.quality.history import RunSummary, recent_runs
 from adlake.quality.project import data_docs_index
 from adlake.quality.rules import GOLD_SUITES, VIEW_SUITES
@@ -75,7 +77,12 @@ def summary(settings: Settings, last: int = DEFAULT_RUNS) -> dict:
                 "history": history,
             }
         )
-    return {"last": last, "data_docs": data_docs_index(settings).is_file(), "tables": tables}
+    return {
+        "last": last,
+        "data_docs": data_docs_index(settings).is_file(),
+        "tables": tables,
+        "maintenance": read_latest(settings),
+    }
 
 
 @router.get("/quality/", include_in_schema=False)

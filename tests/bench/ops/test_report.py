@@ -464,3 +464,41 @@ def test_the_lake_beside_the_apps_and_backfills_have_their_section_when_run(tmp_
     assert "`make bench-beside` writes it" in lake and "`make bench-backfill` writes it" in lake
     assert "Not run" not in lake and "Not drawn: no beside" not in report  # make bench-quick's test
     assert not png.exists()
+
+
+def maintenance_json() -> dict:
+    def state(mean, top, live, disk, read, refresh):
+        return {
+            "gold_files": {"partitions": 9, "mean": mean, "max": top},
+            "disk": {"live_bytes": live, "disk_bytes": disk, "ratio": round(disk / live, 2)},
+            "gold_read_s": read,
+            "view_refresh_s": refresh,
+            "load_average": 1.25,
+        }
+
+    return {
+        "hours": 200,
+        "clicks_per_day": 13_581,
+        "first": state(1, 1, 1e6, 1e6, 0.4, 2.0),
+        "without": state(22.5, 24, 9e6, 60e6, 1.5, 3.5),
+        "after": state(1, 1, 9e6, 9.5e6, 0.45, 2.1),
+        "maintenance_s": 31.5,
+        "goals": [goal("files per gold day-partition after maintenance", True)],
+    }
+
+
+def test_table_maintenance_has_its_section_and_plot_when_run(tmp_path):
+    files = {**synthetic(), "maintenance.json": maintenance_json()}
+    report = build(write(tmp_path / "in", files), tmp_path / "out").read_text()
+
+    part = section(report, "Table maintenance")
+    assert "| 200 hours, no maintenance | 22.5, 24 | 9.0 MB | 60.0 MB | 6.67× | 1.50 s |" in part
+    assert "| 200 hours and maintenance | 1.0, 1 | 9.0 MB | 9.5 MB | 1.06× | 0.45 s |" in part
+    assert "| maintenance | files per gold day-partition after maintenance |" in report
+    png = tmp_path / "out" / bench_report.ALL_PLOTS["maintenance"]
+    assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 10_000
+
+    (tmp_path / "in" / "maintenance.json").unlink()
+    report = build(tmp_path / "in", tmp_path / "out").read_text()
+    assert "`make bench-maintenance` writes `maintenance.json`" in report
+    assert "Not in this run (no maintenance.json): `make bench-maintenance`." in report

@@ -102,3 +102,15 @@ def test_data_docs_are_served_and_nothing_outside_the_site(user, runtime):
         response = user.get(sneaky)
         assert response.status_code == 404, sneaky
         assert "not for the browser" not in response.text
+
+
+def test_summary_has_the_latest_table_maintenance(user, runtime):
+    from adlake.maintenance import SHOWN, write_latest
+
+    assert user.get("/adlake/quality/api/summary").json()["maintenance"] is None
+    row = dict.fromkeys(SHOWN, 1) | {"table": "page_traffic", "detail": "not shown"}
+    run = {"dag_id": "lake_maintenance", "run_id": "scheduled__x", "finished_at": "2026-11-26"}
+    write_latest(runtime, {**run, "retention_hours": 168}, [row])
+
+    shown = user.get("/adlake/quality/api/summary").json()["maintenance"]
+    assert shown == {**run, "retention_hours": 168, "tables": [{k: row[k] for k in SHOWN}]}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from adlake import registry
-from adlake.maintenance import RetentionRefused
+from adlake.maintenance import RetentionRefused, read_latest
 from spark_apps.lake import maintenance, silver
 from spark_apps.lake.tables import ensure_table, table_path
 from tests.spark_apps.lake.test_silver import FIRST, SECOND, bronze
@@ -88,6 +88,7 @@ def test_the_guard_names_each_reader_then_maintenance_compacts_and_removes(lake,
     assert appended >= 2 and dry[BRONZE]["partitions_compacted"] == 1
     assert f"would compact {appended} files in 1 partition(s)" in dry[BRONZE]["detail"]
     assert all(r["dry_run"] and r.get("live_files_after") is None for r in dry.values())
+    assert read_latest(lake) is None  # the page shows runs, not dry runs
 
     # The run: one file per partition, nothing on disk but the latest version's files, the
     # same rows; what the dry run said it would remove is gone (and what OPTIMIZE replaced).
@@ -99,6 +100,10 @@ def test_the_guard_names_each_reader_then_maintenance_compacts_and_removes(lake,
         assert same_rows(content(spark, lake, name), snapshots[name]), name
     assert done[BRONZE]["live_files_after"] == 1  # one partition, compacted
     assert done[BRONZE]["files_removed"] == appended  # the appends' files, replaced
+
+    latest = read_latest(lake)  # what the Data quality page shows
+    assert [t["table"] for t in latest["tables"]] == tables and latest["retention_hours"] == 0
+    assert latest["tables"][0]["files_removed"] == appended
 
     history = content(spark, lake, maintenance.HISTORY)
     assert history.where("dry_run").count() == len(tables)

@@ -46,6 +46,40 @@ function row(t) {
   );
 }
 
+function fmtBytes(n) {
+  if (n === null || n === undefined) return DASH;
+  const units = ["B", "KB", "MB", "GB", "TB"];
+  let i = 0;
+  while (n >= 1000 && i < units.length - 1) { n /= 1000; i += 1; }
+  return fmt(n, i ? 1 : 0, " " + units[i]);
+}
+
+function maintenance(run) {
+  // the latest lake_maintenance run, one row per table (null before a first run)
+  const message = document.getElementById("maintenance-message");
+  const table = document.getElementById("maintenance");
+  if (!run) {
+    message.textContent = "No maintenance run yet (lake_maintenance runs daily at 03:30 UTC).";
+    table.hidden = true;
+    return;
+  }
+  message.replaceChildren(`Run ${fmtTime(run.finished_at)}, retention ${run.retention_hours} h: `,
+    run.dag_id === "manual" ? run.run_id : airflowLink(
+      `dags/${encodeURIComponent(run.dag_id)}/runs/${encodeURIComponent(run.run_id)}`,
+      run.run_id));
+  table.querySelector("tbody").replaceChildren(...run.tables.map(t => el("tr", {},
+    el("td", {}, el("b", {}, t.table)),
+    el("td", {}, fmt(t.files_compacted)),
+    el("td", {}, fmt(t.files_removed)),
+    el("td", {}, fmtBytes(t.bytes_removed)),
+    el("td", {}, fmt(t.live_files_after)),
+    el("td", {}, fmtBytes(t.live_bytes_after)),
+    el("td", {}, fmtBytes(t.disk_bytes_after)),
+    el("td", {}, fmt(t.seconds, 1)),
+  )));
+  table.hidden = false;
+}
+
 async function load() {
   const message = document.getElementById("message");
   try {
@@ -59,6 +93,7 @@ async function load() {
     const body = document.querySelector("#tables tbody");
     body.replaceChildren(...data.tables.map(row));
     document.getElementById("tables").hidden = false;
+    maintenance(data.maintenance);
     message.textContent = `Updated ${fmtTime(Date.now() / 1000)}.`;
   } catch (error) {
     message.replaceChildren(el("span", {class: "error"}, `Could not load: ${error.message}`));
