@@ -34,6 +34,7 @@ from adlake.airflow import factory
 from adlake.config import REPO_ROOT
 from adlake.local import credentials, platform
 from adlake.local.kafka import free_port
+from adlake.maintenance import SHOWN, write_latest
 from tests.conftest import private_settings
 from tests.dags.conftest import task_env
 from tests.support.airflow_daemons import wait_for
@@ -120,11 +121,20 @@ def test_a_person_signs_in_and_opens_both_pages_from_the_navigation(running, tmp
             apps.get_by_text(app, exact=True).first.wait_for(timeout=60_000)
         page.screenshot(path=str(tmp_path / "streaming-apps.png"))
 
+        # A table maintenance run as lake_maintenance records it, for its section of the page.
+        run = {"dag_id": "lake_maintenance", "run_id": "manual__ui", "finished_at": "2026-11-26"}
+        figures = dict.fromkeys(SHOWN, 1) | {"table": "page_traffic", "bytes_removed": 2_500_000}
+        write_latest(settings, {**run, "retention_hours": 168}, [figures])
         page.get_by_role("link", name="Data quality").first.click()
         quality = page.frame_locator("iframe")
         for table in (t.name for t in registry.TABLES.values() if t.layer == "gold"):
             quality.get_by_text(table, exact=True).first.wait_for(timeout=60_000)
+        maintained = quality.locator("#maintenance tbody tr")
+        maintained.first.wait_for(timeout=60_000)
+        assert maintained.first.locator("td").nth(3).inner_text() == "2.5 MB"
         page.screenshot(path=str(tmp_path / "data-quality.png"))
+        maintained.first.scroll_into_view_if_needed()
+        page.screenshot(path=str(tmp_path / "data-quality-maintenance.png"))
     print(f"\nscreenshots: {tmp_path}")
 
 
