@@ -18,6 +18,7 @@ from adlake import registry
 from adlake.maintenance import RetentionRefused
 from spark_apps.lake import gold, maintenance, views
 from spark_apps.lake.tables import ensure_table
+from spark_apps.lake.views import PROGRESS_TABLE
 from tests.faults import harness
 
 pytestmark = pytest.mark.faults
@@ -107,7 +108,13 @@ def test_maintenance_beside_gold_and_a_view_refresh_loses_and_doubles_nothing(
     settings = lake.fork("silver", tmp_path / "runtime").with_overrides(lake_retention_hours=1)
     for name in harness.FAULTED_GOLD_TABLES:  # the hourly DAG's tables exist
         ensure_table(spark, settings, registry.table(name))
-    tables = (*harness.silver_state(), *harness.FAULTED_GOLD_TABLES)
+    # What the writers below write or read: the view, its source and progress, the gold tables.
+    tables = (
+        f"silver_{harness.VIEW_TOPIC}",
+        harness.VIEW.name,
+        PROGRESS_TABLE,
+        *harness.FAULTED_GOLD_TABLES,
+    )
     harness.allow_short_retention(spark, settings, tables, hours=1)
     view = harness.VIEW
     with pytest.raises(RetentionRefused, match=f"the view {view.name} has not processed"):
@@ -127,7 +134,7 @@ def test_maintenance_beside_gold_and_a_view_refresh_loses_and_doubles_nothing(
             gold.rebuild(spark, settings, name, start, end)
         views.refresh_view(spark, settings, view)
     finally:
-        code = harness.finish(proc)
+        code = harness.finish(proc, timeout=1800)  # a table a few seconds idle, minutes loaded
     log = harness.log_text(settings, "maintenance")
     assert code == 0, f"maintenance failed ({code}):\n{log[-3000:]}"
     assert "compacted" in log, log[-3000:]
