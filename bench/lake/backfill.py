@@ -41,7 +41,6 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from adlake.airflow import factory
 from adlake.apps import settings_env
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
@@ -75,6 +74,14 @@ def _utc(text: str | None) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+def _daily_dag_id() -> str:
+    """``lake_daily``, from the DAG factory: imported when needed, since importing Airflow reads
+    its configuration once (a test session sets its own Airflow home before that)."""
+    from adlake.airflow.factory import DAILY_DAG_ID
+
+    return DAILY_DAG_ID
+
+
 def backfill_state(db: Path, backfill_id: int) -> dict:
     """The backfill's completion and its runs with their tasks, read from the metadata DB."""
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
@@ -89,7 +96,7 @@ def backfill_state(db: Path, backfill_id: int) -> dict:
         tasks = conn.execute(
             "SELECT run_id, task_id, state, start_date, end_date FROM task_instance "
             "WHERE dag_id = ? AND run_id IN (SELECT run_id FROM dag_run WHERE backfill_id = ?)",
-            (factory.DAILY_DAG_ID, backfill_id),
+            (_daily_dag_id(), backfill_id),
         ).fetchall()
     by_run: dict[str, dict] = {r[0]: {} for r in runs}
     for run_id, task_id, state, start, end in tasks:
@@ -165,10 +172,10 @@ def start_airflow(settings: Settings, say) -> None:
         platform.start_component(settings, component)
     platform.wait_ready()
     platform.wait_dags_parsed(settings)
-    done = platform._airflow(settings, "dags", "unpause", factory.DAILY_DAG_ID, check=False)
+    done = platform._airflow(settings, "dags", "unpause", _daily_dag_id(), check=False)
     if done.returncode:
-        raise RuntimeError(f"unpause {factory.DAILY_DAG_ID}: {done.stderr[-2000:]}")
-    say(f"Airflow up at {platform.airflow_url()}, {factory.DAILY_DAG_ID} unpaused")
+        raise RuntimeError(f"unpause {_daily_dag_id()}: {done.stderr[-2000:]}")
+    say(f"Airflow up at {platform.airflow_url()}, {_daily_dag_id()} unpaused")
 
 
 def stop_airflow(settings: Settings) -> None:
@@ -188,7 +195,7 @@ def run_backfill(settings: Settings, first: date, last: date, timeout_s: float, 
     db = platform.airflow_home(settings) / "airflow.db"
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
         backfill_id = conn.execute(
-            "SELECT max(id) FROM backfill WHERE dag_id = ?", (factory.DAILY_DAG_ID,)
+            "SELECT max(id) FROM backfill WHERE dag_id = ?", (_daily_dag_id(),)
         ).fetchone()[0]
     finished: set[str] = set()
     while True:
