@@ -172,7 +172,7 @@ def start_airflow(settings: Settings, say) -> None:
         platform.start_component(settings, component)
     platform.wait_ready()
     platform.wait_dags_parsed(settings)
-    done = platform._airflow(settings, "dags", "unpause", _daily_dag_id(), check=False)
+    done = platform.run_airflow(settings, "dags", "unpause", _daily_dag_id(), check=False)
     if done.returncode:
         raise RuntimeError(f"unpause {_daily_dag_id()}: {done.stderr[-2000:]}")
     say(f"Airflow up at {platform.airflow_url()}, {_daily_dag_id()} unpaused")
@@ -188,7 +188,7 @@ def run_backfill(settings: Settings, first: date, last: date, timeout_s: float, 
     complete; its figures."""
     started = time.monotonic()
     load_start = load_average()
-    done = platform._airflow(settings, *platform.backfill_args(first, last), check=False)
+    done = platform.run_airflow(settings, *platform.backfill_args(first, last), check=False)
     say(f"backfill of {first} to {last} created")
     if done.returncode:
         raise RuntimeError(f"backfill create: {done.stdout[-2000:]}{done.stderr[-2000:]}")

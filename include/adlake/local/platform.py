@@ -135,9 +135,10 @@ def running_pid(settings: Settings, component: str) -> int | None:
     return None
 
 
-def _airflow(
+def run_airflow(
     settings: Settings, *args: str, check: bool = True, timeout: float = 600
 ) -> subprocess.CompletedProcess:
+    """Airflow's CLI with ``args`` in the platform's environment, its output captured."""
     return subprocess.run(
         [str(Path(sys.executable).parent / "airflow"), *args],
         env=airflow_env(settings),
@@ -151,7 +152,7 @@ def _airflow(
 def migrate(settings: Settings) -> None:
     started = time.monotonic()
     log("airflow db migrate (first time: about a minute)")
-    done = _airflow(settings, "db", "migrate", check=False)
+    done = run_airflow(settings, "db", "migrate", check=False)
     if done.returncode != 0:
         raise SystemExit(f"[platform] airflow db migrate failed:\n{done.stderr[-3000:]}")
     log(f"metadata database ready in {time.monotonic() - started:.0f}s")
@@ -163,7 +164,7 @@ def ensure_pool(settings: Settings) -> None:
     a pool that does not exist is never scheduled)."""
     from adlake.airflow.factory import LAKE_POOL
 
-    done = _airflow(
+    done = run_airflow(
         settings,
         "pools",
         "set",
@@ -264,7 +265,7 @@ def wait_dags_parsed(settings: Settings, timeout_s: float = 300) -> list[str]:
     deadline = time.monotonic() + timeout_s
     seen: set[str] = set()
     while time.monotonic() < deadline:
-        done = _airflow(settings, "dags", "list", "-o", "json", check=False)
+        done = run_airflow(settings, "dags", "list", "-o", "json", check=False)
         if done.returncode == 0:
             seen = {d["dag_id"] for d in _json_output(done.stdout)}
             if expected <= seen:
@@ -290,7 +291,7 @@ def _json_output(stdout: str) -> list:
 def trigger_app(settings: Settings, app: str, action: str, knobs: dict | None = None) -> None:
     """A run of the app's DAG, as the UI's trigger form makes one."""
     conf = json.dumps({"action": action, **(knobs or {})})
-    _airflow(settings, "dags", "trigger", f"app_{app}", "--conf", conf)
+    run_airflow(settings, "dags", "trigger", f"app_{app}", "--conf", conf)
     log(f"triggered app_{app} with {conf}")
 
 
@@ -339,7 +340,7 @@ def up(
     # first scheduled lake run starts its Spark drivers beside them.
     ops_dags = {SUPERVISOR_DAG_ID, *(f"app_{a}" for a in ops_apps())}
     for dag_id in [d for d in dag_ids if d in ops_dags or not start_apps]:
-        _airflow(settings, "dags", "unpause", dag_id, check=False)
+        run_airflow(settings, "dags", "unpause", dag_id, check=False)
     if start_apps:
         for app in ops_apps():
             if apps.holder(settings, app):
@@ -357,7 +358,7 @@ def up(
             )
         log("streaming apps running: " + ", ".join(ops_apps()))
         for dag_id in [d for d in dag_ids if d not in ops_dags]:
-            _airflow(settings, "dags", "unpause", dag_id, check=False)
+            run_airflow(settings, "dags", "unpause", dag_id, check=False)
     log("every DAG unpaused")
     log(f"ready in {time.monotonic() - started:.0f}s")
     # The password is shown once, when it is generated; after that, where it is kept.
@@ -459,7 +460,7 @@ def clean_db(settings: Settings, dry_run: bool = False) -> None:
     task: an Airflow 3 task reaches the metadata only through the execution API, which has no
     purge; ``make up`` runs it, and a deployment runs it daily (the runbook's cron line)."""
     started = time.monotonic()
-    done = _airflow(settings, *clean_db_args(settings, datetime.now(UTC), dry_run), check=False)
+    done = run_airflow(settings, *clean_db_args(settings, datetime.now(UTC), dry_run), check=False)
     if done.returncode != 0:
         raise SystemExit(f"[platform] airflow db clean failed:\n{done.stderr[-3000:]}")
     log(
