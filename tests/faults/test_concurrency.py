@@ -145,8 +145,10 @@ def test_maintenance_beside_gold_and_a_view_refresh_loses_and_doubles_nothing(
             assert diff.equal and diff.got == diff.expected > 0, diff
 
     equal_to_the_reference()
-    # The chain again: the view has nothing left to apply, gold rebuilds the same rows.
-    assert views.refresh_view(spark, settings, view).mode == "up_to_date"
+    # The chain again: the view has no change left to apply (maintenance's OPTIMIZE of its
+    # source may be a version it has not seen: a change of no rows), gold rebuilds the same rows.
+    again = views.refresh_view(spark, settings, view)
+    assert again.mode == "up_to_date" or (again.mode, again.change_rows) == ("incremental", 0)
     for name in harness.FAULTED_GOLD_TABLES:
         gold.rebuild(spark, settings, name, start, end)
     equal_to_the_reference()
