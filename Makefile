@@ -11,7 +11,7 @@ SEED ?= 7
 
 .PHONY: lint airflow setup test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
 	app status bench-click-surge bench-attribution bench-bronze bench-views bench-quality \
-	bench-scale bench-beside bench-backfill bench-maintenance bench-lake down \
+	bench-scale bench-beside bench-backfill bench-maintenance bench-supervisor bench-lake down \
 	faults faults-ops soak bench bench-quick
 
 setup:
@@ -140,6 +140,11 @@ bench-backfill: setup
 # files, bytes and read times without and with one lake_maintenance run (bench.lake.maintenance).
 bench-maintenance: setup
 	$(LAKE_PY) -m bench.lake.maintenance
+
+# what apps_supervisor's run every minute costs (CPU, metadata rows, log files) and the
+# trade-off of a longer interval (bench.ops.supervisor; Airflow runs in the lake environment).
+bench-supervisor: setup
+	$(LAKE_PY) -m bench.ops.supervisor
 
 # Both lake benchmarks, as before they had targets of their own.
 bench-lake: bench-bronze bench-views

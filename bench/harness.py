@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -130,6 +131,52 @@ def private_broker(
     workdir = workdir or work_dir(name)
     with scratch_broker(base or load_settings(), workdir) as settings:
         yield settings, workdir
+
+
+@contextmanager
+def platform_airflow(
+    settings: Settings, unpause: tuple[str, ...], say: Callable[[str], None], schedules: bool
+) -> Iterator[Path]:
+    """The platform's own Airflow (:mod:`adlake.local.platform`: metadata database, api-server,
+    scheduler, dag-processor, triggerer) on ``settings``' runtime and a free port, with only the
+    DAGs ``unpause`` unpaused and the scheduler's own schedules on or off (``schedules``);
+    yields the metadata database's path and stops every component on exit. Its processes
+    inherit this process's environment, set here."""
+    from adlake.local import platform
+    from adlake.local.kafka import free_port
+
+    os.environ.update(settings_env(settings))
+    os.environ["AIRFLOW__API__PORT"] = str(free_port())
+    os.environ["AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE"] = str(schedules).lower()
+    try:
+        platform.migrate(settings)
+        for component in platform.AIRFLOW_COMPONENTS:
+            platform.start_component(settings, component)
+        platform.wait_ready()
+        platform.wait_dags_parsed(settings)
+        for dag_id in unpause:
+            done = platform.run_airflow(settings, "dags", "unpause", dag_id, check=False)
+            if done.returncode:
+                raise RuntimeError(f"unpause {dag_id}: {done.stderr[-2000:]}")
+        say(f"Airflow up at {platform.airflow_url()}, {', '.join(unpause)} unpaused")
+        yield platform.airflow_home(settings) / "airflow.db"
+    finally:
+        for component in reversed(platform.AIRFLOW_COMPONENTS):
+            platform.stop_component(settings, component)
+
+
+def airflow_utc(text: str | None) -> datetime | None:
+    """A timestamp of Airflow's SQLite metadata (UTC, with or without an offset).
+
+    >>> airflow_utc("2026-11-26 02:00:01.5")
+    datetime.datetime(2026, 11, 26, 2, 0, 1, 500000, tzinfo=datetime.timezone.utc)
+    >>> airflow_utc(None) is None
+    True
+    """
+    if text is None:
+        return None
+    value = datetime.fromisoformat(text)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def process_env(settings: Settings, extra: dict[str, str] | None = None) -> dict[str, str]:

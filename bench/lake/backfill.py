@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sqlite3
 import sys
@@ -41,11 +40,9 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from adlake.apps import settings_env
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.local import platform
-from adlake.local.kafka import free_port
 from bench import harness
 from bench.harness import cores, load_average, timed
 from bench.lake import scale
@@ -58,20 +55,6 @@ POLL_S = 10.0
 
 
 # -- the metadata database -------------------------------------------------------------------
-
-
-def _utc(text: str | None) -> datetime | None:
-    """A timestamp of Airflow's SQLite metadata (UTC, with or without an offset).
-
-    >>> _utc("2026-11-26 02:00:01.5")
-    datetime.datetime(2026, 11, 26, 2, 0, 1, 500000, tzinfo=datetime.timezone.utc)
-    >>> _utc(None) is None
-    True
-    """
-    if text is None:
-        return None
-    value = datetime.fromisoformat(text)
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _daily_dag_id() -> str:
@@ -100,16 +83,20 @@ def backfill_state(db: Path, backfill_id: int) -> dict:
         ).fetchall()
     by_run: dict[str, dict] = {r[0]: {} for r in runs}
     for run_id, task_id, state, start, end in tasks:
-        by_run[run_id][task_id] = {"state": state, "start": _utc(start), "end": _utc(end)}
+        by_run[run_id][task_id] = {
+            "state": state,
+            "start": harness.airflow_utc(start),
+            "end": harness.airflow_utc(end),
+        }
     return {
         "completed": completed is not None,
         "runs": [
             {
                 "run_id": run_id,
-                "day": _utc(interval).date().isoformat(),
+                "day": harness.airflow_utc(interval).date().isoformat(),
                 "state": state,
-                "start": _utc(start),
-                "end": _utc(end),
+                "start": harness.airflow_utc(start),
+                "end": harness.airflow_utc(end),
                 "tasks": by_run[run_id],
             }
             for run_id, interval, state, start, end in runs
@@ -159,28 +146,6 @@ def summarize(state: dict) -> dict:
 
 
 # -- the steps -------------------------------------------------------------------------------
-
-
-def start_airflow(settings: Settings, say) -> None:
-    """The platform's Airflow on ``settings``' runtime (step 2); its processes inherit this
-    process's environment, set here."""
-    os.environ.update(settings_env(settings))
-    os.environ["AIRFLOW__API__PORT"] = str(free_port())
-    os.environ["AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE"] = "false"
-    platform.migrate(settings)
-    for component in platform.AIRFLOW_COMPONENTS:
-        platform.start_component(settings, component)
-    platform.wait_ready()
-    platform.wait_dags_parsed(settings)
-    done = platform.run_airflow(settings, "dags", "unpause", _daily_dag_id(), check=False)
-    if done.returncode:
-        raise RuntimeError(f"unpause {_daily_dag_id()}: {done.stderr[-2000:]}")
-    say(f"Airflow up at {platform.airflow_url()}, {_daily_dag_id()} unpaused")
-
-
-def stop_airflow(settings: Settings) -> None:
-    for component in reversed(platform.AIRFLOW_COMPONENTS):
-        platform.stop_component(settings, component)
 
 
 def run_backfill(settings: Settings, first: date, last: date, timeout_s: float, say) -> dict:
@@ -353,11 +318,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             rows, silver_s = timed(scale.write_days, spark, settings, (0, args.days), args)
             say(f"silver written in {silver_s:.0f} s: {rows}")
-            try:
-                start_airflow(settings, say)
+            with harness.platform_airflow(settings, (_daily_dag_id(),), say, schedules=False):
                 backfill = run_backfill(settings, first, args.last_day, args.timeout_min * 60, say)
-            finally:
-                stop_airflow(settings)
             say(
                 f"backfill: {backfill['wall_s']:.0f} s for {backfill['days']} days "
                 f"({backfill['days_per_minute']} days/min); tasks {backfill['task_seconds']}"

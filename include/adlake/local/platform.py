@@ -455,17 +455,52 @@ def clean_db_args(settings: Settings, now: datetime, dry_run: bool = False) -> l
     ]
 
 
+def prune_task_logs(settings: Settings, before: datetime, dry_run: bool = False) -> tuple[int, int]:
+    """Remove Airflow's own log files (tasks', the dag-processor's) last written before
+    ``before``, then the directories left empty: ``airflow db clean`` purges the rows, not
+    the files (``apps_supervisor`` alone leaves 1,440 a day). Returns (files, bytes) removed
+    (or that would be, with ``dry_run``).
+
+    >>> import os, tempfile
+    >>> home = Path(tempfile.mkdtemp())
+    >>> s = load_settings({"ADLAKE_RUNTIME_DIR": str(home)})
+    >>> old = airflow_home(s) / "logs" / "dag_id=d" / "run_id=r" / "attempt=1.log"
+    >>> old.parent.mkdir(parents=True); _ = old.write_text("x" * 10); os.utime(old, (0, 0))
+    >>> new = airflow_home(s) / "logs" / "dag_id=d" / "run_id=s" / "attempt=1.log"
+    >>> new.parent.mkdir(parents=True); _ = new.write_text("y")
+    >>> prune_task_logs(s, datetime(2000, 1, 1, tzinfo=UTC))
+    (1, 10)
+    >>> sorted(p.name for p in (airflow_home(s) / "logs" / "dag_id=d").iterdir())
+    ['run_id=s']
+    """
+    root, cutoff = airflow_home(settings) / "logs", before.timestamp()
+    files = size = 0
+    for path in sorted(root.rglob("*"), reverse=True) if root.exists() else []:
+        if path.is_file() and path.stat().st_mtime < cutoff:
+            files, size = files + 1, size + path.stat().st_size
+            if not dry_run:
+                path.unlink()
+        elif path.is_dir() and not dry_run and not any(path.iterdir()):
+            path.rmdir()  # children come first in reverse order: emptied ones go too
+    return files, size
+
+
 def clean_db(settings: Settings, dry_run: bool = False) -> None:
-    """Purge Airflow's metadata older than the retention (:func:`clean_db_args`). Outside any
-    task: an Airflow 3 task reaches the metadata only through the execution API, which has no
-    purge; ``make up`` runs it, and a deployment runs it daily (the runbook's cron line)."""
-    started = time.monotonic()
-    done = run_airflow(settings, *clean_db_args(settings, datetime.now(UTC), dry_run), check=False)
+    """Purge Airflow's metadata and log files older than the retention (:func:`clean_db_args`,
+    :func:`prune_task_logs`). Outside any task: an Airflow 3 task reaches the metadata only
+    through the execution API, which has no purge; ``make up`` runs it, and a deployment runs it
+    daily (the runbook's cron line)."""
+    started, now = time.monotonic(), datetime.now(UTC)
+    done = run_airflow(settings, *clean_db_args(settings, now, dry_run), check=False)
     if done.returncode != 0:
         raise SystemExit(f"[platform] airflow db clean failed:\n{done.stderr[-3000:]}")
+    files, size = prune_task_logs(
+        settings, now - timedelta(hours=settings.lake_retention_hours), dry_run
+    )
     log(
-        f"Airflow metadata older than {settings.lake_retention_hours} h "
-        f"{'listed (dry run)' if dry_run else 'purged'} in {time.monotonic() - started:.0f}s"
+        f"Airflow metadata and {files} log files ({size / 2**20:.1f} MiB) older than "
+        f"{settings.lake_retention_hours} h {'listed (dry run)' if dry_run else 'purged'} "
+        f"in {time.monotonic() - started:.0f}s"
     )
     if dry_run:
         print(done.stdout[-5000:], flush=True)
