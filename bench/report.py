@@ -57,7 +57,9 @@ SCALE_FILE = "scale.json"
 BESIDE_FILE, BACKFILL_FILE = "beside.json", "backfill.json"
 # Table maintenance after 200 hourly runs (bench.lake.maintenance), the same kind of section.
 MAINTENANCE_FILE = "maintenance.json"
-INPUT_FILES = (*FILES, SCALE_FILE, BESIDE_FILE, BACKFILL_FILE, MAINTENANCE_FILE)
+# What apps_supervisor's run every minute costs (bench.ops.supervisor), the same kind again.
+SUPERVISOR_FILE = "supervisor.json"
+INPUT_FILES = (*FILES, SCALE_FILE, BESIDE_FILE, BACKFILL_FILE, MAINTENANCE_FILE, SUPERVISOR_FILE)
 BOUNDARY_NOTE = "attribution-boundary.md"  # an analysis a benchmark may leave beside the report
 PLOTS = {
     "cdf": "latency-cdf.png",
@@ -516,6 +518,7 @@ class Inputs:
     beside: Beside | None = None
     backfill: Backfill | None = None
     maintenance: Maintenance | None = None
+    supervisor: Supervisor | None = None
     goals: list[Goal] = field(default_factory=list)
     extras: dict[str, dict] = field(default_factory=dict)  # each file's raw JSON (machine, command)
     modified: dict[str, float] = field(default_factory=dict)  # each file's mtime
@@ -556,6 +559,8 @@ def read_inputs(directory: Path) -> Inputs:
             inputs.backfill, goals = read_backfill(node)
         elif name == MAINTENANCE_FILE:
             inputs.maintenance, goals = read_maintenance(node)
+        elif name == SUPERVISOR_FILE:
+            inputs.supervisor, goals = read_supervisor(node), []
         else:
             inputs.runs, inputs.kafka_hop, goals = read_ops(node)
         inputs.goals.extend(goals)
@@ -666,6 +671,10 @@ class Maintenance:
     clicks_per_day: int
     states: dict[str, MaintenanceState]  # "first", "without", "after"
     maintenance_s: float
+    # gold's key point read: label → (files, files opened, read s); absent in older runs
+    clustering: dict[str, tuple[float, float, float]] | None = None
+    clustering_key: str | None = None
+    zorder_s: float | None = None
 
 
 def read_maintenance(node: Node) -> tuple[Maintenance, list[Goal]]:
@@ -683,13 +692,67 @@ def read_maintenance(node: Node) -> tuple[Maintenance, list[Goal]]:
             state.num("view_refresh_s"),
             state.num("load_average"),
         )
+    clustering, key, zorder_s = None, None, None
+    if node.has("clustering"):
+        c = node.get("clustering")
+        clustering = {
+            label: (c.get(k).num("files"), c.get(k).num("files_opened"), c.get(k).num("read_s"))
+            for label, k in (
+                ("one file a day (after maintenance)", "one_file_a_day"),
+                (f"{int(c.num('files_per_day'))} files a day, unclustered", "spread"),
+                (f"{int(c.num('files_per_day'))} files a day, ZORDER BY key", "zordered"),
+            )
+        }
+        key, zorder_s = c.text("key"), c.get("zordered").num("optimize_s")
     maintenance = Maintenance(
         int(node.num("hours")),
         int(node.num("clicks_per_day")),
         states,
         node.num("maintenance_s"),
+        clustering,
+        key,
+        zorder_s,
     )
     return maintenance, [Goal.read("maintenance", g) for g in node.items("goals")]
+
+
+@dataclass(frozen=True)
+class Supervisor:
+    """``supervisor.json``: one ``apps_supervisor`` run's cost and the interval's trade-off."""
+
+    runs: int
+    window_s: float
+    per_run: dict[str, float]  # airflow_cpu_s, machine_cpu_s, rows, db_bytes, log_bytes
+    due_to_done_s: tuple[float, float]  # median, max
+    trade_off: list[dict[str, float]]
+    clean_db: dict[str, tuple[float, float]]  # table: rows before, after clean-db
+
+
+def read_supervisor(node: Node) -> Supervisor:
+    run, timing = node.get("per_run"), node.get("timing").get("due_to_done_s")
+    columns = (
+        "interval_min",
+        "runs_per_day",
+        "airflow_cpu_s_per_day",
+        "cpu_share_of_cores",
+        "rows_per_day",
+        "log_mib_per_day",
+        "restart_wait_max_s",
+    )
+    return Supervisor(
+        int(node.num("runs")),
+        node.num("window_s"),
+        {
+            k: run.num(k)
+            for k in ("airflow_cpu_s", "machine_cpu_s", "rows", "db_bytes", "log_bytes")
+        },
+        (timing.num("median"), timing.num("max")),
+        [{k: row.num(k) for k in columns} for row in node.items("trade_off")],
+        {
+            name: tuple(node.get("clean_db").numbers(name, 2))
+            for name in ("dag_run", "task_instance", "log")
+        },
+    )
 
 
 def fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
@@ -1222,6 +1285,72 @@ def maintenance_section(m: Maintenance | None) -> str:
             ],
         ),
     ]
+    if m.clustering:
+        out += [
+            "",
+            f"Clustering gold on its key (`{m.clustering_key}`): one key's read over every day, "
+            "the files whose min/max statistics admit the key (what Delta's data skipping "
+            "opens) and its median time; then each day spread over several files as a day too "
+            "big for one is, and `OPTIMIZE … ZORDER BY` at that file size "
+            f"({fmt(m.zorder_s, ' s')}).",
+            "",
+            table(
+                ["gold's layout", "files", "files opened", "read"],
+                [
+                    [label, fmt(files, digits=0), fmt(opened, digits=0), fmt(read, " s", 2)]
+                    for label, (files, opened, read) in m.clustering.items()
+                ],
+            ),
+        ]
+    return "\n".join(out)
+
+
+def supervisor_section(sv: Supervisor | None) -> str:
+    out = ["## The supervisor's runs (`supervisor.json`)", ""]
+    if sv is None:
+        return "\n".join(
+            out + [f"Not in this run: `make bench-supervisor` writes `{SUPERVISOR_FILE}`."]
+        )
+    run = sv.per_run
+    out += [
+        f"`apps_supervisor` every minute on the platform's Airflow, {sv.runs} runs in "
+        f"{fmt(sv.window_s, ' s', 0)}, against as long with every DAG paused. One run: "
+        f"{fmt(run['airflow_cpu_s'], ' CPU s', 2)} in Airflow's processes "
+        f"({fmt(run['machine_cpu_s'], ' s', 2)} on the machine), "
+        f"{fmt(run['rows'], ' rows', 0)} in the metadata database "
+        f"({fmt(run['db_bytes'] / 1024, ' KiB')}), {fmt(run['log_bytes'] / 1024, ' KiB')} of "
+        f"task log; due to done {fmt(sv.due_to_done_s[0], ' s')} median, "
+        f"{fmt(sv.due_to_done_s[1], ' s')} max. `platform clean-db` at retention 0 left "
+        + ", ".join(
+            f"{name} {fmt(a, digits=0)} of {fmt(b, digits=0)}"
+            for name, (b, a) in sv.clean_db.items()
+        )
+        + ".",
+        "",
+        table(
+            [
+                "interval",
+                "runs a day",
+                "CPU a day",
+                "share of the cores",
+                "rows a day",
+                "task log a day",
+                "a crashed app waits up to",
+            ],
+            [
+                [
+                    fmt(row["interval_min"], " min", 0),
+                    fmt(row["runs_per_day"], digits=0),
+                    fmt(row["airflow_cpu_s_per_day"] / 60, " CPU min", 0),
+                    fmt(row["cpu_share_of_cores"] * 100, " %", 2),
+                    fmt(row["rows_per_day"], digits=0),
+                    fmt(row["log_mib_per_day"], " MiB"),
+                    fmt(row["restart_wait_max_s"], " s", 0),
+                ]
+                for row in sv.trade_off
+            ],
+        ),
+    ]
     return "\n".join(out)
 
 
@@ -1352,6 +1481,8 @@ def render(inputs: Inputs, plots: Mapping[str, str], out: Path, command: str | N
         + failures(inputs, BACKFILL_FILE),
         "",
         maintenance_section(inputs.maintenance) + failures(inputs, MAINTENANCE_FILE),
+        "",
+        supervisor_section(inputs.supervisor) + failures(inputs, SUPERVISOR_FILE),
     ]
     if (out / BOUNDARY_NOTE).is_file():
         parts += [

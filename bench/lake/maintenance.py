@@ -161,6 +161,70 @@ class Simulation:
         return start, end
 
 
+def clustering(spark, settings: Settings, repeats: int, files_per_day: int = 8) -> dict:
+    """Whether clustering gold on its key pays: a read of one page over every day (the key's
+    point read), the files it must open (those whose ``page_id`` min/max stats admit the page:
+    Delta's data skipping) and its time, on gold as maintenance leaves it (one file a day), then
+    with each day rewritten into ``files_per_day`` files as a day too big for one file is
+    (unclustered: rows spread at random), then after ``OPTIMIZE … ZORDER BY (page_id)`` with
+    files of that size. Gold's data is unchanged throughout (every rewrite is ``dataChange``
+    false or replaces a day by itself)."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    from spark_apps.lake import maintenance
+    from spark_apps.lake.tables import delta_snapshot, read_table, table_path
+
+    path = table_path(settings, GOLD)
+    key = registry.table(GOLD).keys[0]
+    page = read_table(spark, settings, GOLD).groupBy(key).count().orderBy("count").first()[key]
+
+    def measure() -> dict:
+        files = DataFrame(delta_snapshot(spark, path).allFiles().toDF(), spark)
+        bounds = files.select(
+            F.get_json_object("stats", f"$.minValues.{key}").alias("lo"),
+            F.get_json_object("stats", f"$.maxValues.{key}").alias("hi"),
+        )
+        opened = bounds.where((F.col("lo") <= page) & (F.col("hi") >= page)).count()
+
+        def read() -> object:
+            return read_table(spark, settings, GOLD).where(F.col(key) == page).count()
+
+        return {"files": files.count(), "files_opened": opened, "read_s": median_s(read, repeats)}
+
+    one_file = measure()
+    days = gold_partitions(spark, settings)["partitions"]
+    day_bytes = maintenance.live(spark, path)[1] // max(days, 1)
+    bucket = (F.rand(7) * files_per_day).cast("int")  # a day's rows spread over its files
+    (
+        read_table(spark, settings, GOLD)
+        .repartition(files_per_day * days, "event_date", bucket)
+        .write.format("delta")
+        .mode("overwrite")
+        .option("dataChange", "false")
+        .partitionBy(*registry.table(GOLD).partition_by)
+        .save(path)
+    )
+    spread = measure()
+    target = max(day_bytes // files_per_day, 1024)
+    spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(target))
+    started = time.monotonic()
+    try:
+        spark.sql(f"OPTIMIZE delta.`{path}` ZORDER BY ({key})").collect()
+    finally:
+        spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+    zorder_s = round(time.monotonic() - started, 1)
+    return {
+        "key": key,
+        "page": page,
+        "files_per_day": files_per_day,
+        "max_file_bytes": target,
+        "one_file_a_day": one_file,
+        "spread": spread,
+        "zordered": {**measure(), "optimize_s": zorder_s},
+    }
+
+
 def retention(spark, settings: Settings, interval: str) -> None:
     """Delta's own minimum retention (``delta.deletedFileRetentionDuration``) on the tables."""
     for name in TABLES:
@@ -255,6 +319,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     retention(spark, settings, "interval 1 weeks")
     after = sim.measure(args.repeats)
     say(f"maintenance in {maintenance_s} s; after it: {after}")
+    clustered = clustering(spark, settings, args.repeats)
+    say(f"clustering: {clustered}")
     report = {
         "hours": args.hours,
         "rows_per_day": args.rows_per_day,
@@ -266,6 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "maintenance_s": maintenance_s,
         "maintenance": [{k: r[k] for k in ("table", "detail", "seconds")} for r in rows],
         "goals": goals(first, after),
+        "clustering": clustered,
         "cores": cores(),
         "seconds": round(time.monotonic() - began, 1),
     }

@@ -484,6 +484,40 @@ def maintenance_json() -> dict:
         "after": state(1, 1, 9e6, 9.5e6, 0.45, 2.1),
         "maintenance_s": 31.5,
         "goals": [goal("files per gold day-partition after maintenance", True)],
+        "clustering": {
+            "key": "page_id",
+            "files_per_day": 8,
+            "one_file_a_day": {"files": 9, "files_opened": 9, "read_s": 0.3},
+            "spread": {"files": 72, "files_opened": 72, "read_s": 0.9},
+            "zordered": {"files": 72, "files_opened": 10, "read_s": 0.35, "optimize_s": 12.0},
+        },
+    }
+
+
+def supervisor_json() -> dict:
+    return {
+        "runs": 5,
+        "window_s": 300,
+        "per_run": {
+            "airflow_cpu_s": 4.5,
+            "machine_cpu_s": 5.0,
+            "rows": 12,
+            "db_bytes": 8192,
+            "log_bytes": 2048,
+        },
+        "timing": {"due_to_done_s": {"median": 6.0, "max": 9.0}},
+        "trade_off": [
+            {
+                "interval_min": 1,
+                "runs_per_day": 1440,
+                "airflow_cpu_s_per_day": 6480,
+                "cpu_share_of_cores": 0.0375,
+                "rows_per_day": 17280,
+                "log_mib_per_day": 2.8,
+                "restart_wait_max_s": 69,
+            }
+        ],
+        "clean_db": {"dag_run": [6, 1], "task_instance": [6, 1], "log": [40, 0]},
     }
 
 
@@ -495,6 +529,8 @@ def test_table_maintenance_has_its_section_and_plot_when_run(tmp_path):
     assert "| 200 hours, no maintenance | 22.5, 24 | 9.0 MB | 60.0 MB | 6.67× | 1.50 s |" in part
     assert "| 200 hours and maintenance | 1.0, 1 | 9.0 MB | 9.5 MB | 1.06× | 0.45 s |" in part
     assert "| maintenance | files per gold day-partition after maintenance |" in report
+    assert "| 8 files a day, ZORDER BY key | 72 | 10 | 0.35 s |" in part
+    assert "(`page_id`)" in part and "at that file size (12.0 s)" in part
     png = tmp_path / "out" / bench_report.ALL_PLOTS["maintenance"]
     assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 10_000
 
@@ -502,3 +538,19 @@ def test_table_maintenance_has_its_section_and_plot_when_run(tmp_path):
     report = build(tmp_path / "in", tmp_path / "out").read_text()
     assert "`make bench-maintenance` writes `maintenance.json`" in report
     assert "Not in this run (no maintenance.json): `make bench-maintenance`." in report
+
+
+def test_the_supervisor_runs_have_their_section_when_run(tmp_path):
+    files = {**synthetic(), "supervisor.json": supervisor_json()}
+    report = build(write(tmp_path / "in", files), tmp_path / "out").read_text()
+
+    part = section(report, "The supervisor's runs")
+    assert "5 runs in 300 s" in part and "4.50 CPU s" in part and "12 rows" in part
+    assert "| 1 min | 1,440 | 108 CPU min | 3.75 % | 17,280 | 2.8 MiB | 69 s |" in part
+    assert "dag_run 1 of 6, task_instance 1 of 6, log 0 of 40" in part
+
+    (tmp_path / "in" / "supervisor.json").unlink()
+    report = build(tmp_path / "in", tmp_path / "out").read_text()
+    assert "`make bench-supervisor` writes `supervisor.json`" in section(
+        report, "The supervisor's runs"
+    )
