@@ -11,6 +11,7 @@ parse time; :meth:`Schema.spark` imports PySpark only when called.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -133,12 +134,89 @@ class Knob:
     type: str  # "integer", "number", "string" or "boolean" (JSON Schema types, as Params use)
     default: int | float | str | bool | None  # None: the form may leave it empty
     description: str
+    # An integer or number knob has both, finite: a value outside them (or NaN, infinite, a
+    # boolean) is refused wherever one arrives: the form's schema, the apps' requests, the flags.
     minimum: float | None = None
+    maximum: float | None = None
     choices: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.type in ("integer", "number"):
+            lo, hi = self.minimum, self.maximum
+            if not (_finite(lo) and _finite(hi) and lo <= hi):  # type: ignore[operator]
+                raise ValueError(
+                    f"knob {self.name}: a {self.type} knob needs a finite minimum and maximum, "
+                    f"the minimum not above the maximum; got {lo} and {hi}"
+                )
+        if self.default is not None:
+            self.parse(self.default)
 
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
+
+    def parse(self, value: object) -> int | float | str | bool:
+        """``value`` as the knob's type (from a string too, as a form or a flag gives it),
+        checked against its range or choices; ValueError saying why, with the value and what is
+        allowed (the caller names the knob).
+
+        >>> Knob("n", "integer", 1, "", minimum=0, maximum=10).parse("7")
+        7
+        >>> Knob("n", "integer", 1, "", minimum=0, maximum=10).parse(11)
+        Traceback (most recent call last):
+        ...
+        ValueError: 11 is out of range: allowed integers from 0 to 10
+        >>> Knob("x", "number", 1.0, "", minimum=0.001, maximum=60).parse("nan")
+        Traceback (most recent call last):
+        ...
+        ValueError: 'nan' is not a valid number: allowed numbers from 0.001 to 60
+        """
+        if self.type in ("integer", "number"):
+            allowed = f"allowed {self.type}s from {_bound(self.minimum)} to {_bound(self.maximum)}"
+            number = _number(value, self.type == "integer")
+            if number is None:
+                raise ValueError(f"{_shown(value)} is not a valid {self.type}: {allowed}")
+            if not self.minimum <= number <= self.maximum:  # type: ignore[operator]
+                raise ValueError(f"{_shown(value)} is out of range: {allowed}")
+            return number
+        if not isinstance(value, bool if self.type == "boolean" else str):
+            raise ValueError(f"{_shown(value)} is not a valid {self.type}")
+        if self.choices and value not in self.choices:
+            raise ValueError(
+                f"{_shown(value)} is not valid: allowed values are {', '.join(self.choices)}"
+            )
+        return value
+
+
+def _finite(bound: object) -> bool:
+    return isinstance(bound, (int, float)) and not isinstance(bound, bool) and math.isfinite(bound)
+
+
+def _number(value: object, integer: bool) -> int | float | None:
+    """``value`` as an int (``integer``) or a finite float; None for a boolean, NaN, an
+    infinity, a fraction where an integer is wanted, an int too large for a float, or text that
+    is none of these."""
+    if isinstance(value, bool):
+        return None
+    try:
+        if integer:
+            if isinstance(value, float) and not value.is_integer():
+                return None
+            return int(value)  # type: ignore[call-overload]
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _bound(bound: float | None) -> str:
+    return str(int(bound)) if float(bound).is_integer() else repr(float(bound))  # type: ignore[arg-type]
+
+
+def _shown(value: object) -> str:
+    """``value``'s repr, cut short: a refusal names what it refused without echoing a page."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 TRIGGERS = ("realtime", "processing_time")

@@ -121,6 +121,8 @@ MAINTENANCE_PARAMS = (
         "VACUUM keeps files removed within this many hours; empty: the configuration's "
         "(ADLAKE_LAKE_RETENTION_HOURS). Less than any reader needs is refused",
         minimum=0,
+        # ten years, the most ADLAKE_LAKE_RETENTION_HOURS takes
+        maximum=10 * 365 * 24,
     ),
     Knob("tables", "string", "all", "comma-separated tables, or all"),
 )
@@ -283,6 +285,8 @@ APPS: dict[str, App] = {
                     300.0,
                     "attribution window: partners match within it, a request closes at its end",
                     minimum=0.001,
+                    # a day: a request's partners arrive within seconds to minutes of it
+                    maximum=86_400,
                 ),
                 Knob(
                     "skew_s",
@@ -290,6 +294,8 @@ APPS: dict[str, App] = {
                     10.0,
                     "how far an item may precede its partner and still match",
                     minimum=0,
+                    # an hour of clock skew between the services that log the events
+                    maximum=3_600,
                 ),
                 Knob(
                     "lateness_s",
@@ -297,6 +303,8 @@ APPS: dict[str, App] = {
                     30.0,
                     "watermark delay on the Kafka timestamp",
                     minimum=0,
+                    # a day: everything arriving later than that is an orphan anyway
+                    maximum=86_400,
                 ),
                 Knob(
                     "ttl_s",
@@ -304,6 +312,8 @@ APPS: dict[str, App] = {
                     3600.0,
                     "lifetime bound of a key's state (safety net; more than 2 windows + lateness)",
                     minimum=0,
+                    # a week: more than 2 windows + lateness at their maximums (3 days)
+                    maximum=7 * 86_400,
                 ),
                 Knob(
                     "engine",
@@ -350,6 +360,9 @@ APPS: dict[str, App] = {
                     SURGE_THRESHOLD,
                     "a window surges when its click count is greater than this",
                     minimum=0,
+                    # ten million clicks on one page in one 5-second window: far above what
+                    # the platform ingests, and well inside the long count it is compared with
+                    maximum=10_000_000,
                 ),
             ),
             # update output mode and one aggregation in both modes: open windows keep their

@@ -378,19 +378,26 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+_RETENTION = next(k for k in registry.MAINTENANCE_PARAMS if k.name == "retention_hours")
+
+
 def _hours(text: str) -> int | None:
-    """``--retention-hours``: whole hours, 0 or more; empty or ``None`` (an empty form field)
-    for the configuration's.
+    """``--retention-hours``: whole hours within the form field's range (the registry's knob);
+    empty or ``None`` (an empty form field) for the configuration's.
 
     >>> _hours("336"), _hours("None"), _hours("")
     (336, None, None)
+    >>> _hours("-1")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: '-1' is out of range: allowed integers from 0 to 87600
     """
     if text.strip() in ("", "None"):
         return None
-    hours = int(text)
-    if hours < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return hours
+    try:
+        return _RETENTION.parse(text)  # type: ignore[return-value]
+    except ValueError as refused:
+        raise argparse.ArgumentTypeError(str(refused)) from None
 
 
 def main(argv: list[str] | None = None) -> int:

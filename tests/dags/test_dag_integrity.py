@@ -177,6 +177,8 @@ def test_maintenance_runs_daily_with_a_form_of_dry_run_retention_and_tables(dagb
     # Empty means the configuration's retention; a negative one is not a valid form.
     assert params.get_param("retention_hours").schema["type"] == ["integer", "null"]
     assert params.get_param("retention_hours").schema["minimum"] == 0
+    # ten years at most, as ADLAKE_LAKE_RETENTION_HOURS
+    assert params.get_param("retention_hours").schema["maximum"] == 87_600
     (task,) = dag.tasks
     args = task.application_args
     for flag in ("--dry-run", "--retention-hours", "--tables"):
@@ -196,6 +198,21 @@ def test_app_dags_have_a_typed_form(dagbag):
         for knob in app.knobs:
             assert params.get_param(knob.name).schema["type"] == knob.type
             assert params[knob.name] == knob.default
+            if knob.type in ("integer", "number"):
+                schema = params.get_param(knob.name).schema
+                assert (schema["minimum"], schema["maximum"]) == (knob.minimum, knob.maximum)
+
+
+def test_a_form_refuses_a_knob_above_its_maximum(dagbag):
+    from airflow.sdk.exceptions import ParamValidationError
+
+    window = dagbag.dags["app_attribution"].params.get_param("window_s")
+    assert window.resolve(value=86_400) == 86_400
+    with pytest.raises(ParamValidationError, match="86400"):
+        window.resolve(value=86_401)
+    threshold = dagbag.dags["app_click_surge"].params.get_param("threshold")
+    with pytest.raises(ParamValidationError):
+        threshold.resolve(value=10**30)
 
 
 def test_supervisor_runs_every_minute_one_at_a_time(dagbag):

@@ -195,13 +195,80 @@ def test_knobs_are_typed_checked_and_completed_with_defaults():
             "unknown knob 'treshold' for click_surge: allowed knobs are threshold",
         ),
         ("click_surge", {"threshold": 2.5}, "2.5 is not a valid integer"),
-        ("click_surge", {"threshold": -1}, "below its minimum 0"),
+        ("click_surge", {"threshold": -1}, "-1 is out of range: allowed integers from 0 to"),
         ("attribution", {"engine": "scala"}, "allowed values are jvm, python"),
     ]:
         with pytest.raises(apps.InvalidRequest, match=message):
             apps.check_knobs(app, knobs)
     with pytest.raises(apps.InvalidRequest, match="allowed apps are attribution, click_surge"):
         apps.check_knobs("bronze", {})
+
+
+WINDOW = "allowed numbers from 0.001 to 86400"
+THRESHOLD = "allowed integers from 0 to 10000000"
+
+
+@pytest.mark.parametrize(
+    "app, knobs, refusal",
+    [
+        # NaN compares false with any bound: it once reached the app and crashed its start
+        ("attribution", {"window_s": float("nan")}, f"nan is not a valid number: {WINDOW}"),
+        ("attribution", {"window_s": "NaN"}, f"'NaN' is not a valid number: {WINDOW}"),
+        ("attribution", {"window_s": float("inf")}, f"inf is not a valid number: {WINDOW}"),
+        ("attribution", {"window_s": "-inf"}, f"'-inf' is not a valid number: {WINDOW}"),
+        # a float form of a huge integer is infinite
+        ("attribution", {"window_s": "1e400"}, f"'1e400' is not a valid number: {WINDOW}"),
+        # too large for a float: once an OverflowError, not a refusal
+        ("attribution", {"window_s": 10**400}, f"is not a valid number: {WINDOW}"),
+        ("attribution", {"window_s": True}, f"True is not a valid number: {WINDOW}"),
+        ("attribution", {"window_s": 86_401}, f"86401 is out of range: {WINDOW}"),
+        ("attribution", {"ttl_s": 7 * 86_400 + 1}, "604801 is out of range: allowed numbers"),
+        ("attribution", {"skew_s": 3_601}, "3601 is out of range: allowed numbers from 0 to 3600"),
+        ("attribution", {"lateness_s": -1}, "-1 is out of range: allowed numbers from 0 to 86400"),
+        ("click_surge", {"threshold": float("inf")}, f"inf is not a valid integer: {THRESHOLD}"),
+        ("click_surge", {"threshold": False}, f"False is not a valid integer: {THRESHOLD}"),
+        ("click_surge", {"threshold": 10**30}, f"{10**30} is out of range: {THRESHOLD}"),
+        ("click_surge", {"threshold": "10000001"}, f"'10000001' is out of range: {THRESHOLD}"),
+    ],
+)
+def test_a_knob_out_of_its_finite_range_is_refused_naming_knob_value_and_range(app, knobs, refusal):
+    (name,) = knobs
+    with pytest.raises(apps.InvalidRequest) as refused:
+        apps.check_knobs(app, knobs)
+    assert str(refused.value).startswith(f"knob {name} of {app}: ")
+    assert refusal in str(refused.value)
+
+
+def test_a_knob_at_either_end_of_its_range_is_taken():
+    assert apps.check_knobs("attribution", {"window_s": 0.001})["window_s"] == 0.001
+    assert apps.check_knobs("attribution", {"window_s": "86400"})["window_s"] == 86_400.0
+    assert apps.check_knobs("click_surge", {"threshold": 10_000_000.0}) == {"threshold": 10_000_000}
+
+
+def test_make_ups_set_refuses_a_knob_its_app_would_refuse_before_anything_starts():
+    from adlake.local.platform import parse_knobs
+
+    assert parse_knobs(["attribution.window_s=60", "click_surge.threshold=50"]) == {
+        "attribution": {"window_s": 60.0},
+        "click_surge": {"threshold": 50},
+    }
+    for pair, refusal in [
+        ("attribution.window_s=nan", f"'nan' is not a valid number: {WINDOW}"),
+        ("click_surge.threshold=10000001", f"'10000001' is out of range: {THRESHOLD}"),
+    ]:
+        app, knob = pair.split("=")[0].split(".")
+        with pytest.raises(ValueError) as refused:
+            parse_knobs([pair])
+        assert str(refused.value) == f"--set {pair}: knob {knob} of {app}: {refusal}"
+
+
+def test_a_stored_knob_out_of_range_falls_back_to_the_default(settings):
+    # a desired state written before the bounds (NaN is valid JSON to Python) is read back safe
+    path = settings.apps_dir / "attribution.desired.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"state": "running", "knobs": {"window_s": NaN, "lateness_s": 1e999}}')
+    knobs = apps.read_desired(settings, "attribution").knobs
+    assert (knobs["window_s"], knobs["lateness_s"]) == (300.0, 30.0)
 
 
 def test_the_app_gets_its_trigger_and_every_knob_as_flags_never_a_checkpoint():

@@ -1,3 +1,5 @@
+import math
+
 import pytest
 
 from adlake import registry
@@ -26,7 +28,7 @@ def test_an_apps_timer_driven_records_are_record_types_of_its_outputs():
 
 
 def test_an_app_declaration_names_its_own_knobs_and_the_triggers():
-    knob = registry.Knob("window_s", "number", 1.0, "a window")
+    knob = registry.Knob("window_s", "number", 1.0, "a window", minimum=0.001, maximum=60)
     with pytest.raises(ValueError, match="no knob 'engine'"):
         registry.App("x", "ops", "m", (), (), knobs=(knob,), checkpoint_knobs=("engine",))
     with pytest.raises(ValueError, match="no knob 'lag_s'"):
@@ -92,3 +94,59 @@ def test_silver_tables_extend_their_topic_with_bronze_coordinates():
     assert silver.schema.names[:6] == registry.topic("ad_callbacks").schema.names
     assert set(registry.BRONZE_COORDINATES) <= set(silver.schema.names)
     assert silver.keys == ("callback_id",) and silver.partition_by == ("event_date",)
+
+
+def every_knob():
+    """Every knob of the registry: the apps' and the jobs' trigger forms."""
+    for app in registry.APPS.values():
+        yield from app.knobs
+    for job in registry.JOBS.values():
+        yield from job.params
+
+
+def test_every_numeric_knob_has_a_finite_range_that_holds_its_default():
+    numeric = [k for k in every_knob() if k.type in ("integer", "number")]
+    assert {k.name for k in numeric} >= {"window_s", "ttl_s", "threshold", "retention_hours"}
+    for knob in numeric:
+        assert math.isfinite(knob.minimum) and math.isfinite(knob.maximum), knob.name
+        assert knob.minimum <= knob.maximum, knob.name
+        assert knob.default is None or knob.minimum <= knob.default <= knob.maximum, knob.name
+
+
+def test_attributions_ttl_range_covers_its_safety_net_at_the_other_knobs_maximums():
+    # ttl_s must exceed 2 windows + lateness (AttributionConfig): at their maximums too
+    app = registry.APPS["attribution"]
+    window, lateness = app.knob("window_s").maximum, app.knob("lateness_s").maximum
+    assert app.knob("ttl_s").maximum > 2 * window + lateness
+
+
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        {},
+        {"minimum": 0},
+        {"maximum": 10},
+        {"minimum": 0, "maximum": math.inf},
+        {"minimum": 5, "maximum": 1},
+    ],
+)
+def test_a_numeric_knob_without_a_finite_range_is_not_declared(bounds):
+    with pytest.raises(ValueError, match="needs a finite minimum and maximum"):
+        registry.Knob("n", "integer", None, "a count", **bounds)
+
+
+def test_a_knobs_default_must_be_a_value_it_takes():
+    with pytest.raises(ValueError, match="11 is out of range: allowed integers from 0 to 10"):
+        registry.Knob("n", "integer", 11, "a count", minimum=0, maximum=10)
+    with pytest.raises(ValueError, match="allowed values are a, b"):
+        registry.Knob("s", "string", "c", "a choice", choices=("a", "b"))
+
+
+def test_the_maintenance_retention_is_bounded_by_what_the_configuration_takes():
+    from adlake.config import ConfigError, load_settings
+
+    (knob,) = [k for k in registry.MAINTENANCE_PARAMS if k.name == "retention_hours"]
+    top = int(knob.maximum)
+    assert load_settings({"ADLAKE_LAKE_RETENTION_HOURS": str(top)}).lake_retention_hours == top
+    with pytest.raises(ConfigError):
+        load_settings({"ADLAKE_LAKE_RETENTION_HOURS": str(top + 1)})

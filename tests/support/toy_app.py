@@ -47,7 +47,11 @@ TOY = App(
     dlq="page_clicks_dlq",
     description="Echoes every page click (a test's toy app).",
     default_trigger="processing_time",
-    knobs=(Knob("hold_s", "number", 2.0, "how long an echo is held in state", minimum=0),),
+    knobs=(
+        Knob(
+            "hold_s", "number", 2.0, "how long an echo is held in state", minimum=0, maximum=3_600
+        ),
+    ),
     same_checkpoint_switches=(("processing_time", "realtime"), ("realtime", "processing_time")),
     timer_driven=("expired",),
     state=StateClose(

@@ -409,6 +409,8 @@ def knob_param(knob: registry.Knob) -> Param:
     extra = {"enum": list(knob.choices)} if knob.choices else {}
     if knob.minimum is not None:
         extra["minimum"] = knob.minimum
+    if knob.maximum is not None:
+        extra["maximum"] = knob.maximum
     kind = knob.type if knob.default is not None else [knob.type, "null"]
     return Param(knob.default, type=kind, description=knob.description, **extra)
 

@@ -288,27 +288,19 @@ def check_knobs(app: str, knobs: Mapping[str, object] | None) -> dict[str, objec
 
 
 def _knob_value(app: str, knob: registry.Knob, value: object) -> object:
-    where = f"knob {knob.name} of {app}"
+    """``value`` as ``knob`` takes it (:meth:`registry.Knob.parse`: its type, its range or
+    choices); a refusal names the knob, the value and what is allowed.
+
+    >>> _knob_value("attribution", registry.APPS["attribution"].knob("window_s"), float("nan"))
+    Traceback (most recent call last):
+    ...
+    adlake.apps.InvalidRequest: knob window_s of attribution: nan is not a valid number: allowed \
+numbers from 0.001 to 86400
+    """
     try:
-        if knob.type == "integer":
-            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-                raise ValueError
-            value = int(value)  # type: ignore[arg-type]
-        elif knob.type == "number":
-            if isinstance(value, bool):
-                raise ValueError
-            value = float(value)  # type: ignore[arg-type]
-        elif not isinstance(value, str):
-            raise ValueError
-    except (TypeError, ValueError):
-        raise InvalidRequest(f"{where}: {value!r} is not a valid {knob.type}") from None
-    if knob.choices and value not in knob.choices:
-        raise InvalidRequest(
-            f"{where}: {value!r} is not valid: allowed values are {', '.join(knob.choices)}"
-        )
-    if knob.minimum is not None and value < knob.minimum:  # type: ignore[operator]
-        raise InvalidRequest(f"{where}: {value!r} is below its minimum {knob.minimum:g}")
-    return value
+        return knob.parse(value)
+    except ValueError as refused:
+        raise InvalidRequest(f"knob {knob.name} of {app}: {refused}") from None
 
 
 # -- desired state -------------------------------------------------------------------------------

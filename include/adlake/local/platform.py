@@ -296,15 +296,18 @@ def trigger_app(settings: Settings, app: str, action: str, knobs: dict | None = 
 
 
 def parse_knobs(pairs: list[str]) -> dict[str, dict]:
-    """``["click_surge.threshold=50"]`` → ``{"click_surge": {"threshold": 50}}``, typed by the
-    registry's knob declaration."""
+    """``["click_surge.threshold=50"]`` → ``{"click_surge": {"threshold": 50}}``, typed and
+    checked by the registry's knob declaration: ValueError naming the pair, before anything
+    starts, for a value the app's form would refuse (NaN, out of its range, not a choice)."""
     out: dict[str, dict] = {}
     for pair in pairs:
         target, _, text = pair.partition("=")
         app_name, _, knob_name = target.partition(".")
         knob = registry.app(app_name).knob(knob_name)
-        value = {"integer": int, "number": float, "string": str}[knob.type](text)
-        out.setdefault(app_name, {})[knob_name] = value
+        try:
+            out.setdefault(app_name, {})[knob_name] = knob.parse(text)
+        except ValueError as refused:
+            raise ValueError(f"--set {pair}: knob {knob_name} of {app_name}: {refused}") from None
     return out
 
 
@@ -544,8 +547,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     settings = load_settings()
+    try:
+        knobs = parse_knobs(args.set)
+    except ValueError as refused:
+        parser.error(str(refused))
     if args.command == "up":
-        up(settings, start_apps=not args.no_apps, knobs=parse_knobs(args.set))
+        up(settings, start_apps=not args.no_apps, knobs=knobs)
     elif args.command == "down":
         down(settings)
     elif args.command == "pool":

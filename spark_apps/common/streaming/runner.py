@@ -144,9 +144,10 @@ def parse_args(spec: StreamingApp, argv: list[str] | None) -> argparse.Namespace
     parser = build_parser(spec)
     args = parser.parse_args(argv)
     for knob in spec.app.knobs:
-        value = getattr(args, knob.name)
-        if knob.minimum is not None and value < knob.minimum:
-            parser.error(f"{knob.flag} must be >= {knob.minimum:g}, got {value:g}")
+        try:
+            setattr(args, knob.name, knob.parse(getattr(args, knob.name)))
+        except ValueError as refused:
+            parser.error(f"{knob.flag}: {refused}")
     problem = spec.check(args)
     if problem:
         parser.error(problem)

@@ -109,3 +109,25 @@ def test_the_guard_names_each_reader_then_maintenance_compacts_and_removes(lake,
     assert history.where("dry_run").count() == len(tables)
     assert history.where("NOT dry_run").count() == len(tables)
     assert history.select("dag_id").distinct().first()[0] == "manual"
+
+
+@pytest.mark.parametrize(
+    "hours, refusal",
+    [
+        ("87601", "'87601' is out of range: allowed integers from 0 to 87600"),
+        ("9" * 30, f"'{'9' * 30}' is out of range: allowed integers from 0 to 87600"),
+        ("-1", "'-1' is out of range"),
+        ("nan", "'nan' is not a valid integer"),
+    ],
+)
+def test_a_retention_outside_the_forms_range_is_refused_before_spark_starts(hours, refusal, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        maintenance.parse_args(["--retention-hours", hours])
+    assert exit_.value.code == 2
+    assert f"--retention-hours: {refusal}" in capsys.readouterr().err
+
+
+def test_the_configurations_retention_is_taken_when_the_form_leaves_it_empty(monkeypatch):
+    monkeypatch.setenv("ADLAKE_LAKE_RETENTION_HOURS", "336")
+    assert maintenance.parse_args(["--retention-hours", ""]).retention_hours == 336
+    assert maintenance.parse_args(["--retention-hours", "87600"]).retention_hours == 87_600

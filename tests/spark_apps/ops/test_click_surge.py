@@ -477,7 +477,8 @@ def test_arguments_default_to_real_time_mode_and_the_default_threshold():
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--threshold", "-1"], "--threshold must be >= 0, got -1"),
+        (["--threshold", "-1"], "--threshold: -1 is out of range: allowed integers from 0 to"),
+        (["--threshold", "10000001"], "--threshold: 10000001 is out of range"),
         (["--threshold", "many"], "invalid int value: 'many'"),
         (["--trigger", "continuous"], "invalid choice: 'continuous'"),
     ],

@@ -67,7 +67,13 @@ def test_python_engine_in_real_time_mode_is_refused_before_anything_starts(capsy
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--window-s", "0"], "--window-s must be >= 0.001, got 0"),
+        (
+            ["--window-s", "0"],
+            "--window-s: 0.0 is out of range: allowed numbers from 0.001 to 86400",
+        ),
+        (["--window-s", "nan"], "--window-s: nan is not a valid number: allowed numbers from"),
+        (["--lateness-s", "inf"], "--lateness-s: inf is not a valid number: allowed numbers from"),
+        (["--skew-s", "3601"], "--skew-s: 3601.0 is out of range: allowed numbers from 0 to 3600"),
         (["--ttl-s", "60"], "ttl_ms=60000 must exceed"),
     ],
 )
