@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import shutil
 from collections import defaultdict
 from collections.abc import Iterable
@@ -27,6 +28,8 @@ from pathlib import Path
 from adlake.config import Settings
 from adlake.quality import ERROR
 from adlake.quality.results import severity_of
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -68,14 +71,28 @@ def read_run(path: Path, root: Path) -> RunSummary:
 
 def recent_runs(settings: Settings, last: int = 24) -> dict[str, list[RunSummary]]:
     """Per table, its ``last`` validations, newest first. Only those files are read: the run
-    time directories (``20261121T130512.123456Z``) sort as text in time order."""
+    time directories (``20261121T130512.123456Z``) sort as text in time order. A file that is
+    not a validation result (truncated by a crash or a full disk, not JSON, another shape) is
+    skipped with a warning naming it: one bad file hides one run, not every table's page."""
     root = validations_dir(settings)
     out: dict[str, list[RunSummary]] = {}
     if not root.is_dir():
         return out
     for suite in sorted(p for p in root.iterdir() if p.is_dir()):
         files = sorted(suite.glob("*/*/*.json"), key=lambda p: p.parent.name, reverse=True)
-        out[suite.name] = [read_run(p, root) for p in files[:last]]
+        runs = out[suite.name] = []
+        for path in files:
+            if len(runs) == last:
+                break
+            try:
+                runs.append(read_run(path, root))
+            except (OSError, ValueError, LookupError, TypeError, AttributeError) as error:
+                log.warning(
+                    "skipped validation result %s: not a readable result (%s: %s)",
+                    path,
+                    type(error).__name__,
+                    error,
+                )
     return out
 
 

@@ -16,7 +16,7 @@ from fastapi.responses import FileResponse, RedirectResponse
 
 from adlake.config import Settings, load_settings
 from adlake.ui import apps, quality
-from adlake.ui.deps import static_file
+from adlake.ui.deps import plain_path, static_file
 
 
 def create_app(settings: Settings | Callable[[], Settings] | None = None) -> FastAPI:
@@ -26,7 +26,8 @@ def create_app(settings: Settings | Callable[[], Settings] | None = None) -> Fas
 
     app = FastAPI(
         title="Adlake",
-        dependencies=[Depends(get_user)],
+        # authentication first: an anonymous request learns nothing of its path's validity
+        dependencies=[Depends(get_user), Depends(plain_path)],
         docs_url=None,
         redoc_url=None,
         openapi_url=None,

@@ -14,6 +14,25 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 MEDIA_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
 
 
+# The longest name a file-system path segment can be (NAME_MAX, in bytes).
+NAME_MAX = 255
+
+
+def plain_path(request: Request) -> None:
+    """Refuse with 400 a request whose path parameters (a file's name, a path in a site) no
+    file can have: a NUL byte, or a segment over :data:`NAME_MAX` bytes, which the file system
+    would answer with an error, not a miss. The detail names the parameter, not the value."""
+    for name, value in request.path_params.items():
+        if not isinstance(value, str):
+            continue
+        if "\0" in value:
+            raise HTTPException(400, f"{name}: a path may not contain a NUL byte")
+        if any(len(part.encode()) > NAME_MAX for part in value.split("/")):
+            raise HTTPException(
+                400, f"{name}: a path segment may not be longer than {NAME_MAX} bytes"
+            )
+
+
 def current_settings(request: Request) -> Settings:
     """The settings given to :func:`adlake.ui.app.create_app` (read per request)."""
     return request.app.state.settings()

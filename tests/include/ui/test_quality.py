@@ -3,8 +3,15 @@ writes it (``store`` of the history's tests: the layout :mod:`adlake.quality.his
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
+from adlake.config import REPO_ROOT
+from adlake.quality.history import validations_dir
 from adlake.quality.project import data_docs_index
 from adlake.quality.rules import GOLD_SUITES, VIEW_SUITES
+from adlake.ui.deps import STATIC_DIR
 from tests.include.quality.test_history import at, store
 
 
@@ -114,3 +121,66 @@ def test_summary_has_the_latest_table_maintenance(user, runtime):
 
     shown = user.get("/adlake/quality/api/summary").json()["maintenance"]
     assert shown == {**run, "retention_hours": 168, "tables": [{k: row[k] for k in SHOWN}]}
+
+
+def test_summary_skips_a_result_file_that_is_not_json_and_names_it_in_the_log(
+    user, runtime, caplog
+):
+    store(runtime, "page_traffic", "lake_hourly__r13", at(13), [])
+    store(runtime, "page_traffic", "lake_hourly__r14", at(14), ["warn"])
+    store(runtime, "page_clicks_hourly", "view_page_clicks_hourly__a", at(13), [])
+    # the newest run's file cut short, as a crash or a full disk leaves it
+    (truncated,) = (validations_dir(runtime) / "page_traffic").glob("lake_hourly__r14/*/*.json")
+    truncated.write_text(truncated.read_text()[:40])
+    not_a_result = validations_dir(runtime) / "page_traffic" / "x" / "20261121T160500.000000Z"
+    not_a_result.mkdir(parents=True)
+    (not_a_result / "b.json").write_text('["valid JSON, not a result"]')
+
+    with caplog.at_level(logging.WARNING, logger="adlake.quality.history"):
+        response = user.get("/adlake/quality/api/summary", params={"last": 1})
+    assert response.status_code == 200
+    tables = {t["table"]: t for t in response.json()["tables"]}
+    # the last good run stands in for the bad ones, and the other tables are untouched
+    assert [r["run_name"] for r in tables["page_traffic"]["history"]] == ["lake_hourly__r13"]
+    assert tables["page_clicks_hourly"]["runs"] == 1
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 2
+    assert any(str(truncated) in w for w in warned)
+    assert any(str(not_a_result / "b.json") in w for w in warned)
+    # the body never says where the store is
+    assert str(runtime.runtime_dir) not in response.text
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/adlake/data-docs/index%00.html",
+        "/adlake/data-docs/%00",
+        "/adlake/data-docs/" + "a" * 256,
+        "/adlake/data-docs/validations/" + "é" * 128 + "/b.html",  # 256 bytes in UTF-8
+        "/adlake/static/quality%00.js",
+        "/adlake/static/" + "a" * 300 + ".js",
+    ],
+    ids=["nul-in-a-name", "nul-alone", "long-segment", "long-utf8-segment", "static-nul", "long"],
+)
+def test_a_path_no_file_can_have_is_a_400_that_says_no_file_system_path(user, runtime, url):
+    index = data_docs_index(runtime)
+    index.parent.mkdir(parents=True)
+    index.write_text("<html>index of runs</html>")
+    response = user.get(url)
+    assert response.status_code == 400
+    assert "path" in response.json()["detail"]
+    for where in (str(runtime.runtime_dir), str(STATIC_DIR), str(REPO_ROOT)):
+        assert where not in response.text
+
+
+def test_a_path_of_255_bytes_is_an_ordinary_miss(user, runtime):
+    index = data_docs_index(runtime)
+    index.parent.mkdir(parents=True)
+    index.write_text("<html>index of runs</html>")
+    assert user.get("/adlake/data-docs/" + "a" * 255).status_code == 404
+    assert user.get("/adlake/static/" + "a" * 252 + ".js").status_code == 404
+
+
+def test_an_anonymous_request_is_refused_before_its_path_is_judged(client):
+    assert client.get("/adlake/data-docs/%00").status_code == 401
