@@ -336,10 +336,62 @@ def test_no_secret_is_written_in_the_file(service):
             assert re.search(r"\$\{[A-Z_]+:\?", value), f"{service}: {name} = {value!r}"
 
 
-def test_the_admin_password_is_generated_not_defaulted():
+def test_the_admin_password_is_generated_never_on_a_command_line_nor_in_the_log():
     script = "\n".join(SERVICES["airflow-init"]["command"])
-    assert "adlake.local.credentials admin-password" in script
-    assert not re.search(r"--password\s+\"?(admin|airflow)", script)
+    # the command that generates it creates the user, reading it from its private file
+    assert "python -m adlake.local.credentials airflow-admin" in script
+    # not handed over as an argument, not printed (admin-password prints it), not traced
+    assert "--password" not in script and "admin-password" not in script
+    assert not re.search(r"\becho\b|\bprintf\b|set -\w*x|\bpassword=", script)
+
+
+# -- what is exposed -------------------------------------------------------------------------
+
+SPARK_MASTERS = [s for s in SPARK_SERVICES if s.endswith("-master")]
+
+
+def published(service: str) -> list[tuple[str, str]]:
+    """(host address, host port) of each published port, short or long syntax ("" address:
+    every interface)."""
+    out = []
+    for entry in SERVICES[service].get("ports", []):
+        if isinstance(entry, dict):
+            out.append((entry.get("host_ip", ""), str(entry.get("published", ""))))
+        else:
+            parts = str(entry).split(":")
+            out.append((parts[0], parts[1]) if len(parts) == 3 else ("", parts[0]))
+    return out
+
+
+def test_spark_masters_publish_their_ui_on_the_hosts_loopback_only():
+    assert {s: published(s) for s in SPARK_MASTERS} == {
+        "spark-lake-master": [("127.0.0.1", "8090")],
+        "spark-ops-master": [("127.0.0.1", "8091")],
+    }
+    for service in SPARK_SERVICES:  # workers publish nothing
+        assert all(address == "127.0.0.1" for address, _ in published(service)), service
+
+
+@pytest.mark.parametrize("service", SPARK_MASTERS)
+def test_spark_master_uis_cannot_kill_applications(service):
+    # spark.ui.killEnabled is true unless set: the master's UI, which has no login, would
+    # offer a kill link for every application and driver
+    options = env_of(service)["SPARK_MASTER_OPTS"].split()
+    assert "-Dspark.ui.killEnabled=false" in options
+    assert "spark.ui.killEnabled=true" not in COMPOSE_TEXT
+
+
+def test_the_expectations_project_is_mounted_read_only_wherever_it_is_mounted():
+    # nothing writes the committed project at run time: quality jobs copy it under the runtime
+    mounted = {}
+    for service in SERVICES:
+        for entry in SERVICES[service].get("volumes", []):
+            if isinstance(entry, dict) and entry.get("source") == "./expectations":
+                mounted[service] = bool(entry.get("read_only"))
+            elif isinstance(entry, str) and entry.split(":")[0] == "./expectations":
+                options = entry.split(":")[2] if entry.count(":") == 2 else ""
+                mounted[service] = "ro" in options.split(",")
+    assert mounted and all(mounted.values()), mounted
 
 
 def test_the_broker_accepts_the_largest_message_the_producers_send():

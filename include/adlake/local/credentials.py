@@ -5,8 +5,9 @@ only at the moment it is made:
 
 * the Airflow admin's password, under the runtime dir (``<runtime>/airflow/passwords.json``),
   in every profile: ``make up`` generates it at its first start (``local``); in the ``compose``
-  profile the ``airflow-init`` service does, on the data volume
-  (``python -m adlake.local.credentials admin-password``). There is no default password anywhere.
+  profile the ``airflow-init`` service does, on the data volume, and creates the admin with it
+  (``python -m adlake.local.credentials airflow-admin``: never on a command line, never in the
+  container's log). There is no default password anywhere.
 * the compose deployment's own secrets (Postgres, the JWT secret that signs task tokens, the
   Fernet key that encrypts connections): in ``.env`` beside ``docker-compose.yaml``, which
   Compose reads for ``${VAR}`` and git ignores. ``make compose-env`` writes it; the compose file
@@ -30,6 +31,7 @@ import json
 import os
 import secrets
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from adlake.config import REPO_ROOT, Settings, load_settings
@@ -72,6 +74,41 @@ def ensure_admin_password(settings: Settings) -> tuple[str, bool]:
     if not created and path.stat().st_mode & 0o077:
         path.chmod(PRIVATE)  # a file from before this rule, or copied with a loose umask
     return json.loads(path.read_text())[ADMIN], created
+
+
+# What the compose deployment's airflow-init tells the operator instead of the password.
+SHOW_PASSWORD_COMPOSE = (
+    "docker compose exec -u 0 airflow-apiserver python -m adlake.local.credentials admin-password"
+)
+
+
+def create_airflow_admin(
+    settings: Settings, airflow: Callable[[list[str]], None] | None = None
+) -> str:
+    """Create the Airflow admin user with :func:`ensure_admin_password`'s password (the compose
+    profile's FAB login; a user already there is left as it is) and say where the password is.
+
+    The password goes to Airflow's own ``users create``, run in this process (``airflow``, a
+    test's stand-in): never on a command line (``ps``, ``/proc/<pid>/cmdline``, the container's
+    inspect output) and never printed, so the container log does not hold it."""
+    password, _ = ensure_admin_password(settings)
+    (airflow or _airflow_cli)(
+        ["users", "create", "--role", "Admin", "--username", ADMIN, "--firstname", "Adlake"]
+        + ["--lastname", "Admin", "--email", f"{ADMIN}@adlake.invalid", "--password", password]
+    )
+    return (
+        f"[credentials] the Airflow admin is {ADMIN!r}; its password is kept in "
+        f"{passwords_path(settings)} (mode 600) and printed by: {SHOW_PASSWORD_COMPOSE}"
+    )
+
+
+def _airflow_cli(argv: list[str]) -> None:
+    """``airflow <argv>`` in this process, as Airflow's entry point runs it."""
+    from airflow import configuration  # noqa: F401  (first, as airflow.__main__ imports it)
+    from airflow.cli import cli_parser
+
+    args = cli_parser.get_parser().parse_args(argv)
+    args.func(args)
 
 
 def new_compose_secret(name: str) -> str:
@@ -122,6 +159,11 @@ def main(argv: list[str] | None = None) -> int:
         help="print the admin's password on stdout (for a script), generating it "
         "at the first call, which alone also announces it on stderr",
     )
+    sub.add_parser(
+        "airflow-admin",
+        help="create the Airflow admin user with the generated password (compose's "
+        "airflow-init), never printing it nor passing it on a command line",
+    )
     env = sub.add_parser("compose-env", help="write the compose deployment's .env")
     env.add_argument("--path", type=Path, default=COMPOSE_ENV_FILE)
     args = parser.parse_args(argv)
@@ -137,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
         print(password)
+        return 0
+    if args.command == "airflow-admin":
+        print(create_airflow_admin(load_settings()), file=sys.stderr, flush=True)
         return 0
     generated = ensure_compose_env(args.path)
     print(

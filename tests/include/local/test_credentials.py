@@ -9,6 +9,7 @@ import sys
 
 from adlake.local import credentials
 from tests.conftest import private_settings
+from tests.dags import conftest as _airflow_home  # noqa: F401  (set before Airflow is imported)
 
 
 def mode(path) -> int:
@@ -56,6 +57,35 @@ def test_the_command_announces_the_password_only_when_it_generates_it(tmp_path):
     assert password in first.stderr and "only this once" in first.stderr
     assert second.stderr == ""
     assert mode(tmp_path / "data" / "airflow" / "passwords.json") == 0o600
+
+
+def test_the_airflow_admin_gets_the_generated_password_in_process_never_shown(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("ADLAKE_PROFILE", "compose")
+    monkeypatch.setenv("ADLAKE_RUNTIME_DIR", str(tmp_path / "data"))
+    calls: list[list[str]] = []
+    # Airflow's `users create` (the FAB auth manager's, in the compose image), in this process
+    monkeypatch.setattr(credentials, "_airflow_cli", calls.append)
+    assert credentials.main(["airflow-admin"]) == 0
+    assert credentials.main(["airflow-admin"]) == 0  # an init run again: the same password
+    path = tmp_path / "data" / "airflow" / "passwords.json"
+    password = json.loads(path.read_text())[credentials.ADMIN]
+    (first, again) = calls
+    assert first == again and first[:2] == ["users", "create"]
+    assert first[first.index("--password") + 1] == password
+    assert first[first.index("--username") + 1] == credentials.ADMIN
+    shown = capsys.readouterr()
+    assert password not in shown.out + shown.err  # the container log
+    assert str(path) in shown.err and credentials.SHOW_PASSWORD_COMPOSE in shown.err
+    assert mode(path) == 0o600
+
+
+def test_airflows_commands_run_in_this_process(capsys):
+    from airflow import __version__
+
+    credentials._airflow_cli(["version"])
+    assert capsys.readouterr().out.strip() == __version__
 
 
 def test_compose_env_generates_every_secret_privately_and_keeps_existing_ones(tmp_path):
