@@ -407,6 +407,49 @@ def dag_runs(settings, dag_id: str) -> list[dict]:
     return api(settings, f"/dags/{dag_id}/dagRuns?order_by=run_after&limit=100")["dag_runs"]
 
 
+def test_down_while_a_lake_task_runs_leaves_no_process_of_the_runtime(running):
+    """``down`` while a Spark task runs (``lake_maintenance``'s dry run, triggered as a person
+    would): Airflow starts each task in a session of its own, which stopping the components'
+    process groups does not reach; ``down`` stops the task's processes too, and nothing whose
+    environment names this runtime's Airflow is left. The last test of the module: the platform
+    is down after it."""
+    from adlake.airflow.factory import MAINTENANCE_DAG_ID
+
+    settings, _ = running
+    done = platform.run_airflow(
+        settings, "dags", "trigger", MAINTENANCE_DAG_ID, "--conf", '{"dry_run": true}', check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    def submitting() -> list[int]:
+        return [
+            pid
+            for pid in platform.runtime_processes(settings)
+            if b"submit.py" in cmdline(pid) and b"java" in cmdline(pid)
+        ]
+
+    wait_for(
+        submitting,
+        300,
+        "the maintenance task's spark-submit JVM runs",
+        lambda: json.dumps(dag_runs(settings, MAINTENANCE_DAG_ID), indent=1),
+    )
+    quietly(platform.down, settings)
+    left = {
+        pid: cmdline(pid).decode(errors="replace") for pid in platform.runtime_processes(settings)
+    }
+    assert left == {}
+    assert platform_pids(settings) == dict.fromkeys(platform.AIRFLOW_COMPONENTS)
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ")
+    except OSError:
+        return b""
+
+
 def test_down_twice_leaves_nothing(tmp_path):
     """``down`` on a runtime where nothing runs says so and does nothing else."""
     settings = private_settings(tmp_path / "rt")

@@ -24,6 +24,7 @@ broker. No process is left behind; a second ``down`` finds nothing to do.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import secrets
@@ -378,6 +379,52 @@ def up(
     )
 
 
+def runtime_processes(settings: Settings) -> list[int]:
+    """Live processes of this platform's Airflow and of whatever its tasks started (a task's
+    spark-submit and its JVM): every process whose environment names this runtime's Airflow
+    home. Airflow starts each task in a session of its own, so stopping a component's process
+    group does not reach them. This process and its ancestors are left out (``make`` and the
+    CLI may carry the same variable)."""
+    marker = f"AIRFLOW_HOME={airflow_home(settings)}".encode()
+    mine, pid = set(), os.getpid()
+    while pid > 1:  # this process and its ancestors
+        mine.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        pid = int(stat[stat.rindex(")") + 2 :].split()[1])
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in mine:
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:  # gone, or not ours to read
+            continue
+        if marker in environ and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def stop_runtime_processes(settings: Settings, timeout_s: float = 30) -> list[int]:
+    """SIGTERM every :func:`runtime_processes` (a task's ``on_kill`` stops its Spark job; the
+    lake's jobs are safe to rerun from any point), SIGKILL what is left after ``timeout_s``;
+    returns the pids it found."""
+    found = runtime_processes(settings)
+    for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 10.0)):
+        left = [p for p in found if alive(p)]
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and any(alive(p) for p in left):
+            time.sleep(0.2)
+    if found:
+        log(f"stopped {len(found)} process(es) Airflow's tasks had left: {found}")
+    return found
+
+
 def down(settings: Settings) -> None:
     from adlake import apps
     from adlake.local.kafka import LocalKafka
@@ -388,8 +435,13 @@ def down(settings: Settings) -> None:
             # until Airflow stops below) does not restart what we stop.
             result = apps.act(settings, app, "stop", reason="make down")
             log(f"{app} stopped: {result.get('result', result)}")
+    # The scheduler first: no task starts once shutdown has begun. Then the tasks it started,
+    # each in a session of its own, while the api-server still takes their last report.
+    stop_component(settings, "scheduler")
+    stop_runtime_processes(settings)
     for component in reversed(AIRFLOW_COMPONENTS):
         stop_component(settings, component)
+    stop_runtime_processes(settings)
     broker = LocalKafka(settings)
     if broker.is_running():
         broker.stop()
