@@ -55,6 +55,10 @@ KAFKA_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 # there by `make setup` (adlake.setup), put on the classpath by the ops session factory.
 OPS_APP_JAR = Path("ops-app") / "adlake-ops.jar"
 
+# The scripts, styles and fonts GX's Data Docs pages load, vendored there by `make setup`
+# (adlake.local.versions.DATA_DOCS_NPM) and served by the plugin (adlake.ui.data_docs).
+DATA_DOCS_ASSETS_DIR = REPO_ROOT / ".cache" / "data-docs-assets"
+
 
 @dataclass(frozen=True)
 class Settings:

@@ -39,6 +39,7 @@ from tests.conftest import private_settings
 from tests.dags.conftest import task_env
 from tests.support.airflow_daemons import wait_for
 from tests.support.browser import browser, sign_in
+from tests.support.data_docs import write_site
 
 pytestmark = pytest.mark.integration
 
@@ -125,6 +126,7 @@ def test_a_person_signs_in_and_opens_both_pages_from_the_navigation(running, tmp
         run = {"dag_id": "lake_maintenance", "run_id": "manual__ui", "finished_at": "2026-11-26"}
         figures = dict.fromkeys(SHOWN, 1) | {"table": "page_traffic", "bytes_removed": 2_500_000}
         write_latest(settings, {**run, "retention_hours": 168}, [figures])
+        write_site(settings)  # GX's Data Docs: its index and one validation's page
         page.get_by_role("link", name="Data quality").first.click()
         quality = page.frame_locator("iframe")
         for table in (t.name for t in registry.TABLES.values() if t.layer == "gold"):
@@ -135,6 +137,35 @@ def test_a_person_signs_in_and_opens_both_pages_from_the_navigation(running, tmp
         page.screenshot(path=str(tmp_path / "data-quality.png"))
         maintained.first.scroll_into_view_if_needed()
         page.screenshot(path=str(tmp_path / "data-quality-maintenance.png"))
+
+        # Data Docs from the page, in the same frame: its index, then a validation's page by
+        # the index's row link (GX's script navigates). Sandboxed in an opaque origin, styled by
+        # the vendored copies, nothing requested from elsewhere (the network here is closed: a
+        # CDN's stylesheet would leave the page plain).
+        requested: list[str] = []
+        page.on("request", lambda request: requested.append(request.url))
+        quality.locator("#docs").click()
+        docs = page.frame_locator("iframe")
+
+        def docs_frame():
+            frame = next(f for f in page.frames if "/adlake/data-docs" in f.url)
+            frame.wait_for_load_state("networkidle")
+            return frame
+
+        docs.locator(".ge-index-page-site-name-title").wait_for(timeout=60_000)
+        frame = docs_frame()
+        page.screenshot(path=str(tmp_path / "data-docs-index.png"))
+        assert frame.evaluate("origin") == "null"  # not Airflow's: no session, no parent
+        alert = "getComputedStyle(document.querySelector('.alert-secondary')).backgroundColor"
+        assert frame.evaluate(alert) == "rgb(226, 227, 229)"  # Bootstrap's .alert-secondary
+        docs.locator("tr.clickable-row").first.click()  # bootstrap-table's row, jQuery's click
+        docs.get_by_text("values must never be null").first.wait_for(timeout=60_000)
+        frame = docs_frame()
+        page.screenshot(path=str(tmp_path / "data-docs-validation.png"))
+        assert frame.url.endswith("adlake_spark-page_traffic.html")
+        icons = "[...document.fonts].filter(f => f.status === 'loaded').map(f => f.family)"
+        assert any("Font Awesome" in family for family in frame.evaluate(icons))
+        assert [url for url in requested if not url.startswith(base)] == []
     print(f"\nscreenshots: {tmp_path}")
 
 

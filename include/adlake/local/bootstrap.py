@@ -1,6 +1,7 @@
 """``make setup``: build the two Python environments, the three JVM jar sets and the ops
-runtime's own jar (the JVM attribution processor), idempotently, and install Debian's
-``chromium`` for the UI tests when it is missing (as root; otherwise it says how).
+runtime's own jar (the JVM attribution processor), idempotently, vendor the scripts, styles and
+fonts of GX's Data Docs pages from npm, and install Debian's ``chromium`` for the UI tests when it
+is missing (as root; otherwise it says how).
 
 Everything is derived from :mod:`adlake.local.versions`. Each environment and each jar set carries a
 stamp, the hash of its inputs; when the stamp matches, that part is skipped without touching the
@@ -11,24 +12,27 @@ Standard library only: it runs with the system Python before any virtual environ
 
     python3 include/adlake/local/bootstrap.py            # everything
     python3 include/adlake/local/bootstrap.py --jars-only
+    python3 include/adlake/local/bootstrap.py --data-docs-assets-only
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from adlake.config import OPS_APP_JAR
+from adlake.config import DATA_DOCS_ASSETS_DIR, OPS_APP_JAR
 from adlake.local import versions
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -242,6 +246,79 @@ def build_app_jar(spark_jars: Path | None = None) -> None:
     log(f"ops app jar ready: {len(sources)} sources in {time.monotonic() - started:.0f}s")
 
 
+def _npm_integrity(tarball: Path) -> str:
+    """npm's integrity string of a tarball: ``sha512-`` and the base64 of its SHA-512."""
+    return "sha512-" + base64.b64encode(hashlib.sha512(tarball.read_bytes()).digest()).decode()
+
+
+def _unpack(tarball: Path, target: Path, keep: tuple[str, ...]) -> int:
+    """The regular files of an npm tarball (all under ``package/``) whose top directory is in
+    ``keep``, and its licence files, into ``target``; source maps are left out. Nothing is
+    written outside ``target`` whatever the member names say. Returns the number of files."""
+    count = 0
+    with tarfile.open(tarball, "r:gz") as archive:
+        for member in archive.getmembers():
+            parts = Path(member.name).parts
+            if not member.isfile() or len(parts) < 2 or parts[0] != "package":
+                continue
+            inner = parts[1:]
+            licence = len(inner) == 1 and inner[0].upper().startswith(("LICENSE", "LICENCE"))
+            if not (inner[0] in keep and len(inner) > 1 or licence):
+                continue
+            if ".." in inner or member.name.endswith(".map"):
+                continue
+            path = target.joinpath(*inner)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with archive.extractfile(member) as source:
+                path.write_bytes(source.read())
+            count += 1
+    return count
+
+
+def setup_data_docs_assets() -> None:
+    """GX's Data Docs pages load jQuery, Bootstrap, Vega, Font Awesome... from public CDNs; the
+    plugin serves its own copies instead (:mod:`adlake.ui.data_docs`). Each pinned package of
+    :data:`versions.DATA_DOCS_NPM` is fetched with ``npm pack``, refused unless its tarball has
+    the pinned integrity, and unpacked into ``.cache/data-docs-assets/<name>@<version>/``.
+    Without npm, a line saying so: the pages are then served without their scripts and styles."""
+    target = DATA_DOCS_ASSETS_DIR
+    digest = _digest({"npm": versions.DATA_DOCS_NPM})
+    if _stamp_matches(target, digest):
+        log(f"Data Docs assets are up to date ({len(versions.DATA_DOCS_NPM)} packages)")
+        return
+    if shutil.which("npm") is None:
+        log(
+            "npm missing: GX's Data Docs pages will be served without their scripts and styles; "
+            "install Node.js's npm and run make setup again"
+        )
+        return
+    started = time.monotonic()
+    staging = target.with_name(target.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    log(f"vendoring {len(versions.DATA_DOCS_NPM)} npm packages for GX's Data Docs pages")
+    for name, (version, integrity, keep) in versions.DATA_DOCS_NPM.items():
+        spec = f"{name}@{version}"
+        command = ["npm", "pack", spec, "--json", "--pack-destination", str(staging)]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"[setup] npm pack {spec} failed:\n{done.stderr[-2000:]}")
+        tarball = staging / json.loads(done.stdout)[0]["filename"]
+        found = _npm_integrity(tarball)
+        if found != integrity:
+            raise SystemExit(
+                f"[setup] {spec}: its tarball's integrity is {found}, not the pinned {integrity} "
+                "(include/adlake/local/versions.py); not vendored"
+            )
+        if not _unpack(tarball, staging / spec, keep):
+            raise SystemExit(f"[setup] {spec}: nothing under {', '.join(keep)} in its tarball")
+        tarball.unlink()
+    (staging / STAMP).write_text(digest + "\n")
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    log(f"Data Docs assets ready in {time.monotonic() - started:.0f}s ({target})")
+
+
 CHROMIUM_PACKAGE = "chromium"
 
 
@@ -290,6 +367,11 @@ def main(argv: list[str] | None = None) -> int:
         help="only the ops app jar (e.g. in a container build)",
     )
     parser.add_argument(
+        "--data-docs-assets-only",
+        action="store_true",
+        help="only the vendored scripts, styles and fonts of GX's Data Docs pages",
+    )
+    parser.add_argument(
         "--spark-jars",
         type=Path,
         default=None,
@@ -302,6 +384,10 @@ def main(argv: list[str] | None = None) -> int:
         build_app_jar(args.spark_jars)
         log(f"done in {time.monotonic() - started:.1f}s")
         return 0
+    if args.data_docs_assets_only:
+        setup_data_docs_assets()
+        log(f"done in {time.monotonic() - started:.1f}s")
+        return 0
     if not args.envs_only:
         for jar_set in versions.JAR_SETS:
             setup_jars(jar_set)
@@ -311,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.jars_only and not args.envs_only and (args.env is None or "ops" in args.env):
         build_app_jar(args.spark_jars)
     if not args.jars_only and not args.envs_only and args.env is None:
+        setup_data_docs_assets()
         setup_browser()
     log(f"done in {time.monotonic() - started:.1f}s")
     return 0

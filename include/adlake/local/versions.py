@@ -53,6 +53,66 @@ MATPLOTLIB = "3.11.2"
 # Only in the compose shape: Airflow's metadata database.
 POSTGRES = "16"
 
+# The scripts, stylesheets and fonts GX's Data Docs pages load from public CDNs, vendored by
+# `make setup` instead: each tarball fetched with `npm pack`, refused unless its sha512 is the one
+# pinned here, and its listed directories (with its licence) kept under
+# .cache/data-docs-assets/<name>@<version>/. The plugin serves them in the CDNs' stead
+# (adlake.ui.data_docs, docs/security.md). The versions are the ones GX 1.24's templates name;
+# where a template names only a major (vega@5, vega-lite@5, vega-embed@6), its newest release.
+# A template's bootstrap-table 1.19.0 filter-control stylesheet is 1.19.1's but for its banner.
+DATA_DOCS_NPM: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "jquery": (
+        "3.7.1",
+        "sha512-m4avr8yL8kmFN8psrbFFFmB/If14iN5o9nw/NgnnM+kybDJpRsAynV2BsfpTYrTRysYUdADVD7CkUUizgkpLfg==",
+        ("dist",),
+    ),
+    "popper.js": (
+        "1.12.9",
+        "sha512-s0EEi9xiSCdqz9lV4IiVH5yIZnDX/U1t0tCjB+0jXx9jW8lrR7kOpVupiUg175ogqVoudpDXHF1p6dKATCHMeg==",
+        ("dist",),
+    ),
+    "bootstrap": (
+        "4.3.1",
+        "sha512-rXqOmH1VilAt2DyPzluTi2blhk17bO7ef+zLLPlWvG494pDxcM234pJ8wTc/6R40UWizAIIMgxjvxZg5kmsbag==",
+        ("dist",),
+    ),
+    "bootstrap-table": (
+        "1.19.1",
+        "sha512-WvV+l1AI/C+zThaKmfHmi/IuayVNB0qdFyEhFx1jyZhO0oLtNJNANkCR3rvJf6Dkh72dsLElxpE/bzK9seEQLA==",
+        ("dist",),
+    ),
+    "bootstrap-datepicker": (
+        "1.9.0",
+        "sha512-9rYYbaVOheGYxjOr/+bJCmRPihfy+LkLSg4fIFMT9Od8WwWB/MB50w0JO1eBgKUMbb7PFHQD5uAfI3ArAxZRXA==",
+        ("dist",),
+    ),
+    "@forevolve/bootstrap-dark": (
+        "1.1.0",
+        "sha512-A3ucpEpxPoTVO490lZZCfjPXxv832l7mm1IxX3bXyxvgwnPGXDLyh7dWrphXKO8YBAu3EswbBEu3VSW8NRMW3A==",
+        ("dist",),
+    ),
+    "@fortawesome/fontawesome-free": (
+        "6.6.0",
+        "sha512-60G28ke/sXdtS9KZCpZSHHkCbdsOGEhIUGlwq6yhY74UpTiToIh8np7A8yphhM4BWsvNFtIvLpi4co+h9Mr9Ow==",
+        ("css", "webfonts"),
+    ),
+    "vega": (
+        "5.33.1",
+        "sha512-1fArfVDUqVbb5z8n+/nVQb+VNBzx8svY6CrsyTK4Ujm4yrd9I1auoKxBAPXLCavY1LcrbHUskQbGUP8gXOzyQw==",
+        ("build",),
+    ),
+    "vega-lite": (
+        "5.23.0",
+        "sha512-l4J6+AWE3DIjvovEoHl2LdtCUkfm4zs8Xxx7INwZEAv+XVb6kR6vIN1gt3t2gN2gs/y4DYTs/RPoTeYAuEg6mA==",
+        ("build",),
+    ),
+    "vega-embed": (
+        "6.29.0",
+        "sha512-PmlshTLtLFLgWtF/b23T1OwX53AugJ9RZ3qPE2c01VFAbgt3/GSNI/etzA/GzdrkceXFma+FDHNXUppKuM0U6Q==",
+        ("build",),
+    ),
+}
+
 RUNTIMES = ("lake", "ops")
 JAR_SETS = ("lake", "ops", "kafka")
 

@@ -1,10 +1,13 @@
-"""The plugin's FastAPI app: the quality and apps routers behind Airflow's authentication, and the
-pages' static files (plain HTML, JS and CSS in ``adlake/ui/static``: no build step, no CDN).
+"""The plugin's FastAPI app: the quality, apps and Data Docs routers behind Airflow's
+authentication, and the pages' static files (plain HTML, JS and CSS in ``adlake/ui/static``: no
+build step, no CDN).
 
 Authentication is Airflow's own: the app depends on ``get_user`` from
 ``airflow.api_fastapi.core_api.security`` for every route, so a request without a valid JWT (an
 ``Authorization: Bearer`` header, or the ``_token`` cookie the Airflow UI logs in with) is refused
-with 401 (none, expired) or 403 (invalid) before any handler runs.
+with 401 (none, expired) or 403 (invalid) before any handler runs. Two sub-applications are
+outside it (:func:`adlake.ui.data_docs.mount_public`): the Data Docs site by a link the entry
+signed, and the vendored public scripts, styles and fonts its sandboxed pages load.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from fastapi import Depends, FastAPI
 from fastapi.responses import FileResponse, RedirectResponse
 
 from adlake.config import Settings, load_settings
-from adlake.ui import apps, quality
+from adlake.ui import apps, data_docs, quality
 from adlake.ui.deps import plain_path, static_file
 
 
@@ -38,6 +41,8 @@ def create_app(settings: Settings | Callable[[], Settings] | None = None) -> Fas
         app.state.settings = settings or load_settings
     app.include_router(quality.router)
     app.include_router(apps.router)
+    app.include_router(data_docs.router)
+    data_docs.mount_public(app)
 
     @app.get("/", include_in_schema=False)
     def home() -> RedirectResponse:

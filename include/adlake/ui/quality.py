@@ -1,7 +1,7 @@
 """The "Data quality" page: per gold table and view, its latest validation (passed, failed
 ``error`` and ``warn`` expectations, when, its Data Docs page) and its pass rate over the last
-runs; the latest table maintenance (:mod:`adlake.maintenance`); and GX's Data Docs site,
-served from ``<runtime>/gx/uncommitted/data_docs/local_site``.
+runs; and the latest table maintenance (:mod:`adlake.maintenance`). GX's Data Docs site, which
+the page links to, is :mod:`adlake.ui.data_docs`.
 
 Read from GX's JSON result store by :mod:`adlake.quality.history` (no Spark, no GX). A run
 *passed* when no ``error`` expectation failed (a failed ``warn`` is recorded and passes).
@@ -9,10 +9,9 @@ Read from GX's JSON result store by :mod:`adlake.quality.history` (no Spark, no 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import FileResponse
 
 from adlake.config import Settings
@@ -95,36 +94,3 @@ def quality_summary(
     settings: SettingsDep, last: Annotated[int, Query(ge=1, le=500)] = DEFAULT_RUNS
 ) -> dict:
     return summary(settings, last)
-
-
-def data_docs_file(settings: Settings, path: str) -> Path:
-    """The file of the Data Docs site at ``path`` (a directory: its ``index.html``). Anything
-    outside the site is refused, however the path is spelled.
-
-    >>> from adlake.config import load_settings
-    >>> data_docs_file(load_settings({"ADLAKE_RUNTIME_DIR": "/tmp/x"}), "../../../etc/passwd")
-    Traceback (most recent call last):
-    ...
-    fastapi.exceptions.HTTPException: 404: ../../../etc/passwd is not in the Data Docs site
-    """
-    site = data_docs_index(settings).parent.resolve()
-    target = (site / path).resolve()
-    if target != site and not target.is_relative_to(site):
-        raise HTTPException(404, f"{path} is not in the Data Docs site")
-    if target.is_dir():
-        target = target / "index.html"
-    if not target.is_file():
-        if not data_docs_index(settings).is_file():
-            raise HTTPException(
-                404,
-                "no Data Docs yet: no quality check has run. They appear "
-                "after the first quality task of lake_hourly or a view's "
-                f"DAG (site: {site})",
-            )
-        raise HTTPException(404, f"{path or 'index.html'} is not in the Data Docs site")
-    return target
-
-
-@router.get("/data-docs/{path:path}", include_in_schema=False)
-def data_docs(settings: SettingsDep, path: str = "") -> FileResponse:
-    return FileResponse(data_docs_file(settings, path))

@@ -1,4 +1,9 @@
+import io
+import json
+import subprocess
+import tarfile
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -92,3 +97,77 @@ def test_the_ops_app_jar_needs_spark_jars_to_compile_against(tmp_path, monkeypat
     monkeypatch.setattr(bootstrap.shutil, "which", lambda _: "/usr/bin/javac")
     with pytest.raises(SystemExit, match="no Spark jars to compile the ops app jar against"):
         bootstrap.build_app_jar(tmp_path / "empty")
+
+
+def npm_tarball(files: dict[str, bytes]) -> bytes:
+    """An npm package's tarball holding ``files`` (their names as written in it)."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as archive:
+        for name, data in files.items():
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data))
+    return out.getvalue()
+
+
+@pytest.fixture()
+def npm(tmp_path, monkeypatch):
+    """``npm pack`` faked: it writes one package's tarball where asked; the pins name that
+    package with the tarball's integrity. Yields the list of packs run."""
+    tarball = npm_tarball(
+        {
+            "package/dist/widget.min.js": b"widget()",
+            "package/dist/widget.min.js.map": b"{}",
+            "package/src/widget.ts": b"source",
+            "package/LICENSE": b"MIT",
+            "package/package.json": b"{}",
+            "package/../../escaped.js": b"outside",
+        }
+    )
+    (tmp_path / "t.tgz").write_bytes(tarball)
+    pins = {"@scope/widget": ("1.2.3", bootstrap._npm_integrity(tmp_path / "t.tgz"), ("dist",))}
+    monkeypatch.setattr(versions, "DATA_DOCS_NPM", pins)
+    monkeypatch.setattr(bootstrap, "DATA_DOCS_ASSETS_DIR", tmp_path / "cache" / "assets")
+    monkeypatch.setattr(bootstrap.shutil, "which", lambda _: "/usr/bin/npm")
+    packs = []
+
+    def pack(command, **kwargs):
+        packs.append(command[2])
+        destination = Path(command[command.index("--pack-destination") + 1])
+        (destination / "scope-widget-1.2.3.tgz").write_bytes(tarball)
+        return subprocess.CompletedProcess(
+            command, 0, json.dumps([{"filename": "scope-widget-1.2.3.tgz"}]), ""
+        )
+
+    monkeypatch.setattr(bootstrap.subprocess, "run", pack)
+    return packs
+
+
+def test_data_docs_assets_are_vendored_from_pinned_tarballs_once(tmp_path, npm):
+    bootstrap.setup_data_docs_assets()
+    assert npm == ["@scope/widget@1.2.3"]
+    vendored = tmp_path / "cache" / "assets"
+    assert sorted(str(p.relative_to(vendored)) for p in vendored.rglob("*") if p.is_file()) == [
+        bootstrap.STAMP,
+        "@scope/widget@1.2.3/LICENSE",
+        "@scope/widget@1.2.3/dist/widget.min.js",
+    ]
+    assert not list(tmp_path.rglob("escaped.js"))
+    bootstrap.setup_data_docs_assets()  # stamped: no npm, no network
+    assert npm == ["@scope/widget@1.2.3"]
+
+
+def test_a_tarball_without_the_pinned_integrity_is_refused(tmp_path, npm, monkeypatch):
+    pins = {"@scope/widget": ("1.2.3", "sha512-other", ("dist",))}
+    monkeypatch.setattr(versions, "DATA_DOCS_NPM", pins)
+    with pytest.raises(SystemExit, match="integrity is sha512-.*, not the pinned sha512-other"):
+        bootstrap.setup_data_docs_assets()
+    assert not (tmp_path / "cache" / "assets").exists()
+
+
+def test_without_npm_setup_says_data_docs_go_without_scripts_and_styles(
+    tmp_path, npm, monkeypatch, capsys
+):
+    monkeypatch.setattr(bootstrap.shutil, "which", lambda _: None)
+    bootstrap.setup_data_docs_assets()
+    assert "npm missing" in capsys.readouterr().out and npm == []
