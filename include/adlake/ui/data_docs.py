@@ -45,7 +45,7 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from adlake.config import DATA_DOCS_ASSETS_DIR, Settings
 from adlake.local.versions import DATA_DOCS_NPM
 from adlake.quality.project import data_docs_index
-from adlake.ui.deps import current_settings
+from adlake.ui.deps import current_settings, plain_path
 
 log = logging.getLogger(__name__)
 
@@ -349,14 +349,21 @@ def asset(path: str) -> FileResponse:
 
 def mount_public(app: FastAPI) -> None:
     """The signed site and the vendored assets on ``app``, outside its login dependency: as
-    sub-applications, which the parent's dependencies do not reach."""
-    signed = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    sub-applications, which the parent's dependencies do not reach (each has its own path
+    check, :func:`adlake.ui.deps.plain_path`)."""
+    public = {
+        "dependencies": [Depends(plain_path)],
+        "docs_url": None,
+        "redoc_url": None,
+        "openapi_url": None,
+    }
+    signed = FastAPI(**public)
 
     @signed.get("/{token}/{path:path}", include_in_schema=False)
     def site(token: str, path: str) -> Response:
         return signed_page(token, path, app.state.settings())
 
-    assets = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    assets = FastAPI(**public)
     assets.add_api_route("/{path:path}", asset, include_in_schema=False)
     app.mount(SIGNED_ROUTE, signed)
     app.mount(ASSETS_ROUTE, assets)

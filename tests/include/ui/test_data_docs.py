@@ -79,6 +79,9 @@ def test_a_data_docs_page_runs_sandboxed_away_from_airflows_origin(user, site):
 def test_a_page_loads_its_scripts_styles_and_fonts_from_the_vendored_copies_only(
     client, token, site
 ):
+    from adlake.ui.data_docs import missing_assets
+
+    assert missing_assets() == [], "not vendored: run make setup (it needs npm)"
     for path in ("", site):
         client.cookies.set("_token", token)
         page = client.get(f"/adlake/data-docs/{path}")
@@ -141,6 +144,8 @@ def test_links_between_pages_work_without_the_session_cookie_only_while_signed(c
         f"/adlake/data-docs-signed/{signed}/..%2F..%2F..%2Fsecret.txt",
     ):
         assert client.get(sneaky).status_code == 404, sneaky
+    for impossible in (f"{signed}/index%00.html", f"{signed}/{'a' * 256}"):
+        assert client.get(f"/adlake/data-docs-signed/{impossible}").status_code == 400
 
 
 def test_vendored_assets_are_public_files_of_the_pinned_packages_and_nothing_else(client):
@@ -156,6 +161,8 @@ def test_vendored_assets_are_public_files_of_the_pinned_packages_and_nothing_els
         "/adlake/data-docs-assets/jquery@0.0.1/dist/jquery.min.js",
     ):
         assert client.get(refused).status_code == 404, refused
+    for impossible in (f"{jquery}/dist/jquery%00.js", f"{jquery}/{'a' * 256}.js"):
+        assert client.get(impossible).status_code == 400, impossible
 
 
 def test_without_the_vendored_copies_pages_are_served_and_say_what_is_missing(
