@@ -8,12 +8,16 @@ with two navigation entries
   JSON: ``/adlake/apps/api/status``.
 * ``/adlake/quality/``: the latest validation per gold table and view, and its pass rate over the
   last runs (``adlake.quality.history``). JSON: ``/adlake/quality/api/summary``.
-* ``/adlake/data-docs/``: GX's Data Docs site, served from the runtime directory.
+* ``/adlake/data-docs/``: GX's Data Docs site, served from the runtime directory in a CSP
+  sandbox (an opaque origin) with GX's CDN files replaced by vendored copies
+  (:mod:`adlake.ui.data_docs`).
 
 Every route, static files included, requires an Airflow user: the app depends on Airflow's own
 ``get_user`` (``airflow.api_fastapi.core_api.security``), which reads the JWT from an
-``Authorization: Bearer`` header or, as the Airflow UI sends it, the ``_token`` cookie. No Spark
-here: the api-server reads files only.
+``Authorization: Bearer`` header or, as the Airflow UI sends it, the ``_token`` cookie. The
+exceptions serve the sandboxed Data Docs pages, whose requests carry no cookie: the site by a
+link the login signed (``/adlake/data-docs-signed/``) and the vendored public assets
+(``/adlake/data-docs-assets/``). No Spark here: the api-server reads files only.
 
 An external view's ``href`` is relative: the Airflow UI resolves it against its ``<base href>``
 (the api-server's base path) and shows it in an iframe at ``/plugin/<url_route>`` (sandbox
