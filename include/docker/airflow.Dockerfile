@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # Airflow 3 for the compose shape. /opt/airflow is laid out like a checkout after `make setup`:
 # the project installed editable from /opt/airflow (docker-compose.yaml mounts the live source over
-# it), the ops environment in .venv/ops and the jar sets in .cache/jars. The lake environment is
+# it), the ops environment in .venv/ops, the jar sets in .cache/jars and the Data Docs assets in
+# .cache/data-docs-assets. The lake environment is
 # Airflow's own, as it is locally. Every version comes from include/adlake/local/versions.py: read
 # during the build (jar sets, Python requirements), or, for image tags, passed in as build
 # arguments by docker-compose.yaml, whose values are generated from it (adlake.local.compose_versions).
@@ -9,6 +10,8 @@ ARG AIRFLOW_VERSION
 ARG PYTHON_VERSION
 # The ops runtime's Spark: the ops app jar is compiled against its jars.
 ARG SPARK_OPS_VERSION
+# The Node.js image whose npm vendors the scripts, styles and fonts of GX's Data Docs pages.
+ARG NODE_VERSION
 
 FROM apache/spark:${SPARK_OPS_VERSION} AS spark-ops
 
@@ -32,6 +35,14 @@ COPY include/adlake/__init__.py include/adlake/config.py /src/include/adlake/
 COPY include/adlake/local /src/include/adlake/local
 COPY spark_apps/ops/jvm /src/spark_apps/ops/jvm
 RUN python3 /src/include/adlake/local/bootstrap.py --app-jar-only --spark-jars /opt/spark/jars
+
+# The scripts, styles and fonts GX's Data Docs pages load from CDNs, vendored from npm by
+# adlake.local.bootstrap at their pinned versions and hashes; the plugin serves them instead.
+# The full (not slim) Node.js image has the python3 bootstrap needs.
+FROM node:${NODE_VERSION}-bookworm AS datadocs
+COPY include/adlake/__init__.py include/adlake/config.py /src/include/adlake/
+COPY include/adlake/local /src/include/adlake/local
+RUN python3 /src/include/adlake/local/bootstrap.py --data-docs-assets-only
 
 FROM apache/airflow:${AIRFLOW_VERSION}-python${PYTHON_VERSION}
 ARG AIRFLOW_VERSION
@@ -62,3 +73,4 @@ RUN PIP_USER=false python include/adlake/local/bootstrap.py --envs-only --env op
 COPY --from=jars --chown=airflow:0 /src/.cache/jars/lake ./.cache/jars/lake
 COPY --from=jars --chown=airflow:0 /src/.cache/jars/ops ./.cache/jars/ops
 COPY --from=opsjar --chown=airflow:0 /src/.cache/jars/ops-app ./.cache/jars/ops-app
+COPY --from=datadocs --chown=airflow:0 /src/.cache/data-docs-assets ./.cache/data-docs-assets

@@ -49,12 +49,14 @@ def anchors() -> dict[str, str | dict[str, str]]:
             "SPARK_VERSION": versions.SPARK_LAKE,
             "JVM_PACKAGES": ",".join(versions.jvm_artifacts("lake")),
         },
-        # include/docker/airflow.Dockerfile: the base image's release and Python, and the ops
-        # Spark image whose jars the ops app jar is compiled against.
+        # include/docker/airflow.Dockerfile: the base image's release and Python, the ops
+        # Spark image whose jars the ops app jar is compiled against, and the Node.js image whose
+        # npm vendors the Data Docs assets.
         "airflow-build-args": {
             "AIRFLOW_VERSION": versions.AIRFLOW,
             "PYTHON_VERSION": versions.PYTHON,
             "SPARK_OPS_VERSION": versions.SPARK_OPS,
+            "NODE_VERSION": versions.NODE,
         },
     }
 

@@ -52,6 +52,9 @@ MATPLOTLIB = "3.11.2"
 
 # Only in the compose shape: Airflow's metadata database.
 POSTGRES = "16"
+# Only in the compose shape's Airflow image build: the Node.js image whose npm vendors the Data
+# Docs assets below.
+NODE = "22"
 
 # The scripts, stylesheets and fonts GX's Data Docs pages load from public CDNs, vendored by
 # `make setup` instead: each tarball fetched with `npm pack`, refused unless its sha512 is the one
