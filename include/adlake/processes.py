@@ -10,6 +10,7 @@ True
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 
@@ -32,6 +33,82 @@ def alive(pid: int) -> bool:
         return _state(Path(f"/proc/{pid}/stat").read_text()) != "Z"
     except OSError:
         return True
+
+
+def boot_time() -> float:
+    """When this machine booted (epoch seconds, ``/proc/stat``'s ``btime``); 0.0 if unknown."""
+    try:
+        with open("/proc/stat") as handle:
+            for line in handle:
+                if line.startswith("btime "):
+                    return float(line.split()[1])
+    except OSError:
+        pass
+    return 0.0
+
+
+def started_at(pid: int, boot: float | None = None) -> float | None:
+    """When process ``pid`` started (epoch seconds: field 22 of ``/proc/<pid>/stat``, in clock
+    ticks since boot), or None when no such live process is visible here (gone, a zombie, or in
+    another PID namespace). With a pid and this, a process is identified: a pid reused by a new
+    process comes with a later start.
+
+    >>> abs(started_at(os.getpid()) - started_at(os.getpid())) < 0.01
+    True
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    boot = boot_time() if boot is None else boot
+    return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
+def identity() -> dict:
+    """What names this process beyond its pid: its start (:func:`started_at`), the kernel it runs
+    on (``boot_id``) and its PID namespace (``pid_ns``). A pid means this process only on the same
+    kernel and in the same namespace; elsewhere (another container, another host sharing the
+    directory) the same number is another process or none."""
+    try:
+        boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot_id = None
+    try:
+        pid_ns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        pid_ns = None
+    return {"proc_started_at": started_at(os.getpid()), "boot_id": boot_id, "pid_ns": pid_ns}
+
+
+def seen_here(record: dict) -> bool:
+    """Whether the process a record names (its :func:`identity`) runs on this kernel and in this
+    PID namespace, so that its pid means the same here. A record without them (written before
+    they were recorded) is taken as from here."""
+    here = identity()
+    return all(record.get(key) in (None, here[key]) for key in ("boot_id", "pid_ns"))
+
+
+# How far apart two readings of one process's start may be: btime moves with the wall clock.
+START_TOLERANCE_S = 5.0
+
+
+def is_process(pid: int, record: Mapping) -> bool:
+    """Whether live process ``pid`` here is the one that wrote ``record``: its start as recorded
+    (``proc_started_at``, from :func:`identity`, within :data:`START_TOLERANCE_S`) or, in a record
+    with only the wall-clock ``started_at`` it wrote once running, a start no later than that. A
+    reused pid names a process started after the record was written: not the one."""
+    start = started_at(pid)
+    if start is None:
+        return False
+    exact, written = record.get("proc_started_at"), record.get("started_at")
+    if isinstance(exact, (int, float)) and not isinstance(exact, bool):
+        return abs(start - exact) <= START_TOLERANCE_S
+    if isinstance(written, (int, float)) and not isinstance(written, bool):
+        return start <= written + START_TOLERANCE_S
+    return False
 
 
 def group_alive(pgid: int) -> bool:

@@ -1,8 +1,9 @@
 """Per-app status files: written by each streaming app's listener, read by the lifecycle and
 on-call tooling. The file format only: nothing here knows the lifecycle.
 
-One JSON file per app under ``<runtime_dir>/status/<app>.json``, replaced atomically (write to a
-temporary file, then rename) so a reader never sees half a file, and stamped ``written_at``; the
+One JSON file per app under ``<runtime_dir>/status/<app>.json``, replaced atomically and durably
+(:mod:`adlake.atomic`: a reader, or the machine after a crash, never sees half a file; a write
+that fails on a full disk leaves the previous one), and stamped ``written_at``; the
 app's stop marker is ``<runtime_dir>/status/<app>.stop``. Standard library only, so Airflow and
 the CLI read it without Spark. What the files hold (the listener's figures:
 ``spark_apps/common/streaming/listener.py``) is shown by ``python -m adlake.apps status``
@@ -11,12 +12,10 @@ the CLI read it without Spark. What the files hold (the listener's figures:
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
+from adlake import atomic
 from adlake.config import Settings
 
 
@@ -34,20 +33,14 @@ def write_status(settings: Settings, app: str, status: dict, now: float | None =
     """Replace ``app``'s status file atomically, stamped ``written_at`` = ``now`` (epoch seconds;
     default: the wall clock)."""
     path = status_path(settings, app)
-    path.parent.mkdir(parents=True, exist_ok=True)
     written_at = time.time() if now is None else now
-    fd, tmp = tempfile.mkstemp(prefix=f".{app}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w") as handle:
-        json.dump({**status, "app": app, "written_at": written_at}, handle, indent=2, default=str)
-    os.replace(tmp, path)
+    atomic.write_json(path, {**status, "app": app, "written_at": written_at}, indent=2, default=str)
     return path
 
 
 def read_status(settings: Settings, app: str) -> dict | None:
-    try:
-        return json.loads(status_path(settings, app).read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
+    """``app``'s status, or None without one (none yet, unreadable, or not a JSON object)."""
+    return atomic.read_json(status_path(settings, app))
 
 
 def read_all(settings: Settings) -> list[dict]:

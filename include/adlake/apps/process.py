@@ -36,7 +36,7 @@ from adlake.apps.state import (
     read_json,
 )
 from adlake.config import REPO_ROOT, Settings
-from adlake.processes import alive
+from adlake.processes import boot_time, is_process, seen_here
 from adlake.status import read_status, stop_marker
 
 LAUNCHER = "adlake.apps.launcher"
@@ -49,24 +49,40 @@ START_SETTLE_S = 5.0
 # After the app's driver has exited, its JVM (which sees its stdin close) gets this long to exit
 # by itself before its process group is killed.
 LEFTOVER_GRACE_S = 15.0
+# How long a held lock's record may take to name its process before holder() calls the holder
+# unseen: the lifecycle's actions wait long enough for any launcher to write its record; a status
+# reader (the page every 5 s, make status) waits a moment only, so an app that runs where it
+# cannot be seen costs it no more than that.
+HOLDER_TIMEOUT_S = 2.0
+STATUS_HOLDER_TIMEOUT_S = 0.25
 
 
 # -- the lock --------------------------------------------------------------------------------------
 
 
-def holder(settings: Settings, app: str, timeout_s: float = 2.0) -> Holder | None:
+def holder(settings: Settings, app: str, timeout_s: float | None = None) -> Holder | None:
     """Who holds the app's lock right now, or None if nobody does.
 
     A non-blocking ``flock`` attempt: if it succeeds, nobody holds the lock (it is released at
     once; the launcher retries for a moment, so this probe cannot make a start fail). If it fails,
-    the holder's record is read from the lock file. A launcher writes its record right after
-    taking the lock, so a record naming a dead process means the lock is being taken, or is held
-    only for an instant by another process's probe like this one: the attempt is repeated until
-    the lock is free (None) or its record names a live process, at most ``timeout_s``; after that
-    the holder is a process that has not said who it is (pid 0)."""
+    the lock is held, and its record (written by the launcher) is believed only as far as it can
+    be checked:
+
+    * a record from another kernel or PID namespace (its ``boot_id`` and ``pid_ns``): the app
+      runs where its pid means nothing here; returned at once, ``elsewhere`` saying so, no pid;
+    * a record naming a process here that is the one that wrote it (alive, started when the
+      record says: :func:`adlake.processes.is_process`): that process;
+    * no record, or one naming a process that is gone or whose pid another process has since
+      taken: the lock is being taken (a launcher writes its record right after taking it) or is
+      held for an instant by another probe like this one. The attempt is repeated until the lock
+      is free (None) or its record names its process, at most ``timeout_s``
+      (:data:`HOLDER_TIMEOUT_S`); after that the holder is one not seen here (``elsewhere``, no
+      pid, nothing of the stale record).
+
+    A holder without a pid is never signalled: a stale record's pid may be anyone's now."""
     path = lock_path(settings, app)
     path.parent.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + (HOLDER_TIMEOUT_S if timeout_s is None else timeout_s)
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -80,18 +96,35 @@ def holder(settings: Settings, app: str, timeout_s: float = 2.0) -> Holder | Non
                 return None
         finally:
             os.close(fd)
-        record = read_json(path)
-        pid = int(record.get("pid", 0)) if record else 0
-        if pid > 0 and alive(pid):  # kill(0, 0) would signal our own process group
+        record = read_json(path) or {}
+        pid = record.get("pid")
+        mode, started_at, argv = _recorded(record)
+        if pid and not seen_here(record):
             return Holder(
-                pid,
-                str(record.get("mode", "?")),
-                float(record.get("started_at", 0.0)),
-                list(record.get("argv", [])),
+                None,
+                mode,
+                started_at,
+                argv,
+                f"pid {pid} on another host or in another PID namespace",
             )
+        if isinstance(pid, int) and pid > 0 and is_process(pid, record):
+            return Holder(pid, mode, started_at, argv)
         if time.monotonic() >= deadline:
-            return Holder(0, "?", 0.0, [])
+            stale = f"; its record names pid {pid}, which is gone or another process" if pid else ""
+            return Holder(
+                None, None, None, [], f"the lock is held by a process not seen here{stale}"
+            )
         time.sleep(0.02)
+
+
+def _recorded(record: dict) -> tuple[str | None, float | None, list[str]]:
+    """Mode, start (wall clock) and command line as a lock record has them, each if well formed."""
+    mode, started, argv = record.get("mode"), record.get("started_at"), record.get("argv")
+    return (
+        mode if isinstance(mode, str) else None,
+        float(started) if isinstance(started, (int, float)) and started > 0 else None,
+        [str(arg) for arg in argv] if isinstance(argv, list) else [],
+    )
 
 
 @contextlib.contextmanager
@@ -128,14 +161,6 @@ def control(settings: Settings, app: str, timeout_s: float | None = None) -> Ite
 # -- leftover processes ----------------------------------------------------------------------------
 
 
-def _boot_time() -> float:
-    with open("/proc/stat") as handle:
-        for line in handle:
-            if line.startswith("btime "):
-                return float(line.split()[1])
-    return 0.0
-
-
 def _session_members(sid: int, since: float) -> list[int]:
     """Live processes of session ``sid`` started at or after ``since`` (epoch s), when the
     session's leader is gone. A leader alive again under that id means the id was reused by a
@@ -144,7 +169,7 @@ def _session_members(sid: int, since: float) -> list[int]:
     proc = Path("/proc")
     if sid <= 0 or not proc.is_dir():
         return []
-    ticks, boot = os.sysconf("SC_CLK_TCK"), _boot_time()
+    ticks, boot = os.sysconf("SC_CLK_TCK"), boot_time()
     members, leader_alive = [], False
     for entry in proc.iterdir():
         if not entry.name.isdigit():
@@ -250,10 +275,13 @@ def launch(
             f"the ops interpreter {python} does not exist: run `make setup`, or "
             "set ADLAKE_OPS_PYTHON"
         )
-    # What remains of the previous run (its JVM, if its driver was killed) goes first.
-    previous = read_json(lock_path(settings, app))
-    if previous and previous.get("pid"):
-        _reap_leftovers(int(previous["pid"]), float(previous.get("started_at", 0.0)))
+    # What remains of the previous run (its JVM, if its driver was killed) goes first: the run
+    # the lock's record names (a killed run leaves it), else the one that recorded its exit (a
+    # run that ended clears its lock record).
+    previous = read_json(lock_path(settings, app)) or read_json(exit_path(settings, app)) or {}
+    pid, started = previous.get("pid"), _recorded(previous)[1]
+    if isinstance(pid, int) and pid > 0 and started is not None and seen_here(previous):
+        _reap_leftovers(pid, started)
     # A marker left by a stop that ended in a kill would stop the new run at once.
     stop_marker(settings, app).unlink(missing_ok=True)
     extra = prepare_checkpoint(settings, app, trigger, knobs)
@@ -378,17 +406,23 @@ def terminate(
     started = time.monotonic()
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.touch()
-    if current.pid > 0:
+    if current.pid:
         with contextlib.suppress(ProcessLookupError):
             os.kill(current.pid, signal.SIGTERM)
     how = "exited"
     if not _wait_free(settings, app, drain):
+        if not current.pid:  # not seen here: the stop marker is the one way to ask it
+            raise AppStopError(
+                f"{app}: the lock {lock_path(settings, app)} is still held after "
+                f"{drain:.0f}s by a process that cannot be signalled from here "
+                f"({current.elsewhere}); the stop marker {marker} is left for it: stop it "
+                "where it runs"
+            )
         how = "killed"
-        if current.pid > 0:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(current.pid, signal.SIGKILL)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(current.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(current.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(current.pid, signal.SIGKILL)
         if not _wait_free(settings, app, 30):
             raise AppStopError(
                 f"{app}: the lock {lock_path(settings, app)} is still held "
@@ -396,7 +430,7 @@ def terminate(
             )
     waited = time.monotonic() - started
     marker.unlink(missing_ok=True)
-    if current.pid > 0:
+    if current.pid and current.started_at is not None:
         _reap_leftovers(current.pid, current.started_at)
     code = None
     record = read_json(exit_path(settings, app))

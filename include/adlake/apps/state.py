@@ -5,23 +5,24 @@ the desired state. No processes here: :mod:`adlake.apps.process` starts and stop
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from adlake import registry
+from adlake import atomic, registry
+from adlake.atomic import read_json
 from adlake.config import Settings
 
 ACTIONS = registry.APP_ACTIONS  # ("start", "stop", "restart", "status")
 TRIGGERS = registry.TRIGGERS  # ("realtime", "processing_time")
 DESIRED_STATES = ("running", "stopped")
+# A desired state that was recorded but cannot be read: nothing acts on the app (read_desired).
+UNKNOWN = "unknown"
 # Derived states (app_status()["state"]).
 STATES = ("running", "starting", "stale", "failed", "stopping", "restarting", "stopped")
 
@@ -38,12 +39,7 @@ class AlreadyRunning(AppError):
 
     def __init__(self, app: str, holder: Holder | None) -> None:
         self.app, self.holder = app, holder
-        who = (
-            "pid ?"
-            if holder is None
-            else f"pid {holder.pid}, mode {holder.mode}, started {iso_time(holder.started_at)}, "
-            f"argv {' '.join(holder.argv)}"
-        )
+        who = "pid ?" if holder is None else holder.describe()
         super().__init__(
             f"{app} is already running: {who}; stop it first (action stop) or use restart"
         )
@@ -86,12 +82,30 @@ class Desired:
 
 @dataclass
 class Holder:
-    """The process holding an app's lock: the app's driver (its pid is its process group)."""
+    """The process holding an app's lock: the app's driver (its pid is its process group).
 
-    pid: int
-    mode: str
-    started_at: float
+    ``elsewhere`` is None when that process is seen here (its pid and start as recorded).
+    Otherwise it says why it is not: the lock is held, by a process on another host or in another
+    PID namespace, or by one that has not recorded itself. ``pid`` is then None (a recorded number
+    means another process here, or none, and is never signalled); ``mode``, ``started_at`` and
+    ``argv`` are what its record says, None or empty without one."""
+
+    pid: int | None
+    mode: str | None
+    started_at: float | None
     argv: list[str]
+    elsewhere: str | None = None
+
+    def describe(self) -> str:
+        """Who it is, as far as known: pid (or where), mode, start, command line."""
+        parts = [f"pid {self.pid}" if self.elsewhere is None else f"elsewhere: {self.elsewhere}"]
+        if self.mode:
+            parts.append(f"mode {self.mode}")
+        if self.started_at:
+            parts.append(f"started {iso_time(self.started_at)}")
+        if self.argv:
+            parts.append(f"argv {' '.join(self.argv)}")
+        return ", ".join(parts)
 
 
 @dataclass
@@ -188,27 +202,10 @@ def checkpoint_record_path(settings: Settings, app: str) -> Path:
 
 
 def write_json(path: Path, obj: object) -> None:
-    """Replace ``path`` atomically: a reader sees the old file or the new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(obj, handle, indent=2, default=str)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def read_json(path: Path) -> dict | None:
-    try:
-        value = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
+    """Replace ``path`` atomically and durably (:mod:`adlake.atomic`): a reader, or the machine
+    after a crash, sees the old file or the new one, never a part; a failed write (a full disk)
+    leaves the old one and raises."""
+    atomic.write_json(path, obj, indent=2, default=str)
 
 
 def iso_time(ts: float | None) -> str | None:
@@ -307,18 +304,44 @@ numbers from 0.001 to 86400
 
 
 def read_desired(settings: Settings, app: str) -> Desired:
-    """The app's desired state; without a record: stopped, its default trigger and knobs."""
+    """The app's desired state. Without a record (never started or stopped through the
+    lifecycle): stopped, with its default trigger and knobs. A record that cannot be read or
+    understood (unreadable, not JSON, a state, trigger or time it cannot hold) says nothing about
+    what the app should do: its state is :data:`UNKNOWN` and ``reason`` says why, and nothing acts
+    on it (the supervisor leaves the app as it is) until an action writes a new one."""
     spec = app_spec(app)
-    record = read_json(_desired_path(settings, app))
-    if record is None:
+    path = _desired_path(settings, app)
+    try:
+        record = json.loads(path.read_text())
+    except FileNotFoundError:
         return Desired("stopped", spec.default_trigger, default_knobs(app), 0.0, "default")
-    return Desired(
-        state=record.get("state", "stopped"),
-        trigger=record.get("trigger", spec.default_trigger),
-        knobs=_stored_knobs(app, record.get("knobs") or {}),
-        updated_at=float(record.get("updated_at", 0.0)),
-        reason=str(record.get("reason", "")),
-    )
+    except (OSError, ValueError) as error:
+        return _unknown_desired(settings, app, f"{path} cannot be read: {error}")
+    try:
+        if not isinstance(record, dict):
+            raise ValueError(f"not a JSON object but {type(record).__name__}")
+        if record.get("state") not in DESIRED_STATES:
+            raise ValueError(f"state {record.get('state')!r} is not one of {DESIRED_STATES}")
+        knobs = record.get("knobs") or {}
+        if not isinstance(knobs, dict):
+            raise ValueError(f"knobs {knobs!r} are not a JSON object")
+        return Desired(
+            state=record["state"],
+            trigger=check_trigger(record.get("trigger", spec.default_trigger)),
+            knobs=_stored_knobs(app, knobs),
+            updated_at=float(record.get("updated_at", 0.0)),
+            reason=str(record.get("reason", "")),
+        )
+    except (TypeError, ValueError) as error:  # InvalidRequest (the trigger) is a ValueError
+        return _unknown_desired(settings, app, f"{path} is not a desired state: {error}")
+
+
+def _unknown_desired(settings: Settings, app: str, why: str) -> Desired:
+    try:
+        written = _desired_path(settings, app).stat().st_mtime
+    except OSError:
+        written = 0.0
+    return Desired(UNKNOWN, app_spec(app).default_trigger, default_knobs(app), written, why)
 
 
 def _stored_knobs(app: str, stored: Mapping[str, object]) -> dict[str, object]:
@@ -350,9 +373,29 @@ def write_desired(settings: Settings, app: str, desired: Desired) -> None:
 
 
 def read_restarts(settings: Settings, app: str) -> Restarts:
+    """The app's restarts record; a field of the wrong type (a damaged or hand-edited record)
+    reads as its default, so the supervisor keeps going with what is left of it."""
     record = read_json(_restarts_path(settings, app)) or {}
-    names = {f.name for f in dataclasses.fields(Restarts)}
-    return Restarts(**{k: v for k, v in record.items() if k in names})
+    restarts = Restarts()
+    for name, kinds in _RESTARTS_FIELDS.items():
+        value = record.get(name)
+        if isinstance(value, kinds) and not isinstance(value, bool):
+            if name == "history":
+                value = [entry for entry in value if isinstance(entry, dict)]
+            setattr(restarts, name, value)
+    return restarts
+
+
+_RESTARTS_FIELDS: dict[str, tuple[type, ...]] = {
+    "count": (int,),
+    "consecutive": (int,),
+    "reason": (str,),
+    "last_error": (str,),
+    "last_restart_at": (int, float),
+    "next_allowed_at": (int, float),
+    "healthy_since": (int, float),
+    "history": (list,),
+}
 
 
 def write_restarts(settings: Settings, app: str, restarts: Restarts) -> None:

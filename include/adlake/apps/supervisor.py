@@ -8,12 +8,14 @@ import dataclasses
 import json
 import re
 import time
+import traceback
 from collections.abc import Mapping
 
 from adlake import registry
-from adlake.apps.process import control, holder, launch, terminate
+from adlake.apps.process import STATUS_HOLDER_TIMEOUT_S, control, holder, launch, terminate
 from adlake.apps.state import (
     ACTIONS,
+    UNKNOWN,
     AlreadyRunning,
     AppError,
     Desired,
@@ -69,11 +71,23 @@ def derive_state(
       does not (crashed, killed) and may be restarted now;
     * ``restarting``: it should run, does not, and waits for its backoff;
     * ``stopping``: holds its lock after a stop was asked (marker) or its query stopped;
-    * ``stopped``: should not run and does not.
+    * ``stopped``: should not run and does not, or does not run and what it should do is unknown
+      (its desired state cannot be read: nothing acts on it).
+
+    An app whose lock is held by a process not seen here (another PID namespace or host, or one
+    that has not recorded itself) is ``running``, "(elsewhere)": nothing here can tell more.
     """
     if current is not None:
         if stopping:
             return "stopping", "a stop was asked (stop marker)"
+        if current.pid is None:
+            written = (status or {}).get("written_at")
+            seen = (
+                f"; its status was written {now - written:.0f}s ago"
+                if isinstance(written, (int, float))
+                else ""
+            )
+            return "running", f"running (elsewhere): {current.elsewhere}{seen}"
         mine = (
             status if status and float(status.get("written_at", 0)) >= current.started_at else None
         )
@@ -91,6 +105,8 @@ def derive_state(
         if age > limit:
             return "stale", f"no report for {age:.0f}s (limit {limit:.0f}s in {current.mode})"
         return "running", f"reported {age:.0f}s ago"
+    if desired.state == UNKNOWN:
+        return "stopped", f"not running; desired state unknown, left as it is: {desired.reason}"
     if desired.state == "stopped":
         return "stopped", "desired stopped"
     if restarts.next_allowed_at is not None and now < restarts.next_allowed_at:
@@ -100,11 +116,12 @@ def derive_state(
     return "failed", "should run and does not"
 
 
-def _observe(settings: Settings, app: str, now: float) -> tuple:
-    """What is known of the app now, read once: desired state, lock holder, status file,
-    restarts record, and the state derived from them with the reason."""
+def _observe(settings: Settings, app: str, now: float, **holder_args: float) -> tuple:
+    """What is known of the app now, read once: desired state, lock holder (``holder_args``:
+    :func:`holder`'s), status file, restarts record, and the state derived from them with the
+    reason."""
     desired = read_desired(settings, app)
-    current = holder(settings, app)
+    current = holder(settings, app, **holder_args)
     status = read_status(settings, app)
     restarts = read_restarts(settings, app)
     state, why = derive_state(
@@ -117,7 +134,9 @@ def app_status(settings: Settings, app: str, now: float | None = None) -> dict:
     """Everything known about the app, JSON-able: desired state, lock holder, status file,
     restarts, last exit, and the derived ``state`` with ``why``."""
     now = time.time() if now is None else now
-    desired, current, status, restarts, state, why = _observe(settings, app, now)
+    desired, current, status, restarts, state, why = _observe(
+        settings, app, now, timeout_s=STATUS_HOLDER_TIMEOUT_S
+    )
     return {
         "app": app,
         "state": state,
@@ -128,7 +147,7 @@ def app_status(settings: Settings, app: str, now: float | None = None) -> dict:
         "restarts": dataclasses.asdict(restarts),
         "last_exit": read_json(exit_path(settings, app)),
         "checkpoint": read_json(checkpoint_record_path(settings, app)),
-        "stale_after_s": stale_after_s(settings, current.mode if current else desired.trigger),
+        "stale_after_s": stale_after_s(settings, (current and current.mode) or desired.trigger),
         "log": str(log_path(settings, app)),
     }
 
@@ -253,7 +272,13 @@ def observe_health(settings: Settings, restarts: Restarts, state: str, now: floa
 
 def decide(desired: Desired, state: str) -> str:
     """What the supervisor does about an app: ``stop``, ``restart``, ``wait`` (backoff) or
-    ``none``."""
+    ``none`` (also whenever its desired state is unknown).
+
+    >>> decide(Desired("unknown", "realtime", {}, 0, "unreadable"), "running")
+    'none'
+    """
+    if desired.state not in ("running", "stopped"):
+        return "none"
     if desired.state == "stopped":
         return "stop" if state not in ("stopped",) else "none"
     if state in ("failed", "stale"):
@@ -266,9 +291,11 @@ def decide(desired: Desired, state: str) -> str:
 def supervise(settings: Settings, now: float | None = None) -> list[dict]:
     """One pass over every ops app of the registry: restart what should run and does not (crash,
     kill -9, OOM) or whose status is stale or failed, respecting the backoff; stop what should
-    be stopped but runs. Every restart is recorded (``apps/<app>.restarts.json``). Returns the
-    actions taken (and the restarts deferred by the backoff), one dict each; an app whose action
-    failed has ``ok: False`` and the error, and does not stop the pass.
+    be stopped but runs. Every restart is recorded (``apps/<app>.restarts.json``) before the app
+    is started. Returns the actions taken (and the restarts deferred by the backoff), one dict
+    each; an app whose action failed has ``ok: False`` and the error (any error: a full disk, a
+    damaged record), and does not stop the pass. An app whose desired state is unknown, or whose
+    lock is held by a process not seen here, is left as it is, with ``ok: False`` and why.
 
     ``now`` (epoch seconds) is the supervisor's clock for staleness and backoff (tests advance
     it); processes are started and waited for in real time."""
@@ -279,8 +306,11 @@ def supervise(settings: Settings, now: float | None = None) -> list[dict]:
         try:
             with control(settings, spec.name):
                 action = _supervise_app(settings, spec.name, time.time() if now is None else now)
-        except AppError as error:
-            action = {"app": spec.name, "action": "error", "ok": False, "error": str(error)}
+        except Exception as error:  # noqa: BLE001 - one app's failure is its own, not the pass's
+            text = str(error) if isinstance(error, AppError) else f"{type(error).__name__}: {error}"
+            action = {"app": spec.name, "action": "error", "ok": False, "error": text}
+            if not isinstance(error, AppError):
+                print(f"[adlake.apps] supervise: {spec.name}: {traceback.format_exc()}", flush=True)
         try:
             if rotate_log(
                 log_path(settings, spec.name), settings.log_max_bytes, settings.log_backups
@@ -296,6 +326,21 @@ def supervise(settings: Settings, now: float | None = None) -> list[dict]:
 
 def _supervise_app(settings: Settings, app: str, now: float) -> dict | None:
     desired, current, status, restarts, state, why = _observe(settings, app, now)
+    left = (
+        f"desired state unknown: {desired.reason}"
+        if desired.state == UNKNOWN
+        else f"running elsewhere: {current.elsewhere}"
+        if current is not None and current.pid is None
+        else None
+    )
+    if left is not None:  # nothing here can be sure what to do, or reach the process
+        return {
+            "app": app,
+            "action": "none",
+            "ok": False,
+            "state": state,
+            "why": f"{left}; left as it is",
+        }
     action = decide(desired, state)
     if action == "none":
         if desired.state == "running":
@@ -322,8 +367,10 @@ def _supervise_app(settings: Settings, app: str, now: float) -> dict | None:
             "why": why,
             "next_allowed_at": restarts.next_allowed_at,
         }
-    # restart
+    # restart: recorded before the start, so that its backoff holds whatever happens next
     error = _last_error(settings, app, current, status)
+    restarts = record_restart(settings, restarts, now, why, error)
+    unrecorded = _record(settings, app, restarts)
     stopped = terminate(settings, app, None, f"supervisor: {why}") if current is not None else None
     entry = {
         "app": app,
@@ -339,11 +386,29 @@ def _supervise_app(settings: Settings, app: str, now: float) -> dict | None:
         entry.update(ok=True, started=running.holder and dataclasses.asdict(running.holder))
     except AppError as failure:
         entry.update(ok=False, start_error=str(failure))
-        error = str(failure)
-    restarts = record_restart(settings, restarts, now, why, error)
-    write_restarts(settings, app, restarts)
+        failed = {**restarts.history[-1], "error": str(failure)}
+        restarts = dataclasses.replace(
+            restarts, last_error=str(failure), history=[*restarts.history[:-1], failed]
+        )
+        unrecorded = _record(settings, app, restarts)
+    else:
+        if unrecorded:  # once more, now that the app runs
+            unrecorded = _record(settings, app, restarts)
+    if unrecorded:
+        # The app runs (or failed to start) either way; what is lost is the backoff's step,
+        # until a pass can write the record: said here and in the supervisor's log.
+        entry.update(ok=False, record_error=f"restart not recorded, backoff not kept: {unrecorded}")
     entry.update(count=restarts.count, next_allowed_at=restarts.next_allowed_at)
     return entry
+
+
+def _record(settings: Settings, app: str, restarts: Restarts) -> str | None:
+    """Write the restarts record; the error if it could not be written (a full disk)."""
+    try:
+        write_restarts(settings, app, restarts)
+    except OSError as error:
+        return str(error)
+    return None
 
 
 def _last_error(
@@ -357,7 +422,8 @@ def _last_error(
         return None  # stale: the process still runs, nothing failed that it reported
     record = read_json(exit_path(settings, app))
     lock = read_json(lock_path(settings, app)) or {}
-    if record and record.get("pid") == lock.get("pid"):
+    # A run that ended (not killed) wrote its exit record, then blanked its lock record.
+    if record and (not lock.get("pid") or record.get("pid") == lock.get("pid")):
         text = f"exited with code {record.get('code')}"
         return f"{text}: {record['error'][-2000:]}" if record.get("error") else text
     return (

@@ -79,7 +79,7 @@ def buttons(app: str, info: dict) -> list[dict]:
     {'action': 'restart', 'trigger': 'processing_time', 'threshold': 50}
     """
     desired, holder = info["desired"], info["holder"]
-    mode = holder["mode"] if holder else desired["trigger"]
+    mode = (holder and holder["mode"]) or desired["trigger"]
     other = next(t for t in apps.TRIGGERS if t != mode)
     dag_id = f"app_{app}"
 

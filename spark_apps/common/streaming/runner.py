@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adlake import registry
+from adlake.apps.launcher import LOCK_HELD, LockHeld, describe, holding
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.status import stop_marker
@@ -179,15 +181,40 @@ def resolve_checkpoint(settings: Settings, checkpoint: Path | str | None, query_
 
 def run(spec: StreamingApp, argv: list[str] | None = None, settings: Settings | None = None) -> int:
     """Parse ``argv``, start the app's query and block until it stops; returns the exit status
-    (0 after a graceful stop; a failed query raises)."""
+    (0 after a graceful stop; a failed query raises).
+
+    The query runs holding its lock, ``<runtime>/locks/<query name>.lock``: the one the
+    lifecycle's launcher holds for the app (then left to it), taken here when the app is started
+    by hand. While another process holds it (the managed app, or another copy) nothing starts:
+    the refusal names that process and the status is :data:`LOCK_HELD`."""
+    args = parse_args(spec, argv)
+    settings = settings or load_settings()
+    trigger = TriggerConfig(args.trigger, args.trigger_interval)
+    name = args.query_name
+    command = [sys.executable, "-m", spec.app.module, *(sys.argv[1:] if argv is None else argv)]
+    try:
+        with holding(settings.locks_dir / f"{name}.lock", trigger.mode, command):
+            return _run_query(spec, args, settings, trigger)
+    except LockHeld as held:
+        print(
+            f"[{name}] not starting: {name} is running already, {describe(held.record)} "
+            f"(it holds {held.lock}); stop it first, or run this copy with another "
+            "--query-name and --checkpoint",
+            file=sys.stderr,
+            flush=True,
+        )
+        return LOCK_HELD
+
+
+def _run_query(
+    spec: StreamingApp, args: argparse.Namespace, settings: Settings, trigger: TriggerConfig
+) -> int:
+    """:func:`run`'s query, once its lock is held."""
     from adlake.spark_session import get_session
     from spark_apps.common.streaming.kafka_io import read_kafka, write_kafka
     from spark_apps.common.streaming.lifecycle import GracefulStop
     from spark_apps.common.streaming.listener import StatusReporter, attach_listener
 
-    args = parse_args(spec, argv)
-    settings = settings or load_settings()
-    trigger = TriggerConfig(args.trigger, args.trigger_interval)
     if trigger.mode == "realtime":
         check_task_slots(settings, spec.app)
     name = args.query_name

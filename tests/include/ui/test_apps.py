@@ -14,6 +14,7 @@ import pytest
 
 from adlake import apps
 from adlake.apps.state import write_restarts
+from adlake.processes import identity
 from adlake.status import write_status
 
 
@@ -35,6 +36,7 @@ def hold_lock(runtime):
                     "mode": mode,
                     "started_at": started_at,
                     "argv": ["click_surge"],
+                    **identity(),  # this process, as the launcher identifies itself
                 }
             ).encode(),
         )

@@ -62,13 +62,15 @@ function restartsText(restarts) {
 function card(app) {
   const s = app.status || {};
   const holder = app.holder;
+  // A holder not seen here (another PID namespace or host) has no pid to show or act on.
+  const pid = holder && holder.pid !== null ? String(holder.pid) : "";
   const desired = app.desired;
   const restarts = app.restarts || {};
   const fields = el("dl", {class: "fields"},
     field("desired", `${desired.state} (${desired.trigger})`,
           `since ${fmtTime(desired.updated_at)}: ${desired.reason}`),
-    field("mode", holder ? holder.mode : (s.mode || DASH)),
-    field("pid", holder ? String(holder.pid) : DASH),
+    field("mode", (holder && holder.mode) || s.mode || DASH),
+    field("pid", pid || (holder ? "elsewhere" : DASH), holder ? holder.elsewhere : null),
     field("uptime", fmtDuration(app.uptime_s),
           holder ? `started ${fmtTime(holder.started_at)}` : null),
     field("last progress", ago(app.progress_age_s),
@@ -103,7 +105,7 @@ function card(app) {
     errors.push(el("pre", {class: "err"}, `last restart error: ${restarts.last_error}`));
   }
   return el("section", {class: "card", id: `app-${app.app}`, "data-state": app.state,
-                        "data-pid": holder ? String(holder.pid) : "",
+                        "data-pid": pid,
                         "data-progress-age": app.progress_age_s == null ? "" :
                                              String(Math.round(app.progress_age_s))},
     el("header", {},
