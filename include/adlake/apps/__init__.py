@@ -24,9 +24,11 @@ seconds and a retried task could start a second driver, so a task only *acts*:
 
 **Files** under the runtime directory::
 
-    locks/<app>.lock              held by the running app; says who (pid, mode, start, argv)
+    locks/<app>.lock              held by the running app; says who (pid, its start, boot id,
+                                  PID namespace, mode, argv), blanked as it exits
     locks/<app>.control.lock      serialises act/supervise on one app (held for seconds)
     apps/<app>.desired.json       desired state: running|stopped, trigger, knobs, when, why
+                                  (none: stopped; unreadable: unknown, the app left alone)
     apps/<app>.restarts.json      the supervisor's restarts: count, reason, last error, backoff
     apps/<app>.exit.json          how the last run ended (absent or older than the run: killed)
     apps/<app>.checkpoint.json    what the checkpoint was made by (trigger, engine), moved-aside
