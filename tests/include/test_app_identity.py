@@ -13,6 +13,7 @@ import time
 import pytest
 
 from adlake import apps
+from adlake.apps import cli
 from adlake.apps.launcher import LOCK_HELD
 from adlake.config import REPO_ROOT
 from adlake.processes import identity, started_at
@@ -84,6 +85,8 @@ def test_an_app_in_another_pid_namespace_is_shown_running_elsewhere_at_once(sett
         assert (view["state"], view["holder"]["pid"]) == ("running", None)
         assert view["why"].startswith("running (elsewhere): pid 7 on another host")
         assert 60 <= view["uptime_s"] < 120
+        [row] = cli.with_lifecycle(settings, [])  # make status
+        assert (row["app"], row["app_state"], row["pid"]) == (APP, "running", "elsewhere")
         with pytest.raises(apps.AlreadyRunning, match="elsewhere: pid 7 .*, mode processing_time"):
             apps.act(settings, APP, "start")
 

@@ -137,7 +137,8 @@ def with_lifecycle(
         row.update(
             app_state=info["state"],
             desired=f"{info['desired']['state']}/{info['desired']['trigger']}",
-            pid=info["holder"]["pid"] if info["holder"] else None,
+            # a holder not seen here (another PID namespace or host) has no pid of ours
+            pid=(info["holder"]["pid"] or "elsewhere") if info["holder"] else None,
             restarts=(f"{restarts['count']} ({restarts['reason']})" if restarts["count"] else 0),
             lifecycle=info,
         )
