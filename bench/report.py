@@ -699,8 +699,11 @@ def read_maintenance(node: Node) -> tuple[Maintenance, list[Goal]]:
             label: (c.get(k).num("files"), c.get(k).num("files_opened"), c.get(k).num("read_s"))
             for label, k in (
                 ("one file a day (after maintenance)", "one_file_a_day"),
-                (f"{int(c.num('files_per_day'))} files a day, unclustered", "spread"),
-                (f"{int(c.num('files_per_day'))} files a day, ZORDER BY key", "zordered"),
+                (f"each day in about {int(c.num('files_per_day'))} files, unclustered", "spread"),
+                (
+                    f"ZORDER BY key, files up to {fmt(c.num('max_file_bytes') / 1024, ' KiB')}",
+                    "zordered",
+                ),
             )
         }
         key, zorder_s = c.text("key"), c.get("zordered").num("optimize_s")
@@ -1315,8 +1318,7 @@ def supervisor_section(sv: Supervisor | None) -> str:
     out += [
         f"`apps_supervisor` every minute on the platform's Airflow, {sv.runs} runs in "
         f"{fmt(sv.window_s, ' s', 0)}, against as long with every DAG paused. One run: "
-        f"{fmt(run['airflow_cpu_s'], ' CPU s', 2)} in Airflow's processes "
-        f"({fmt(run['machine_cpu_s'], ' s', 2)} on the machine), "
+        f"{fmt(run['airflow_cpu_s'], ' CPU s', 2)} in Airflow's processes, "
         f"{fmt(run['rows'], ' rows', 0)} in the metadata database "
         f"({fmt(run['db_bytes'] / 1024, ' KiB')}), {fmt(run['log_bytes'] / 1024, ' KiB')} of "
         f"task log; due to done {fmt(sv.due_to_done_s[0], ' s')} median, "

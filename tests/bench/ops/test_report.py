@@ -487,6 +487,7 @@ def maintenance_json() -> dict:
         "clustering": {
             "key": "page_id",
             "files_per_day": 8,
+            "max_file_bytes": 5120,
             "one_file_a_day": {"files": 9, "files_opened": 9, "read_s": 0.3},
             "spread": {"files": 72, "files_opened": 72, "read_s": 0.9},
             "zordered": {"files": 72, "files_opened": 10, "read_s": 0.35, "optimize_s": 12.0},
@@ -529,7 +530,7 @@ def test_table_maintenance_has_its_section_and_plot_when_run(tmp_path):
     assert "| 200 hours, no maintenance | 22.5, 24 | 9.0 MB | 60.0 MB | 6.67× | 1.50 s |" in part
     assert "| 200 hours and maintenance | 1.0, 1 | 9.0 MB | 9.5 MB | 1.06× | 0.45 s |" in part
     assert "| maintenance | files per gold day-partition after maintenance |" in report
-    assert "| 8 files a day, ZORDER BY key | 72 | 10 | 0.35 s |" in part
+    assert "| ZORDER BY key, files up to 5.0 KiB | 72 | 10 | 0.35 s |" in part
     assert "(`page_id`)" in part and "at that file size (12.0 s)" in part
     png = tmp_path / "out" / bench_report.ALL_PLOTS["maintenance"]
     assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 10_000
