@@ -124,6 +124,11 @@ class Settings:
     log_max_bytes: int = 64 * 1024 * 1024
     log_backups: int = 3
     jars_dir: Path = field(default=REPO_ROOT / ".cache" / "jars")
+    # The local profile's Airflow users besides the admin, as (name, role) with a role of
+    # Airflow's SimpleAuthManager (VIEWER, USER, OP, ADMIN); their passwords are generated into
+    # the admin's password file (adlake.local.credentials). The compose profile's users are
+    # FAB's, made with `airflow users create`.
+    airflow_users: tuple[tuple[str, str], ...] = ()
 
     # Every path below derives from runtime_dir, so one setting moves all state.
     @property
@@ -211,6 +216,10 @@ _APP_DEFAULTS = {
 }
 _QUALITY_DEFAULTS = {"dq_min_match_rate": "0.95"}
 _RECORD_DEFAULTS = {"max_record_bytes": str(DEFAULT_MAX_RECORD_BYTES)}
+# Roles of Airflow's SimpleAuthManager, lowest first: VIEWER reads, USER also triggers and
+# clears DAG runs, OP also edits connections, pools and variables, ADMIN may do everything.
+AIRFLOW_ROLES = ("VIEWER", "USER", "OP", "ADMIN")
+_USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 _LAKE_DEFAULTS = {
     "lake_day_final_after_s": "7200",
     "lake_retention_hours": "168",
@@ -233,6 +242,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         "spark_ui": "false",
         "log_level": "WARN",
         "lake_pool_slots": "1",
+        "airflow_users": "",
         **_APP_DEFAULTS,
         **_QUALITY_DEFAULTS,
         **_RECORD_DEFAULTS,
@@ -304,6 +314,32 @@ def _match(name: str, value: str, pattern: re.Pattern[str], allowed: str) -> str
     if not pattern.match(value):
         raise _bad(name, value, allowed)
     return value
+
+
+def _airflow_users(value: str) -> tuple[tuple[str, str], ...]:
+    """``name:role`` pairs, comma-separated (a role in any case).
+
+    >>> _airflow_users("viewer:viewer, ops:Op")
+    (('viewer', 'VIEWER'), ('ops', 'OP'))
+    """
+    allowed = (
+        f"expected name:role pairs separated by commas, a role one of "
+        f"{', '.join(r.lower() for r in AIRFLOW_ROLES)}, a name of letters, digits and _.@- "
+        "(at most 64), each name once and none 'admin' (always there)"
+    )
+    users: list[tuple[str, str]] = []
+    for pair in filter(None, (p.strip() for p in value.split(","))):
+        name, _, role = pair.partition(":")
+        name, role = name.strip(), role.strip().upper()
+        if (
+            not _USER_NAME.match(name)
+            or role not in AIRFLOW_ROLES
+            or name == "admin"
+            or name in dict(users)
+        ):
+            raise _bad("airflow_users", value, allowed)
+        users.append((name, role))
+    return tuple(users)
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
@@ -383,6 +419,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         ),
         log_max_bytes=_int("log_max_bytes", raw["log_max_bytes"], 1024 * 1024, 1 << 40),
         log_backups=_int("log_backups", raw["log_backups"], 0, 100),
+        airflow_users=_airflow_users(raw.get("airflow_users", "")),
     )
     if settings.app_backoff_min_s > settings.app_backoff_max_s:
         raise ConfigError(

@@ -24,6 +24,8 @@ os.environ.update(
         "AIRFLOW__CORE__UNIT_TEST_MODE": "false",
         # As `make up` leaves them: an asset event queues only DAGs that are not paused.
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "false",
+        # make up's auth manager (its deny list's file: tests/include/ui/conftest.py's)
+        "AIRFLOW__CORE__AUTH_MANAGER": "adlake.airflow.auth.AdlakeAuthManager",
     }
 )
 

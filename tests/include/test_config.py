@@ -41,6 +41,11 @@ def test_override_one_setting():
         ("ADLAKE_MAX_RECORD_BYTES", "256k", "expected an integer from 1024 to 1048576"),
         ("ADLAKE_MAX_RECORD_BYTES", "1023", "expected an integer from 1024 to 1048576"),
         ("ADLAKE_MAX_RECORD_BYTES", "1048577", "expected an integer from 1024 to 1048576"),
+        ("ADLAKE_AIRFLOW_USERS", "viewer", "expected name:role pairs"),
+        ("ADLAKE_AIRFLOW_USERS", "viewer:reader", "a role one of viewer, user, op, admin"),
+        ("ADLAKE_AIRFLOW_USERS", "a:viewer,a:op", "each name once"),
+        ("ADLAKE_AIRFLOW_USERS", "admin:viewer", "none 'admin'"),
+        ("ADLAKE_AIRFLOW_USERS", "x y:viewer", "letters, digits"),
     ],
 )
 def test_invalid_value_names_the_setting_and_what_is_allowed(name, value, allowed):
@@ -60,3 +65,12 @@ def test_the_record_limit_is_256_kib_unless_set():
     assert load_settings({}).max_record_bytes == 262_144
     assert load_settings({"ADLAKE_PROFILE": "compose"}).max_record_bytes == 262_144
     assert load_settings({"ADLAKE_MAX_RECORD_BYTES": "1048576"}).max_record_bytes == 1_048_576
+
+
+def test_airflow_users_are_name_role_pairs_of_the_local_profile():
+    assert load_settings({}).airflow_users == ()
+    users = load_settings({"ADLAKE_AIRFLOW_USERS": "viewer:viewer, analyst:User,"}).airflow_users
+    assert users == (("viewer", "VIEWER"), ("analyst", "USER"))
+    # the compose profile's users are FAB's: the setting would do nothing there
+    with pytest.raises(ConfigError, match="unknown setting ADLAKE_AIRFLOW_USERS"):
+        load_settings({"ADLAKE_PROFILE": "compose", "ADLAKE_AIRFLOW_USERS": "v:viewer"})

@@ -335,6 +335,26 @@ def gates_of(job: registry.Job) -> list[registry.Job]:
     return [g for g in registry.JOBS.values() if g.gate and set(g.reads) & set(job.writes)]
 
 
+def gate_dag_ids() -> dict[str, set[str]]:
+    """Per table a quality gate validates, the DAGs whose runs validate it: a lake chain's for a
+    gold table (its gate runs in ``lake_hourly``, ``lake_daily`` or both), the view's own DAG
+    for a view.
+
+    >>> dags = gate_dag_ids()
+    >>> sorted(dags["campaign_delivery"]), dags["attribution_funnel"], dags["page_clicks_hourly"]
+    (['lake_daily', 'lake_hourly'], {'lake_daily'}, {'view_page_clicks_hourly'})
+    """
+    dags: dict[str, set[str]] = {}
+    chains = {"hourly": LAKE_DAG_ID, "daily": DAILY_DAG_ID}
+    owners = [(chains[s], j) for s in chains for j in chain_jobs(s)]
+    owners += [(view.name, gate) for view in view_jobs() for gate in gates_of(view)]
+    for dag_id, job in owners:
+        if job.gate:
+            for table in job.reads:
+                dags.setdefault(table, set()).add(dag_id)
+    return dags
+
+
 def build_view_dag(job: registry.Job) -> DAG:
     """An ``on_update`` job, run when any table it reads is updated, then its quality gates."""
     gates = gates_of(job)

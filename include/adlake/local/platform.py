@@ -7,7 +7,9 @@
    their home under ``<runtime>/airflow``: metadata on SQLite (``airflow db migrate`` first; the
    LocalExecutor runs on SQLite, as ``airflow standalone`` does), the DAGs of ``dags/``, the
    Spark connections from the configuration, one admin login whose password is generated once
-   and kept in ``<runtime>/airflow/passwords.json``;
+   and kept in ``<runtime>/airflow/passwords.json``, and the users of ``ADLAKE_AIRFLOW_USERS``
+   with theirs in the same file; Adlake's auth manager (:mod:`adlake.airflow.auth`: Airflow's
+   simple one, and the DAGs refused per user in ``<runtime>/airflow/denied_dags.json``);
 3. every DAG unpaused, and each streaming app started **through Airflow**: a run of its
    ``app_<name>`` DAG with ``action=start`` (so the start is in the DAG's audit trail).
 
@@ -94,7 +96,13 @@ def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[
             # Two cores: a few tasks at a time (each lake task is a Spark driver).
             "AIRFLOW__CORE__PARALLELISM": "4",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin",
+            # Airflow's SimpleAuthManager with the DAGs refused per user (adlake.airflow.auth);
+            # its users: the admin and ADLAKE_AIRFLOW_USERS
+            "AIRFLOW__CORE__AUTH_MANAGER": "adlake.airflow.auth.AdlakeAuthManager",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(
+                f"{name}:{role.lower()}"
+                for name, role in [(ADMIN, "ADMIN"), *settings.airflow_users]
+            ),
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(
                 credentials.passwords_path(settings)
             ),
@@ -331,6 +339,8 @@ def up(
     broker.start()
     broker.create_topics()
     _, new_password = credentials.ensure_admin_password(settings)
+    # Before Airflow starts: SimpleAuthManager would generate a missing one and log it.
+    new_users = credentials.ensure_user_passwords(settings, [n for n, _ in settings.airflow_users])
     if all(running_pid(settings, c) for c in AIRFLOW_COMPONENTS):
         log("Airflow is already running")
     else:
@@ -371,6 +381,8 @@ def up(
         if new_password
         else f"<password in {credentials.passwords_path(settings)}>"
     )
+    for name, password in new_users.items():
+        log(f"generated the password of Airflow user {name}: {password} (shown this once)")
     print(
         f"\n  Airflow UI      {airflow_url()}   login: {ADMIN} / {login}"
         f"\n  Streaming apps  {airflow_url()}/plugin/streaming-apps"

@@ -4,7 +4,9 @@ path) plus what the page derives from it at ``now``: uptime, age of the last pro
 last report, and how to act on it (its DAG, triggers, knobs).
 
 The buttons do not act here: the browser triggers the app's DAG (``app_<name>``) through Airflow's
-REST API with the user's own session, so every action is a DAG run with an audit trail.
+REST API with the user's own session, so every action is a DAG run with an audit trail, which
+Airflow allows only a user who may run that DAG. An app is shown only to a user who may read its
+DAG; ``can_act`` says whether the user may run it (:mod:`adlake.ui.access`).
 """
 
 from __future__ import annotations
@@ -13,15 +15,17 @@ import time
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import FileResponse
 
 from adlake import apps, registry
 from adlake.config import Settings
+from adlake.ui.access import DagAccess, Grants, dag_access
 from adlake.ui.deps import current_settings, page
 
 router = APIRouter()
 SettingsDep = Annotated[Settings, Depends(current_settings)]
+AccessDep = Annotated[DagAccess, Depends(dag_access)]
 
 
 def _epoch(value: object) -> float | None:
@@ -55,7 +59,7 @@ def app_view(settings: Settings, app: str, now: float) -> dict:
         "report_age_s": _age(now, _epoch(status.get("written_at"))),
         "dlq_topic": spec.dlq,
         "actions": {
-            "dag_id": f"app_{app}",
+            "dag_id": dag_id_of(app),
             "triggers": list(apps.TRIGGERS),
             "knobs": [k.name for k in spec.knobs],
             "buttons": buttons(app, info),
@@ -115,15 +119,32 @@ def buttons(app: str, info: dict) -> list[dict]:
     ]
 
 
-def apps_status(settings: Settings, now: float | None = None) -> dict:
-    """Every ops app of the registry, in registry order."""
+def dag_id_of(app: str) -> str:
+    return f"app_{app}"
+
+
+def shown_app(access: DagAccess | Grants, settings: Settings, app: str, now: float) -> dict:
+    """:func:`app_view` of ``app`` and ``can_act``: whether the user may run its DAG (the page
+    disables the buttons otherwise; Airflow would refuse their requests)."""
+    return {**app_view(settings, app, now), "can_act": access.may_trigger(dag_id_of(app))}
+
+
+def apps_status(settings: Settings, access: DagAccess | Grants, now: float | None = None) -> dict:
+    """Every ops app of the registry whose DAG the user may read, in registry order.
+
+    >>> from adlake.config import load_settings
+    >>> s = apps_status(load_settings({"ADLAKE_RUNTIME_DIR": "/nonexistent"}),
+    ...                 Grants(read={"app_click_surge"}))
+    >>> [(a["app"], a["can_act"]) for a in s["apps"]]
+    [('click_surge', False)]
+    """
     now = time.time() if now is None else now
     return {
         "now": now,
         "apps": [
-            app_view(settings, name, now)
+            shown_app(access, settings, name, now)
             for name, spec in registry.APPS.items()
-            if spec.runtime == "ops"
+            if spec.runtime == "ops" and access.may_read(dag_id_of(name))
         ],
     }
 
@@ -134,5 +155,18 @@ def apps_page() -> FileResponse:
 
 
 @router.get("/apps/api/status")
-def status(settings: SettingsDep) -> dict:
-    return apps_status(settings)
+def status(settings: SettingsDep, access: AccessDep) -> dict:
+    return apps_status(settings, access)
+
+
+@router.get("/apps/api/status/{app}")
+def app_status(app: str, settings: SettingsDep, access: AccessDep) -> dict:
+    """One app's card data: 404 for no ops app of that name, 403 for a user who may not read its
+    DAG."""
+    spec = registry.APPS.get(app)
+    if spec is None or spec.runtime != "ops":
+        raise HTTPException(404, f"no streaming app {app!r}")
+    if not access.may_read(dag_id_of(app)):
+        raise HTTPException(403, f"you may not see {dag_id_of(app)}, so not {app}")
+    now = time.time()
+    return {"now": now, "app": shown_app(access, settings, app, now)}

@@ -22,7 +22,10 @@ origin, any of those could act with the signed-in user's Airflow session. So:
   ``/adlake/data-docs/<path>``, is behind Airflow's login and redirects to
   ``/adlake/data-docs-signed/<token>/<path>``: the site under a prefix signed by the api-server
   for as long as an Airflow sign-in lasts (:func:`sign`), which the pages' relative links keep.
-  The token opens the Data Docs site and nothing else.
+  The token opens the Data Docs site and nothing else, and of it what the user it was signed for
+  may see: it names them, and each page is authorized as them, as the entry is
+  (:func:`adlake.ui.access.may_open_data_docs`: a table's pages for a user who may read a DAG
+  validating it; 403 otherwise).
 """
 
 from __future__ import annotations
@@ -45,6 +48,14 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from adlake.config import DATA_DOCS_ASSETS_DIR, Settings
 from adlake.local.versions import DATA_DOCS_NPM
 from adlake.quality.project import data_docs_index
+from adlake.ui.access import (
+    DagAccess,
+    TableAccess,
+    dag_access,
+    may_open_data_docs,
+    subject_user,
+    user_subject,
+)
 from adlake.ui.deps import current_settings, plain_path
 
 log = logging.getLogger(__name__)
@@ -240,23 +251,36 @@ def _key() -> bytes:
     return hmac.new(secret, b"adlake data docs links", hashlib.sha256).digest()
 
 
-def _signature(expires: int) -> str:
-    digest = hmac.new(_key(), f"data-docs:{expires}".encode(), hashlib.sha256).digest()
+def _signature(expires: int, subject: str) -> str:
+    message = f"data-docs:{expires}:{subject}".encode()
+    digest = hmac.new(_key(), message, hashlib.sha256).digest()
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
-def sign(expires: int) -> str:
-    """A token opening the Data Docs site until ``expires`` (Unix seconds)."""
-    return f"{expires}.{_signature(expires)}"
+def sign(expires: int, subject: str) -> str:
+    """A token opening the Data Docs site until ``expires`` (Unix seconds) as the user
+    ``subject`` (:func:`adlake.ui.access.user_subject`, no ``.`` in it)."""
+    return f"{expires}.{subject}.{_signature(expires, subject)}"
 
 
-def signed_until(token: str) -> int | None:
-    """When ``token`` stops opening the site, or None if it is not one the api-server signed or
-    has expired."""
-    expires, _, signature = token.partition(".")
+def signed_for(token: str) -> str | None:
+    """The user (``subject``) ``token`` opens the site for, or None if it is not one the
+    api-server signed or has expired."""
+    expires, _, rest = token.partition(".")
+    subject, _, signature = rest.partition(".")
     if not expires.isdigit() or int(expires) < time.time():
         return None
-    return int(expires) if hmac.compare_digest(signature, _signature(int(expires))) else None
+    valid = hmac.compare_digest(signature, _signature(int(expires), subject))
+    return subject if valid else None
+
+
+def _refuse_unless(allowed: bool) -> None:
+    if not allowed:
+        raise HTTPException(
+            403,
+            "you may not see this Data Docs page: its table is validated by DAGs you may not "
+            "read (the index, which lists every table, needs all of them)",
+        )
 
 
 def _lifetime_s() -> int:
@@ -275,10 +299,14 @@ router = APIRouter()
 
 @router.get(ENTRY_ROUTE + "/{path:path}", include_in_schema=False)
 def entry(
-    settings: Annotated[Settings, Depends(current_settings)], path: str = ""
+    settings: Annotated[Settings, Depends(current_settings)],
+    access: Annotated[DagAccess, Depends(dag_access)],
+    path: str = "",
 ) -> RedirectResponse:
-    """Behind Airflow's login (the app's own dependency): the page at ``path``, by a link signed
-    now, relative to this request's URL (it holds under any base path)."""
+    """Behind Airflow's login (the app's own dependency): the page at ``path``, if the user may
+    see it, by a link signed now for them, relative to this request's URL (it holds under any
+    base path)."""
+    _refuse_unless(TableAccess(access).may_open(path))
     site_file(settings, path)
     missing = missing_assets()
     if missing:
@@ -287,13 +315,14 @@ def entry(
             "Data Docs are served without %s (not vendored: run make setup, which needs npm)",
             ", ".join(missing),
         )
-    token = sign(int(time.time()) + _lifetime_s())
+    token = sign(int(time.time()) + _lifetime_s(), user_subject(access.user))
     target = f"{_up(path)}..{SIGNED_ROUTE}/{token}/{quote(path)}"
     return RedirectResponse(target, status_code=307, headers={"Cache-Control": "no-store"})
 
 
 def signed_page(token: str, path: str, settings: Settings) -> Response:
-    if signed_until(token) is None:
+    subject = signed_for(token)
+    if subject is None:
         entry_url = f"{_up(path)}../..{ENTRY_ROUTE}/{quote(path)}"
         return HTMLResponse(
             "<!doctype html><title>Data Docs</title><p>This Data Docs link has expired or is "
@@ -307,6 +336,8 @@ def signed_page(token: str, path: str, settings: Settings) -> Response:
                 "Referrer-Policy": "no-referrer",
             },
         )
+    user = subject_user(subject)
+    _refuse_unless(user is not None and may_open_data_docs(user, path))
     target = site_file(settings, path)
     if target.suffix in (".html", ".htm"):
         to_site = _up(path)

@@ -5,6 +5,10 @@ the page links to, is :mod:`adlake.ui.data_docs`.
 
 Read from GX's JSON result store by :mod:`adlake.quality.history` (no Spark, no GX). A run
 *passed* when no ``error`` expectation failed (a failed ``warn`` is recorded and passes).
+
+A user sees the tables, and of their runs those, that the DAGs they may read validate
+(:class:`adlake.ui.access.TableAccess`); ``all_data_docs`` says whether they may open GX's Data
+Docs index, which lists every table's runs.
 """
 
 from __future__ import annotations
@@ -14,11 +18,13 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import FileResponse
 
+from adlake.airflow.factory import MAINTENANCE_DAG_ID
 from adlake.config import Settings
 from adlake.maintenance import read_latest
 from adlake.quality.history import RunSummary, recent_runs
 from adlake.quality.project import data_docs_index
 from adlake.quality.rules import GOLD_SUITES, VIEW_SUITES
+from adlake.ui.access import DagAccess, Grants, TableAccess, dag_access
 from adlake.ui.deps import current_settings, page
 
 router = APIRouter()
@@ -50,20 +56,29 @@ def run_json(run: RunSummary) -> dict:
     }
 
 
-def summary(settings: Settings, last: int = DEFAULT_RUNS) -> dict:
-    """Every gold table and view (registry order, then any other suite in the store): its
-    ``last`` runs oldest first, the latest, and the share that passed (None before a first run).
+def summary(settings: Settings, access: DagAccess | Grants, last: int = DEFAULT_RUNS) -> dict:
+    """Every gold table and view (registry order, then any other suite in the store) the user
+    may see (``access``): its ``last`` runs oldest first, less those of DAGs the user may not
+    read, the latest, and the share that passed (None before a first run).
 
     >>> from adlake.config import load_settings
-    >>> s = summary(load_settings({"ADLAKE_RUNTIME_DIR": "/nonexistent"}))
-    >>> s["data_docs"], s["tables"][0]["latest"], s["tables"][0]["pass_rate"]
-    (False, None, None)
+    >>> s = summary(load_settings({"ADLAKE_RUNTIME_DIR": "/nonexistent"}),
+    ...             Grants(read={"view_page_clicks_hourly"}))
+    >>> [(t["table"], t["latest"], t["pass_rate"]) for t in s["tables"]], s["all_data_docs"]
+    ([('page_clicks_hourly', None, None)], False)
     """
     runs = recent_runs(settings, last=last)
     kinds = {**dict.fromkeys(GOLD_SUITES, "gold"), **dict.fromkeys(VIEW_SUITES, "view")}
     tables = []
+    shown = TableAccess(access)
     for table in [*kinds, *sorted(set(runs) - set(kinds))]:
-        history = [run_json(r) for r in reversed(runs.get(table, []))]
+        if not shown.may_see(table):
+            continue
+        history = [
+            run_json(r)
+            for r in reversed(runs.get(table, []))
+            if shown.may_see_run(table, r.run_name)
+        ]
         tables.append(
             {
                 "table": table,
@@ -76,11 +91,15 @@ def summary(settings: Settings, last: int = DEFAULT_RUNS) -> dict:
                 "history": history,
             }
         )
+    # lake_maintenance's own record: for a user who may read that DAG
+    maintenance = access.may_read(MAINTENANCE_DAG_ID)
     return {
         "last": last,
         "data_docs": data_docs_index(settings).is_file(),
+        "all_data_docs": shown.may_see_everything(),
         "tables": tables,
-        "maintenance": read_latest(settings),
+        "maintenance_allowed": maintenance,
+        "maintenance": read_latest(settings) if maintenance else None,
     }
 
 
@@ -91,6 +110,8 @@ def quality_page() -> FileResponse:
 
 @router.get("/quality/api/summary")
 def quality_summary(
-    settings: SettingsDep, last: Annotated[int, Query(ge=1, le=500)] = DEFAULT_RUNS
+    settings: SettingsDep,
+    access: Annotated[DagAccess, Depends(dag_access)],
+    last: Annotated[int, Query(ge=1, le=500)] = DEFAULT_RUNS,
 ) -> dict:
-    return summary(settings, last)
+    return summary(settings, access, last)

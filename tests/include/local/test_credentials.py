@@ -28,6 +28,35 @@ def test_the_admin_password_is_generated_once_and_private(tmp_path):
     assert json.loads(path.read_text()) == {credentials.ADMIN: password}
 
 
+def test_other_users_passwords_are_generated_once_beside_the_admins(tmp_path):
+    settings = private_settings(tmp_path)
+    admin, _ = credentials.ensure_admin_password(settings)
+    new = credentials.ensure_user_passwords(settings, ["viewer", "analyst"])
+    assert sorted(new) == ["analyst", "viewer"] and len(set(new.values())) == 2
+    assert credentials.ensure_user_passwords(settings, ["viewer", "analyst"]) == {}
+    path = credentials.passwords_path(settings)
+    assert json.loads(path.read_text()) == {credentials.ADMIN: admin, **new}
+    assert mode(path) == 0o600
+    assert credentials.user_password(settings, "viewer") == new["viewer"]
+    assert credentials.user_password(settings, "nobody") is None
+
+
+def test_airflow_runs_adlakes_auth_manager_with_the_configured_users(tmp_path):
+    from adlake.local.platform import airflow_env
+
+    settings = private_settings(tmp_path).with_overrides(
+        airflow_users=(("viewer", "VIEWER"), ("analyst", "USER"))
+    )
+    env = airflow_env(settings, base={})
+    assert env["AIRFLOW__CORE__AUTH_MANAGER"] == "adlake.airflow.auth.AdlakeAuthManager"
+    assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"] == (
+        "admin:admin,viewer:viewer,analyst:user"
+    )
+    assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"] == str(
+        credentials.passwords_path(settings)
+    )
+
+
 def test_two_runtimes_get_different_passwords(tmp_path):
     first = credentials.ensure_admin_password(private_settings(tmp_path / "a"))[0]
     second = credentials.ensure_admin_password(private_settings(tmp_path / "b"))[0]

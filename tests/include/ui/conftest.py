@@ -4,6 +4,7 @@ client of the plugin's app mounted as Airflow mounts it, with Airflow's auth man
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -18,18 +19,55 @@ def runtime(settings, tmp_path):
 
 
 @pytest.fixture(scope="session")
-def auth_manager(airflow_db):
+def auth_manager(airflow_db, tmp_path_factory):
+    """Airflow's auth manager as ``make up`` configures it (:mod:`adlake.airflow.auth`), its deny
+    list in a file of this session's own (none yet: nobody is refused a DAG)."""
     from airflow.api_fastapi.app import init_auth_manager
 
-    return init_auth_manager()
+    from adlake.airflow.auth import AdlakeAuthManager
+
+    manager = init_auth_manager()
+    assert isinstance(manager, AdlakeAuthManager)
+    manager.denied_dags_file = tmp_path_factory.mktemp("auth") / "denied_dags.json"
+    return manager
+
+
+@pytest.fixture()
+def deny(auth_manager):
+    """Refuse DAGs to users, as the deny list's file says (``{user: [dag_id, ...]}``); none
+    after the test."""
+    path = auth_manager.denied_dags_file
+
+    def write(rules: dict[str, list[str]]) -> None:
+        path.write_text(json.dumps(rules))
+
+    yield write
+    path.unlink(missing_ok=True)
+
+
+def jwt_for(auth_manager, name: str, role: str | None) -> str:
+    """A JWT for the user ``name`` with ``role`` (None: no role), minted as Airflow's login
+    does (the auth manager's signer)."""
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    return auth_manager.generate_jwt(SimpleAuthManagerUser(username=name, role=role))
 
 
 @pytest.fixture(scope="session")
 def token(auth_manager) -> str:
-    """A JWT for the admin, minted as Airflow's login does (the auth manager's signer)."""
-    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+    """A JWT for the admin."""
+    return jwt_for(auth_manager, "admin", "ADMIN")
 
-    return auth_manager.generate_jwt(SimpleAuthManagerUser(username="admin", role="ADMIN"))
+
+@pytest.fixture()
+def as_user(client, auth_manager):
+    """``as_user(name, role)``: the client signed in as that user (the UI's _token cookie)."""
+
+    def sign_in(name: str, role: str | None):
+        client.cookies.set("_token", jwt_for(auth_manager, name, role))
+        return client
+
+    return sign_in
 
 
 @pytest.fixture()

@@ -10,6 +10,7 @@ import pytest
 from adlake import apps
 from adlake.ui.apps import buttons
 from tests.dags.conftest import DAGS_DIR
+from tests.include.ui.conftest import jwt_for
 
 
 @pytest.fixture(scope="module")
@@ -47,3 +48,35 @@ def test_every_button_is_a_dag_run_by_the_user(airflow_api, runtime, app):
         assert polled.status_code == 200 and polled.json()["state"] == run["state"]
         # a queued run must not start an app under a scheduler of a later test on this DB
         assert airflow_api.delete(url).status_code == 204
+
+
+def test_airflow_refuses_the_buttons_of_a_user_who_may_not_run_the_dag(
+    airflow_api, auth_manager, runtime, deny
+):
+    """The page's buttons go to Airflow's trigger route, which asks the same auth manager: a
+    viewer may not run an app's DAG, nor a user refused that DAG by the deny list, which also
+    drops it from their DAG list; a user's role still lets them run the others."""
+    deny({"analyst": ["app_attribution"]})
+    start = buttons("attribution", apps.app_status(runtime, "attribution"))[0]
+    assert start["label"] == "start"
+    for name, role, app in (
+        ("viewer", "VIEWER", "click_surge"),
+        ("viewer", "VIEWER", "attribution"),
+        ("analyst", "USER", "attribution"),
+    ):
+        bearer = {"Authorization": f"Bearer {jwt_for(auth_manager, name, role)}"}
+        refused = airflow_api.post(
+            f"/api/v2/dags/app_{app}/dagRuns", json=start["body"], headers=bearer
+        )
+        assert refused.status_code == 403, (name, app, refused.text)
+        if name == "analyst":
+            listed = airflow_api.get("/api/v2/dags?limit=100", headers=bearer).json()["dags"]
+            assert {d["dag_id"] for d in listed} >= {"app_click_surge", "lake_hourly"}
+            assert "app_attribution" not in {d["dag_id"] for d in listed}
+            got = airflow_api.get(f"/api/v2/dags/app_{app}", headers=bearer)
+            assert got.status_code == 403
+    assert runs_of(airflow_api, "app_attribution") == []
+
+
+def runs_of(airflow_api, dag_id: str) -> list[dict]:
+    return airflow_api.get(f"/api/v2/dags/{dag_id}/dagRuns").json()["dag_runs"]

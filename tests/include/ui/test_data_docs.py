@@ -126,11 +126,12 @@ def test_links_between_pages_work_without_the_session_cookie_only_while_signed(c
     from adlake.ui.data_docs import sign
 
     signed = str(index.url).split("/data-docs-signed/")[1].split("/")[0]
-    expires, signature = signed.split(".")
+    expires, subject, signature = signed.split(".")
     for token_ in (
-        f"{expires}.{signature[::-1]}",  # forged
-        f"{int(expires) + 1}.{signature}",  # a later expiry under the same signature
-        sign(int(time.time()) - 1),  # expired
+        f"{expires}.{subject}.{signature[::-1]}",  # forged
+        f"{int(expires) + 1}.{subject}.{signature}",  # a later expiry under the same signature
+        sign(int(time.time()) - 1, subject),  # expired
+        f"{expires}.{signature}",  # the signature without its user
         "nonsense",
     ):
         refused = client.get(f"/adlake/data-docs-signed/{token_}/{site}")

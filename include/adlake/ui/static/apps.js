@@ -122,13 +122,18 @@ function card(app) {
 }
 
 // The buttons as the status says (adlake.ui.apps.buttons): each a request to Airflow's REST API.
+// A user who may not run the app's DAG (can_act false) gets them disabled, saying why: Airflow
+// would refuse their requests anyway.
 function buttons(app) {
   const run = runs[app.app];
   const busy = run && !FINAL_RUN_STATES.has(run.state) && !run.error;
+  const denied = `you may not run ${app.actions.dag_id}: ask for a role that may trigger it`;
   return el("div", {class: "buttons"},
     app.actions.buttons.map(b => el("button", {
-      "data-action": b.label, title: b.title, disabled: busy || !b.enabled ? "" : null,
+      "data-action": b.label, title: app.can_act ? b.title : denied,
+      disabled: busy || !b.enabled || !app.can_act ? "" : null,
       onclick: () => trigger_(app.app, b)}, b.label)),
+    app.can_act ? null : el("span", {class: "muted", "data-view-only": ""}, "view only"),
     runLine(app.app));
 }
 

@@ -54,10 +54,16 @@ function fmtBytes(n) {
   return fmt(n, i ? 1 : 0, " " + units[i]);
 }
 
-function maintenance(run) {
-  // the latest lake_maintenance run, one row per table (null before a first run)
+function maintenance(run, allowed) {
+  // the latest lake_maintenance run, one row per table (null before a first run, or for a user
+  // who may not read lake_maintenance)
   const message = document.getElementById("maintenance-message");
   const table = document.getElementById("maintenance");
+  if (!allowed) {
+    message.textContent = "You may not see lake_maintenance, so not its runs.";
+    table.hidden = true;
+    return;
+  }
   if (!run) {
     message.textContent = "No maintenance run yet (lake_maintenance runs daily at 03:30 UTC).";
     table.hidden = true;
@@ -86,14 +92,18 @@ async function load() {
     const last = new URLSearchParams(location.search).get("last");
     const data = await api("api/summary" + (last ? `?last=${encodeURIComponent(last)}` : ""));
     document.getElementById("last").textContent = data.last;
-    if (!data.data_docs) {
-      document.getElementById("docs").replaceWith(
-        el("span", {class: "muted"}, "No Data Docs yet: no quality check has run."));
+    const docs = document.getElementById("docs");
+    if (docs && !data.data_docs) {
+      docs.replaceWith(el("span", {class: "muted"}, "No Data Docs yet: no quality check has run."));
+    } else if (docs && !data.all_data_docs) {
+      // the index lists every table's runs: for a user who may read every gate's DAG
+      docs.replaceWith(el("span", {class: "muted"},
+        "Data Docs: open a table's report below (the index lists tables you may not see)."));
     }
     const body = document.querySelector("#tables tbody");
     body.replaceChildren(...data.tables.map(row));
     document.getElementById("tables").hidden = false;
-    maintenance(data.maintenance);
+    maintenance(data.maintenance, data.maintenance_allowed);
     message.textContent = `Updated ${fmtTime(Date.now() / 1000)}.`;
   } catch (error) {
     message.replaceChildren(el("span", {class: "error"}, `Could not load: ${error.message}`));
