@@ -292,6 +292,8 @@ def test_the_app_gets_its_trigger_and_every_knob_as_flags_never_a_checkpoint():
 
 def test_the_app_process_gets_the_callers_settings(settings):
     assert load_settings(apps.settings_env(settings)) == settings
+    users = settings.with_overrides(airflow_users=(("ana", "VIEWER"), ("ops", "OP")))
+    assert load_settings(apps.settings_env(users)) == users
 
 
 def test_the_default_rtm_interval_is_the_runners(settings):

@@ -214,9 +214,15 @@ def settings_env(settings: Settings) -> dict[str, str]:
     env = {}
     for f in dataclasses.fields(settings):
         value = getattr(settings, f.name)
-        env["ADLAKE_" + f.name.upper()] = (
-            str(value).lower() if isinstance(value, bool) else str(value)
-        )
+        if isinstance(value, bool):
+            text = str(value).lower()
+        elif isinstance(
+            value, tuple
+        ):  # name:role pairs (airflow_users), as the variable lists them
+            text = ",".join(":".join(pair) for pair in value)
+        else:
+            text = str(value)
+        env["ADLAKE_" + f.name.upper()] = text
     return env
 
 
