@@ -5,6 +5,9 @@ navigation; at the end ``down`` stops everything and leaves no process behind. B
 idempotent: a second ``up`` finds everything running and starts nothing, a second ``down`` has
 nothing to do.
 
+Who sees what: an admin, a viewer and a user refused one app's DAG by the deny list (users of
+``ADLAKE_AIRFLOW_USERS``) open the Streaming apps page, each seeing only what Airflow lets them.
+
 On call, in the browser: click-surge started (running, its last progress fresh), restarted (a new
 pid, running again) and stopped with the page's buttons, each a DAG run the real scheduler
 executes; then a view's DAG triggered from Airflow's trigger form with a changed ``mode``, its run
@@ -31,10 +34,12 @@ import pytest
 
 from adlake import apps, registry
 from adlake.airflow import factory
+from adlake.airflow.auth import denied_dags_path
 from adlake.config import REPO_ROOT
 from adlake.local import credentials, platform
 from adlake.local.kafka import free_port
 from adlake.maintenance import SHOWN, write_latest
+from adlake.ui.apps import buttons
 from tests.conftest import private_settings
 from tests.dags.conftest import task_env
 from tests.support.airflow_daemons import wait_for
@@ -45,6 +50,10 @@ pytestmark = pytest.mark.integration
 
 # A running app's last progress is at most this old (batches of 5 s here, the page polls).
 FRESH_S = 15
+# Users besides the admin (ADLAKE_AIRFLOW_USERS); the deny list refuses the analyst attribution's
+# DAG and a view's DAG.
+USERS = (("viewer", "VIEWER"), ("analyst", "USER"))
+DENIED = {"analyst": ["app_attribution", "view_page_clicks_hourly"]}
 
 
 def quietly(call, *args, **kwargs) -> str:
@@ -62,7 +71,9 @@ def platform_pids(settings) -> dict[str, int | None]:
 @pytest.fixture(scope="module")
 def running(tmp_path_factory):
     """The platform up (no apps) on free ports; down at the end, checked to leave nothing."""
-    settings = private_settings(tmp_path_factory.mktemp("platform") / "rt")
+    settings = private_settings(tmp_path_factory.mktemp("platform") / "rt").with_overrides(
+        airflow_users=USERS
+    )
     env = {
         **task_env(settings),
         "AIRFLOW__API__PORT": str(free_port()),
@@ -167,6 +178,77 @@ def test_a_person_signs_in_and_opens_both_pages_from_the_navigation(running, tmp
         assert any("Font Awesome" in family for family in frame.evaluate(icons))
         assert [url for url in requested if not url.startswith(base)] == []
     print(f"\nscreenshots: {tmp_path}")
+
+
+def test_each_user_sees_and_does_what_their_role_and_dags_allow(running):
+    """The admin sees both apps with their buttons; a viewer sees both, every button disabled,
+    and Airflow refuses the button's request; the analyst, a user refused ``app_attribution``
+    and a view's DAG by the deny list, sees click_surge only, its buttons enabled, while
+    attribution's status and trigger routes, the view's Data Docs and its quality row are
+    refused or left out. Apps stopped, so a start button is enabled for whoever may act."""
+    settings, first = running
+    denied_dags_path(settings).write_text(json.dumps(DENIED))
+    shots = screenshots_dir(settings)
+    base = platform.airflow_url()
+    # attribution's start button's request (never run: refused to both)
+    start = buttons("attribution", apps.app_status(settings, "attribution"))[0]["body"]
+
+    def status(page, method: str, path: str, body: dict | None = None) -> int:
+        """What the page's own session gets for ``method path`` (fetch, as the page's JS)."""
+        return page.evaluate(
+            """async ([method, url, body]) => (await fetch(url, {method,
+                 credentials: "same-origin", headers: {"Content-Type": "application/json"},
+                 body: body && JSON.stringify(body)})).status""",
+            [method, base + path, body],
+        )
+
+    with browser() as chromium:
+
+        def apps_page(user: str, password: str):
+            page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+            sign_in(page, base, user, password)
+            page.get_by_role("link", name="Streaming apps").first.click()
+            frame = page.frame_locator("iframe")
+            frame.locator("#app-click_surge button[data-action=start]").wait_for(timeout=60_000)
+            return page, frame
+
+        page, frame = apps_page(platform.ADMIN, platform.admin_password(settings))
+        for app in ("attribution", "click_surge"):
+            assert frame.locator(f"#app-{app} button[data-action=start]").is_enabled()
+        page.screenshot(path=str(shots / "access-admin-apps.png"), full_page=True)
+
+        name, _ = USERS[0]
+        password = credentials.user_password(settings, name)
+        assert f"password of Airflow user {name}: {password}" in first  # shown once, by up
+        page, frame = apps_page(name, password)
+        for app in ("attribution", "click_surge"):
+            card = frame.locator(f"#app-{app}")
+            assert card.locator("[data-view-only]").count() == 1
+            assert card.locator("button[data-action]").count() == 4
+            assert card.locator("button[data-action]:enabled").count() == 0
+        page.screenshot(path=str(shots / "access-viewer-apps.png"), full_page=True)
+        refused = status(page, "POST", "/api/v2/dags/app_attribution/dagRuns", start)
+        assert refused == 403
+
+        name, _ = USERS[1]
+        page, frame = apps_page(name, credentials.user_password(settings, name))
+        assert frame.locator("#app-click_surge button[data-action=start]").is_enabled()
+        assert frame.locator("section.card").count() == 1
+        assert "attribution" not in frame.locator("#apps").inner_text()
+        page.screenshot(path=str(shots / "access-analyst-apps.png"), full_page=True)
+        assert status(page, "GET", "/adlake/apps/api/status/attribution") == 403
+        assert status(page, "GET", "/adlake/apps/api/status/click_surge") == 200
+        refused = status(page, "POST", "/api/v2/dags/app_attribution/dagRuns", start)
+        assert refused == 403
+        assert status(page, "GET", "/api/v2/dags/app_attribution") == 403
+        docs = "/adlake/data-docs/expectations/page_clicks_hourly.html"
+        assert status(page, "GET", docs) == 403
+        page.get_by_role("link", name="Data quality").first.click()
+        quality = page.frame_locator("iframe")
+        quality.get_by_text("campaign_delivery", exact=True).first.wait_for(timeout=60_000)
+        assert quality.get_by_text("page_clicks_hourly", exact=True).count() == 0
+        page.screenshot(path=str(shots / "access-analyst-quality.png"), full_page=True)
+    print(f"\nscreenshots: {shots}")
 
 
 def test_on_call_starts_restarts_and_stops_an_app_from_the_page(running):
