@@ -14,7 +14,8 @@ with two navigation entries
 
 Every route, static files included, requires an Airflow user: the app depends on Airflow's own
 ``get_user`` (``airflow.api_fastapi.core_api.security``), which reads the JWT from an
-``Authorization: Bearer`` header or, as the Airflow UI sends it, the ``_token`` cookie. The
+``Authorization: Bearer`` header or, as the Airflow UI sends it, the ``_token`` cookie. What that
+user sees of each app and table follows their permissions on its DAG (:mod:`adlake.ui.access`). The
 exceptions serve the sandboxed Data Docs pages, whose requests carry no cookie: the site by a
 link the login signed (``/adlake/data-docs-signed/``) and the vendored public assets
 (``/adlake/data-docs-assets/``). No Spark here: the api-server reads files only.

@@ -79,8 +79,9 @@ async function api(url, options = {}) {
   if (!response.ok) {
     const detail = body && body.detail ? (typeof body.detail === "string" ? body.detail
       : JSON.stringify(body.detail)) : response.statusText;
-    const hint = response.status === 401 || response.status === 403
-      ? " (log in to Airflow again)" : "";
+    // 401: no session or an expired one; 403: a bad token, or a user without the permission
+    const hint = response.status === 401 ? " (log in to Airflow again)"
+      : response.status === 403 ? " (not allowed to your Airflow user, or log in again)" : "";
     throw new Error(`${response.status} ${detail}${hint}`);
   }
   return body;
