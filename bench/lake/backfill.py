@@ -148,16 +148,31 @@ def summarize(state: dict) -> dict:
 # -- the steps -------------------------------------------------------------------------------
 
 
+def backfill_rows(db: Path) -> int:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
+        return conn.execute(
+            "SELECT count(*) FROM backfill WHERE dag_id = ?", (_daily_dag_id(),)
+        ).fetchone()[0]
+
+
 def run_backfill(settings: Settings, first: date, last: date, timeout_s: float, say) -> dict:
     """Step 3: the runbook's command, then the metadata DB polled until the backfill is
     complete; its figures."""
     started = time.monotonic()
     load_start = load_average()
-    done = platform.run_airflow(settings, *platform.backfill_args(first, last), check=False)
-    say(f"backfill of {first} to {last} created")
+    db = platform.airflow_home(settings) / "airflow.db"
+    for attempt in range(1, 4):
+        done = platform.run_airflow(settings, *platform.backfill_args(first, last), check=False)
+        # SQLite takes one writer at a time: under load the scheduler or the dag-processor may
+        # hold it past the CLI's wait. The failed command rolled back (no backfill row), so it
+        # is created again; any other failure is the command's own.
+        if done.returncode and "database is locked" in done.stderr and not backfill_rows(db):
+            say(f"backfill create: the metadata database was locked (attempt {attempt}); again")
+            continue
+        break
     if done.returncode:
         raise RuntimeError(f"backfill create: {done.stdout[-2000:]}{done.stderr[-2000:]}")
-    db = platform.airflow_home(settings) / "airflow.db"
+    say(f"backfill of {first} to {last} created")
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
         backfill_id = conn.execute(
             "SELECT max(id) FROM backfill WHERE dag_id = ?", (_daily_dag_id(),)
