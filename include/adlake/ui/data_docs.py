@@ -235,8 +235,7 @@ def site_file(settings: Settings, path: str) -> Path:
             raise HTTPException(
                 404,
                 "no Data Docs yet: no quality check has run. They appear "
-                "after the first quality task of lake_hourly or a view's "
-                f"DAG (site: {site})",
+                "after the first quality task of lake_hourly or a view's DAG",
             )
         raise HTTPException(404, f"{path or 'index.html'} is not in the Data Docs site")
     return target

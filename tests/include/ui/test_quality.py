@@ -81,6 +81,7 @@ def test_data_docs_before_any_run_say_so(user, runtime):
     response = user.get("/adlake/data-docs/")
     assert response.status_code == 404
     assert "no Data Docs yet" in response.json()["detail"]
+    assert str(runtime.runtime_dir) not in response.text  # no file system path to a user
 
 
 def test_data_docs_are_served_and_nothing_outside_the_site(user, runtime):
