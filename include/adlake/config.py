@@ -129,6 +129,15 @@ class Settings:
     # the admin's password file (adlake.local.credentials). The compose profile's users are
     # FAB's, made with `airflow users create`.
     airflow_users: tuple[tuple[str, str], ...] = ()
+    # Alerts (adlake.alerts): repeated alerts of one group (a DAG's task, an app's restarts)
+    # within this many seconds of the last one sent are counted, not sent again; the next one
+    # sent after the window says how many were held back.
+    alerts_window_s: int = 1800
+    # The webhook alerts are also POSTed to (the Airflow connection adlake_alerts, defined from
+    # this by adlake.airflow.factory.connection_env); empty: only the local file. Alerts wait at
+    # most alerts_timeout_s for it.
+    alerts_webhook_url: str = ""
+    alerts_timeout_s: int = 10
 
     # Every path below derives from runtime_dir, so one setting moves all state.
     @property
@@ -181,6 +190,12 @@ class Settings:
         return self.runtime_dir / "gx"
 
     @property
+    def alerts_dir(self) -> Path:
+        """Alerts: ``alerts.jsonl`` (every alert sent, one JSON object a line) and the grouping
+        state ``groups.json`` (adlake.alerts)."""
+        return self.reports_dir / "alerts"
+
+    @property
     def kafka_host(self) -> str:
         return self.kafka_bootstrap.split(",")[0].rsplit(":", 1)[0]
 
@@ -220,6 +235,8 @@ _RECORD_DEFAULTS = {"max_record_bytes": str(DEFAULT_MAX_RECORD_BYTES)}
 # clears DAG runs, OP also edits connections, pools and variables, ADMIN may do everything.
 AIRFLOW_ROLES = ("VIEWER", "USER", "OP", "ADMIN")
 _USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+_ALERT_DEFAULTS = {"alerts_window_s": "1800", "alerts_webhook_url": "", "alerts_timeout_s": "10"}
+_WEBHOOK = re.compile(r"^https?://[^\s/]+(/\S*)?$")
 _LAKE_DEFAULTS = {
     "lake_day_final_after_s": "7200",
     "lake_retention_hours": "168",
@@ -247,6 +264,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         **_QUALITY_DEFAULTS,
         **_RECORD_DEFAULTS,
         **_LAKE_DEFAULTS,
+        **_ALERT_DEFAULTS,
     },
     "compose": {
         "runtime_dir": "/opt/adlake/data",
@@ -264,6 +282,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         **_QUALITY_DEFAULTS,
         **_RECORD_DEFAULTS,
         **_LAKE_DEFAULTS,
+        **_ALERT_DEFAULTS,
     },
 }
 
@@ -420,6 +439,15 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         log_max_bytes=_int("log_max_bytes", raw["log_max_bytes"], 1024 * 1024, 1 << 40),
         log_backups=_int("log_backups", raw["log_backups"], 0, 100),
         airflow_users=_airflow_users(raw.get("airflow_users", "")),
+        alerts_window_s=_int("alerts_window_s", raw["alerts_window_s"], 0, 7 * 86_400),
+        alerts_webhook_url=raw["alerts_webhook_url"]
+        and _match(
+            "alerts_webhook_url",
+            raw["alerts_webhook_url"],
+            _WEBHOOK,
+            "expected an http:// or https:// URL, or nothing (alerts to the local file only)",
+        ),
+        alerts_timeout_s=_int("alerts_timeout_s", raw["alerts_timeout_s"], 1, 300),
     )
     if settings.app_backoff_min_s > settings.app_backoff_max_s:
         raise ConfigError(

@@ -47,7 +47,6 @@ fail that table) and failed ``error`` expectations leave the exit status 0. With
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
 import shutil
 import sys
@@ -63,6 +62,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from adlake import gold, registry
+from adlake.atomic import exclusive
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.quality import expectations, project, rules
@@ -188,13 +188,8 @@ def transform_derived(df: DataFrame, name: str) -> DataFrame:
 def _data_docs_lock(settings: Settings) -> Iterator[None]:
     """Quality tasks of several tables run at once and share one Data Docs site: one checkpoint
     run (validation, then the site's rebuild) at a time, so no run overwrites another's index."""
-    settings.gx_dir.mkdir(parents=True, exist_ok=True)
-    with open(settings.gx_dir / "data_docs.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with exclusive(settings.gx_dir / "data_docs.lock"):
+        yield
 
 
 class Checkpoints:

@@ -79,10 +79,22 @@ def spark_conn_id(runtime: str) -> str:
 
 def connection_env(settings: Settings) -> dict[str, str]:
     """``AIRFLOW_CONN_*`` variables defining each runtime's Spark connection, with its master
-    from the configuration (``local[N]`` embedded, ``spark://…`` in the compose profile)."""
+    from the configuration (``local[N]`` embedded, ``spark://…`` in the compose profile), and
+    the alerts' webhook (``adlake_alerts``, type http) when ``alerts_webhook_url`` is set."""
     import json
 
-    return {
+    from adlake.alerts import CONN_ID
+
+    alerts = (
+        {
+            f"AIRFLOW_CONN_{CONN_ID.upper()}": json.dumps(
+                {"conn_type": "http", "host": settings.alerts_webhook_url}
+            )
+        }
+        if settings.alerts_webhook_url
+        else {}
+    )
+    return alerts | {
         f"AIRFLOW_CONN_{spark_conn_id(runtime).upper()}": json.dumps(
             {
                 "conn_type": "spark",
@@ -119,8 +131,13 @@ def runtime_jars_macro(runtime: str) -> str:
 
 
 def _default_args(retries: int) -> dict:
+    """Every task's defaults; a task that fails (its last try) alerts on-call
+    (:class:`~adlake.airflow.notifier.AlertNotifier`: the local file, the webhook if any)."""
+    from adlake.airflow.notifier import AlertNotifier
+
     return {
         "owner": OWNER,
+        "on_failure_callback": [AlertNotifier()],
         "retries": retries,
         "retry_delay": timedelta(minutes=1),
         "retry_exponential_backoff": retries > 0,
@@ -487,10 +504,18 @@ def build_supervisor_dag() -> DAG:
     ) as dag:
 
         @task(task_id="supervise")
-        def supervise() -> list[dict]:
+        def supervise(ti=None) -> list[dict]:
             from adlake import apps
 
-            return apps.supervise(load_settings())
+            # where the restarts' and give-ups' alerts point: this task's run and log
+            origin = {
+                "dag_id": ti.dag_id,
+                "task_id": ti.task_id,
+                "run_id": ti.run_id,
+                "try_number": ti.try_number,
+                "log_url": ti.log_url,
+            }
+            return apps.supervise(load_settings(), origin=origin)
 
         supervise()
     return dag

@@ -288,7 +288,9 @@ def decide(desired: Desired, state: str) -> str:
     return "none"
 
 
-def supervise(settings: Settings, now: float | None = None) -> list[dict]:
+def supervise(
+    settings: Settings, now: float | None = None, origin: Mapping[str, object] | None = None
+) -> list[dict]:
     """One pass over every ops app of the registry: restart what should run and does not (crash,
     kill -9, OOM) or whose status is stale or failed, respecting the backoff; stop what should
     be stopped but runs. Every restart is recorded (``apps/<app>.restarts.json``) before the app
@@ -297,8 +299,12 @@ def supervise(settings: Settings, now: float | None = None) -> list[dict]:
     damaged record), and does not stop the pass. An app whose desired state is unknown, or whose
     lock is held by a process not seen here, is left as it is, with ``ok: False`` and why.
 
-    ``now`` (epoch seconds) is the supervisor's clock for staleness and backoff (tests advance
-    it); processes are started and waited for in real time."""
+    Each restart, and each app it could not act on (a start that failed, an error, an app left
+    as it is), is alerted (:mod:`adlake.alerts`, grouped per app), the alerts pointing at
+    ``origin`` (the supervisor task's dag_id, task_id, run_id, try_number, log_url) when given.
+
+    ``now`` (epoch seconds) is the supervisor's clock for staleness, backoff and the alerts'
+    grouping (tests advance it); processes are started and waited for in real time."""
     actions = []
     for spec in registry.APPS.values():
         if spec.runtime != "ops":
@@ -321,7 +327,28 @@ def supervise(settings: Settings, now: float | None = None) -> list[dict]:
         if action is not None:
             print(f"[adlake.apps] supervise: {json.dumps(action, default=str)}", flush=True)
             actions.append(action)
+    _alert(settings, actions, time.time() if now is None else now, origin)
     return actions
+
+
+def _alert(
+    settings: Settings, actions: list[dict], now: float, origin: Mapping[str, object] | None
+) -> None:
+    """Send the alerts of the pass's actions; an alert that cannot be sent is printed, never
+    raised: the pass did its work."""
+    try:
+        from adlake import alerts
+
+        for alert in alerts.app_action_alerts(settings, actions, origin):
+            outcome = alerts.send(settings, alert, now=now)
+            print(
+                f"[adlake.apps] supervise: alert {alert['group']} "
+                + ("sent" if outcome["sent"] else f"held back ({outcome['suppressed']})")
+                + (f", webhook {outcome['webhook']}" if outcome["webhook"] else ""),
+                flush=True,
+            )
+    except Exception:  # noqa: BLE001 - see the docstring
+        print(f"[adlake.apps] supervise: alerts not sent: {traceback.format_exc()}", flush=True)
 
 
 def _supervise_app(settings: Settings, app: str, now: float) -> dict | None:
