@@ -111,3 +111,35 @@ def test_a_failed_quality_gate_alerts_with_its_expectations_and_data_docs(
     # the local file has it too
     lines = alerts_file(settings).read_text().splitlines()
     assert [json.loads(line) for line in lines] == [alert]
+
+
+def test_the_supervisor_task_alerts_a_give_up_pointing_at_its_own_run(
+    airflow_db, tmp_path, monkeypatch
+):
+    """``apps_supervisor`` run by ``dag.test()``: an app that should run cannot be started (no
+    ops interpreter), and its alert names the supervisor task's run, try and log."""
+    from airflow.models import DagBag
+    from airflow.utils.state import DagRunState
+
+    from adlake import apps
+
+    settings = private_settings(tmp_path / "runtime")
+    missing = tmp_path / "no-python"
+    env = task_env(settings, AIRFLOW__API__BASE_URL=BASE, ADLAKE_OPS_PYTHON=str(missing))
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv(CONN_VAR, raising=False)
+    apps.write_desired(settings, "click_surge", apps.Desired("running", "realtime", {}, 0, "test"))
+    supervisor = DagBag(str(DAGS_DIR)).dags[factory.SUPERVISOR_DAG_ID]
+    run = supervisor.test()
+    assert run.state == DagRunState.SUCCESS  # a give-up is alerted, not a failed task
+
+    [alert] = [json.loads(line) for line in alerts_file(settings).read_text().splitlines()]
+    assert (alert["kind"], alert["app"]) == ("app_given_up", "click_surge")
+    assert f"{missing} does not exist" in alert["error"]
+    assert (alert["dag_id"], alert["task_id"]) == (factory.SUPERVISOR_DAG_ID, "supervise")
+    assert (alert["run_id"], alert["try_number"]) == (run.run_id, 1)
+    assert alert["log_url"] == (
+        f"{BASE}/dags/{factory.SUPERVISOR_DAG_ID}/runs/{quote(run.run_id)}/tasks/supervise"
+        "?try_number=1"
+    )
