@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from adlake import alerts, apps
+from tests.dags import conftest as _airflow_home  # noqa: F401 - Airflow's home set before its import
 from tests.include.test_apps import fake, settings  # noqa: F401 - fixtures
 from tests.support.webhook import CONN_VAR, PATH, closed_port_url, webhook
 
