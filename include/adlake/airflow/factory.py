@@ -27,7 +27,11 @@ configuration only: never PySpark, and no I/O when a DAG file is parsed.
   action, trigger and the app's knobs). Its task only *acts* (``adlake.apps.act``): the app
   runs detached, holding its lock, never inside the task.
 * ``apps_supervisor`` — every minute, keeps each app in its desired state
-  (``adlake.apps.supervise``): restarts with backoff, records why.
+  (``adlake.apps.supervise``): restarts with backoff, records why, and alerts each restart and
+  give-up, pointing at its own run.
+* **Alerts.** Every task's failure callback (``default_args``) is
+  :class:`~adlake.airflow.notifier.AlertNotifier`: the last failed try of any task alerts
+  on-call (``adlake.alerts``: the local file, the ``adlake_alerts`` webhook if defined).
 
 >>> sorted(expected_dag_ids())[:3]
 ['app_attribution', 'app_click_surge', 'apps_supervisor']
