@@ -142,7 +142,7 @@ def test_the_file_is_the_only_sink_when_no_connection_is_configured(settings, mo
 
 
 def test_a_webhook_that_is_down_fails_nothing_is_logged_and_the_alert_is_in_the_file(
-    settings, monkeypatch, capfd
+    settings, monkeypatch, capfd, caplog
 ):
     from adlake.airflow.notifier import AlertNotifier
 
@@ -169,8 +169,9 @@ def test_a_webhook_that_is_down_fails_nothing_is_logged_and_the_alert_is_in_the_
         "/runs/manual__2026-11-26T05%3A00%3A00%2B00%3A00/tasks/gold?try_number=3"
         in (alert["log_url"])
     )
-    # logged (Airflow's logging writes the task's log; here the test's output)
-    logged = "".join(capfd.readouterr())
+    # logged: to the task's log in a task; here to pytest's log capture, or to the output once
+    # Airflow's logging has taken over
+    logged = caplog.text + "".join(capfd.readouterr())
     assert "alert task:lake_hourly:gold not delivered to the webhook" in logged
 
 
