@@ -104,13 +104,15 @@ def groups_file(settings: Settings) -> Path:
 
 def ui_base_url() -> str:
     """Airflow's UI as its users reach it: ``[api] base_url`` (``AIRFLOW__API__BASE_URL``, set
-    by the platform), without a trailing slash."""
-    try:
-        from airflow.configuration import conf
+    by the platform), without a trailing slash. Outside an Airflow process, the variable."""
+    url = None
+    if "airflow.configuration" in sys.modules:
+        try:
+            from airflow.configuration import conf
 
-        url = conf.get("api", "base_url", fallback=None)
-    except Exception:  # noqa: BLE001 - no Airflow here (or its config unreadable): the env
-        url = None
+            url = conf.get("api", "base_url", fallback=None)
+        except Exception:  # noqa: BLE001 - its config unreadable: the variable
+            url = None
     return (url or os.environ.get("AIRFLOW__API__BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
 
 
