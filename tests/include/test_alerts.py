@@ -185,3 +185,36 @@ def test_every_kind_of_alert_points_at_a_runbook_section():
         _slug(line.lstrip("#")) for line in RUNBOOK.read_text().splitlines() if line[:1] == "#"
     }
     assert {kind: anchor for kind, anchor in alerts.RUNBOOK.items() if anchor not in anchors} == {}
+
+
+def test_a_views_gate_alert_names_its_failed_expectations_from_its_validation(settings):
+    """A view's gate records no outcome file: the failed expectations come from its GX
+    validation result, the Data Docs link is that validation's page."""
+    from adlake.quality.history import validations_dir
+
+    view, dag_id, run_id = "page_clicks_hourly", "view_page_clicks_hourly", "asset_triggered__x"
+    result = validations_dir(settings) / view / f"{dag_id}__{run_id}" / "20261126T060000.0Z"
+    result.mkdir(parents=True)
+    failed = {
+        "success": False,
+        "expectation_config": {
+            "type": "expect_column_values_to_not_be_null",
+            "kwargs": {"column": "page_id"},
+            "meta": {"severity": "error"},
+        },
+        "result": {"element_count": 9, "unexpected_count": 2},
+    }
+    passed = {**failed, "success": True}
+    (result / "b.json").write_text(json.dumps({"suite_name": view, "results": [passed, failed]}))
+    assert alerts.classify(dag_id, f"quality_{view}") == ("quality_failed", view, None)
+    details = alerts.quality_details(settings, view, dag_id, run_id)
+    assert details["failed_expectations"] == [
+        {
+            "expectation": "expect_column_values_to_not_be_null(column=page_id)",
+            "severity": "error",
+            "observed_value": "2 of 9 rows unexpected",
+        }
+    ]
+    assert details["data_docs_url"].endswith(
+        f"/adlake/data-docs/validations/{view}/{dag_id}__{run_id}/20261126T060000.0Z/b.html"
+    )
