@@ -8,6 +8,8 @@ generator's report, not from the code under test."""
 from __future__ import annotations
 
 import datetime as dt
+import json
+from urllib.parse import unquote
 
 import pytest
 
@@ -181,6 +183,20 @@ def test_a_gold_table_failing_its_gate_fails_the_run_and_is_not_published(platfo
     assert [(r.expectation.split("(")[0], r.severity) for r in failed] == [
         ("expect_compound_columns_to_be_unique", "error")
     ], failed
+    # on-call's alert (no webhook here: the local file) names the same expectation and links
+    # the validation's Data Docs page, a page GX wrote
+    from adlake.alerts import alerts_file
+
+    [alert] = [json.loads(line) for line in alerts_file(settings).read_text().splitlines()]
+    assert (alert["kind"], alert["task_id"], alert["run_id"]) == (
+        "quality_failed",
+        f"quality_{GATED}",
+        run.run_id,
+    )
+    assert [f["expectation"] for f in alert["failed_expectations"]] == [failed[0].expectation]
+    page = alert["data_docs_url"].split("/adlake/data-docs/", 1)[1]
+    assert page.startswith(f"validations/{GATED}/")
+    assert (settings.gx_dir / "uncommitted/data_docs/local_site" / unquote(page)).is_file()
 
 
 def test_a_view_dag_refreshes_its_view_to_its_source(platform_env, spark):
