@@ -398,3 +398,13 @@ def test_the_broker_accepts_the_largest_message_the_producers_send():
     env = env_of("kafka")
     for name in ("KAFKA_MESSAGE_MAX_BYTES", "KAFKA_REPLICA_FETCH_MAX_BYTES"):
         assert int(env[name]) == config.KAFKA_MAX_MESSAGE_BYTES, name
+
+
+def test_airflow_fails_an_orphaned_task_as_soon_as_the_local_platform_does():
+    """A task whose supervisor died with the scheduler blocks ``apps_supervisor``'s next run
+    until the heartbeat timeout fails it: compose and ``make up`` use one value."""
+    from adlake.local import platform
+
+    env = COMPOSE["x-airflow-common"]["environment"]
+    timeout = env["AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT"]
+    assert int(timeout) == platform.TASK_HEARTBEAT_TIMEOUT_S < 300

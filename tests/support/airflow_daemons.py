@@ -13,6 +13,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from adlake.local import platform
 from adlake.processes import group_alive
 
 AIRFLOW = os.path.join(os.path.dirname(sys.executable), "airflow")
@@ -75,6 +76,10 @@ def scheduler_env(port: int, **extra: str) -> dict[str, str]:
         "AIRFLOW__CORE__PARALLELISM": "2",
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
         "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
+        # As the platform's: a task orphaned by a killed scheduler is failed within 90 s.
+        "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": str(
+            platform.TASK_HEARTBEAT_TIMEOUT_S
+        ),
         **extra,
     }
 

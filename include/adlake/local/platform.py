@@ -47,6 +47,8 @@ from adlake.processes import alive, group_alive
 AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 ADMIN = credentials.ADMIN
 DEFAULT_AIRFLOW_PORT = 8080
+# Seconds without a heartbeat before the scheduler fails a task (see airflow_env).
+TASK_HEARTBEAT_TIMEOUT_S = 90
 
 
 def log(message: str) -> None:
@@ -112,6 +114,10 @@ def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{airflow_url()}/execution/",
             "AIRFLOW__API_AUTH__JWT_SECRET": _jwt_secret(home),
             "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "true",
+            # A task whose supervisor died with the scheduler (kill -9, OOM) stays "running"
+            # until this timeout fails it, and apps_supervisor's next run (one at a time) waits
+            # for it: 90 s instead of Airflow's 300. Live tasks heartbeat every few seconds.
+            "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": str(TASK_HEARTBEAT_TIMEOUT_S),
             "PATH": bin_dir + os.pathsep + env.get("PATH", ""),
             **connection_env(settings),
         }
