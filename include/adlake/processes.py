@@ -123,20 +123,34 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
+def parent(pid: int) -> int | None:
+    """The parent pid of process ``pid`` (field 4 of ``/proc/<pid>/stat``, after the command
+    name, which may itself hold spaces or parentheses), or None when ``pid`` is not visible here
+    (gone, or in another PID namespace). 0 for a process with no parent here (pid 1, or one whose
+    parent is outside its namespace).
+
+    >>> parent(os.getpid()) == os.getppid()
+    True
+    >>> parent(-1) is None
+    True
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
+
+
 def descendants(pid: int) -> list[int]:
     """Every live process below ``pid`` (children, grandchildren ...), from ``/proc``."""
-    parent: dict[int, int] = {}
+    parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parent[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+        if entry.name.isdigit() and (ppid := parent(int(entry.name))) is not None:
+            parents[int(entry.name)] = ppid
     out, frontier = [], [pid]
     while frontier:
         current = frontier.pop()
-        children = [p for p, pp in parent.items() if pp == current]
+        children = [p for p, pp in parents.items() if pp == current]
         out += children
         frontier += children
     return out

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 
-from adlake.processes import descendants, driver_jvm
+from adlake.processes import descendants, driver_jvm, parent
 
 
 def test_the_driver_jvm_is_found_below_the_app_process():
@@ -38,3 +39,13 @@ def test_the_driver_jvm_is_found_below_the_app_process():
             if java is not None:
                 subprocess.run(["kill", "-9", str(java)], check=False)
             app.wait()
+
+
+def test_the_parent_of_a_child_is_this_process_and_a_gone_pid_has_none():
+    child = subprocess.Popen(["cat"], stdin=subprocess.PIPE)
+    try:
+        assert parent(child.pid) == os.getpid()
+    finally:
+        child.stdin.close()
+        child.wait(timeout=10)
+    assert parent(child.pid) is None  # reaped: no /proc entry

@@ -42,7 +42,7 @@ from adlake import registry
 from adlake.config import REPO_ROOT, Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.local import credentials
-from adlake.processes import alive, group_alive
+from adlake.processes import alive, group_alive, parent
 
 AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 ADMIN = credentials.ADMIN
@@ -405,13 +405,9 @@ def runtime_processes(settings: Settings) -> list[int]:
     CLI may carry the same variable)."""
     marker = f"AIRFLOW_HOME={airflow_home(settings)}".encode()
     mine, pid = set(), os.getpid()
-    while pid > 1:  # this process and its ancestors
+    while pid is not None and pid > 1:  # this process and its ancestors
         mine.add(pid)
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            break
-        pid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        pid = parent(pid)
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) in mine:
