@@ -329,6 +329,71 @@ def add_history(
     return points[-max_points:]
 
 
+def input_lag(progress: Mapping) -> dict | None:
+    """The app's Kafka input lag from one query progress: each Kafka source's
+    ``maxOffsetsBehindLatest`` and ``avgOffsetsBehindLatest`` (offsets between what the batch
+    read and the newest offset Spark saw for the partition), and across sources the largest max
+    and the mean of the averages. None when no source reports them (not a Kafka source, or a
+    batch that fetched no latest offsets).
+
+    What it means: records already in Kafka that the app has not read yet. A lag that stays
+    near zero while input flows means the app keeps up; one that grows batch after batch means
+    it falls behind, whatever its latency says about the records it did read.
+
+    >>> input_lag({"sources": [
+    ...     {"description": "KafkaV2[Subscribe[a]]",
+    ...      "metrics": {"maxOffsetsBehindLatest": "12", "avgOffsetsBehindLatest": "3.5"}},
+    ...     {"description": "KafkaV2[Subscribe[b]]",
+    ...      "metrics": {"maxOffsetsBehindLatest": "0", "avgOffsetsBehindLatest": "0.5"}}]})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'max_offsets': 12, 'avg_offsets': 2.0, 'sources': [{'source': 'KafkaV2[Subscribe[a]]',
+    'max_offsets': 12, 'avg_offsets': 3.5}, {'source': 'KafkaV2[Subscribe[b]]', 'max_offsets': 0,
+    'avg_offsets': 0.5}]}
+    >>> input_lag({"sources": [{"description": "rate", "metrics": {}}]}) is None
+    True
+    """
+    sources = []
+    for source in progress.get("sources") or []:
+        metrics = source.get("metrics") or {}
+        try:
+            most = int(float(metrics["maxOffsetsBehindLatest"]))
+            mean = float(metrics["avgOffsetsBehindLatest"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        sources.append(
+            {"source": source.get("description"), "max_offsets": most, "avg_offsets": mean}
+        )
+    if not sources:
+        return None
+    return {
+        "max_offsets": max(s["max_offsets"] for s in sources),
+        "avg_offsets": round(sum(s["avg_offsets"] for s in sources) / len(sources), 1),
+        "sources": sources,
+    }
+
+
+# The progress history's spacing: at most one point per this many seconds (a micro-batch app
+# may report several batches a second), an hour of them.
+PROGRESS_EVERY_S = 10.0
+
+
+def add_progress(history: Iterable, point: list, *, span_s: float = HISTORY_S) -> list[list]:
+    """``history`` (``[epoch_s, input_rows_per_s, processed_rows_per_s, max_offsets_behind]``
+    points, oldest first) with ``point`` added when it is at least :data:`PROGRESS_EVERY_S`
+    after the newest one, keeping the points within ``span_s`` of it (an hour: at most 361).
+
+    >>> h = add_progress([[0, 1.0, 1.0, 0], [3000, 2.0, 2.0, 5]], [3605, 3.0, 2.5, 9])
+    >>> h
+    [[3000, 2.0, 2.0, 5], [3605, 3.0, 2.5, 9]]
+    >>> add_progress(h, [3610, 4.0, 4.0, 0]) == h  # 5 s after the newest: not kept
+    True
+    """
+    points = [list(p) for p in history if len(p) == 4 and point[0] - span_s < p[0] <= point[0]]
+    if points and point[0] - points[-1][0] < PROGRESS_EVERY_S:
+        return points
+    return [*points, list(point)]
+
+
 def dlq_growth(previous: tuple[float, int] | None, total: int | None, now_s: float) -> dict:
     """The DLQ figures of a probe: ``dlq_total`` (the DLQ topic's end offsets now),
     ``dlq_rows_last_interval`` (its growth since ``previous``, the last probe's

@@ -98,6 +98,13 @@ class StatusReporter:
             for p in previous.get("latency_history") or []
             if isinstance(p, list) and len(p) == 3 and p[0] > since
         ]
+        # the input and processed rates and the lag, at most one point per 10 s: the last hour
+        # of them, also across a restart
+        self.progress_history: list = [
+            p
+            for p in previous.get("progress_history") or []
+            if isinstance(p, list) and len(p) == 4 and p[0] > since
+        ]
 
     def registry_app(self) -> registry.App | None:
         """The registry app this query runs: ``spec``, else by name, else by its knobs."""
@@ -160,6 +167,18 @@ class StatusReporter:
             "what": BATCH_BOUND_WHAT,
         }
         status["waiting_in_state"] = self.waiting(rows, status["watermark"])
+        # Kafka input lag (offsets not read yet), and the rates and lag over the last hour
+        status["input_lag"] = lag = latency.input_lag(progress)
+        self.progress_history = latency.add_progress(
+            self.progress_history,
+            [
+                round(commit_ms / 1000, 3),
+                status["input_rows_per_s"],
+                status["processed_rows_per_s"],
+                lag and lag["max_offsets"],
+            ],
+        )
+        status["progress_history"] = self.progress_history
         with self._lock:
             status.update(e2e_latency=self.e2e, latency_history=self.history, **self.dlq)
             write_status(self.settings, self.app, status)
