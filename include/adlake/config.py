@@ -138,6 +138,17 @@ class Settings:
     # most alerts_timeout_s for it.
     alerts_webhook_url: str = ""
     alerts_timeout_s: int = 10
+    # The Streaming apps page (adlake.ui.apps): an app's measured end-to-end p99 above its
+    # mode's target shows in red. Real-Time Mode's is set by the checkpoint boundary's stall,
+    # micro-batch's by the batch duration (docs/benchmarks.md).
+    latency_target_realtime_ms: int = 1000
+    latency_target_processing_time_ms: int = 5000
+    # The Data quality page's freshness (adlake.freshness): a table of hour grain whose newest
+    # data is older than freshness_hour_max_s shows in red, one of day grain past
+    # freshness_day_max_s. An hour is built by the next hourly run (it is 1 to 2 h old then), a
+    # day once final (2 h after its midnight; its start is then 26 h old, 50 h before the next).
+    freshness_hour_max_s: int = 3 * 3600
+    freshness_day_max_s: int = 3 * 86400
 
     # Every path below derives from runtime_dir, so one setting moves all state.
     @property
@@ -236,6 +247,12 @@ _RECORD_DEFAULTS = {"max_record_bytes": str(DEFAULT_MAX_RECORD_BYTES)}
 AIRFLOW_ROLES = ("VIEWER", "USER", "OP", "ADMIN")
 _USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 _ALERT_DEFAULTS = {"alerts_window_s": "1800", "alerts_webhook_url": "", "alerts_timeout_s": "10"}
+_PAGE_DEFAULTS = {
+    "latency_target_realtime_ms": "1000",
+    "latency_target_processing_time_ms": "5000",
+    "freshness_hour_max_s": str(3 * 3600),
+    "freshness_day_max_s": str(3 * 86400),
+}
 _WEBHOOK = re.compile(r"^https?://[^\s/]+(/\S*)?$")
 _LAKE_DEFAULTS = {
     "lake_day_final_after_s": "7200",
@@ -265,6 +282,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         **_RECORD_DEFAULTS,
         **_LAKE_DEFAULTS,
         **_ALERT_DEFAULTS,
+        **_PAGE_DEFAULTS,
     },
     "compose": {
         "runtime_dir": "/opt/adlake/data",
@@ -283,6 +301,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         **_RECORD_DEFAULTS,
         **_LAKE_DEFAULTS,
         **_ALERT_DEFAULTS,
+        **_PAGE_DEFAULTS,
     },
 }
 
@@ -448,6 +467,11 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             "expected an http:// or https:// URL, or nothing (alerts to the local file only)",
         ),
         alerts_timeout_s=_int("alerts_timeout_s", raw["alerts_timeout_s"], 1, 300),
+        # a minute at most for a latency target, 30 days for a freshness bound
+        **{
+            name: _int(name, raw[name], 1, 60_000 if name.endswith("_ms") else 30 * 86_400)
+            for name in _PAGE_DEFAULTS
+        },
     )
     if settings.app_backoff_min_s > settings.app_backoff_max_s:
         raise ConfigError(
