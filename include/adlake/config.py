@@ -99,6 +99,17 @@ class Settings:
     app_stale_margin_s: int
     # How long a started app may take before its first report (JVM start, query planning).
     app_start_grace_s: int
+    # Where the apps' processes live (adlake.apps.service): "scheduler", started by whoever acts
+    # (the app's DAG task, the apps_supervisor DAG's pass), the embedded `make up` shape; or
+    # "service", started only by the reconcile loop (`python -m adlake.apps loop`, the compose
+    # service streaming-apps), to which an action is handed as a request: the Airflow
+    # containers can then restart without touching the apps.
+    apps_host: str = "scheduler"
+    # The reconcile loop handles pending action requests and runs the supervise pass this often.
+    app_loop_interval_s: int = 10
+    # With apps_host "service", how long an action waits for the loop to take its request
+    # before it withdraws it and fails, naming the service.
+    app_request_timeout_s: int = 120
     # Data quality (adlake.quality): the least share of records batch and real-time attribution
     # must agree on, per date and record type (attribution_reconciliation's matched / (matched +
     # missing_in_realtime + extra_in_realtime)); below it the `warn` expectation fails. A `warn`:
@@ -239,7 +250,15 @@ _APP_DEFAULTS = {
     "app_rtm_interval_s": "30",
     "app_stale_margin_s": "60",
     "app_start_grace_s": "300",
+    "apps_host": "scheduler",
+    "app_loop_interval_s": "10",
+    "app_request_timeout_s": "120",
 }
+# Where the apps' processes may live (Settings.apps_host).
+APPS_HOSTS = ("scheduler", "service")
+# The app_ settings' ranges, where narrower than a day: the loop's interval bounds how late a
+# request or a restart is handled; an action waits for its request's answer at most that long.
+_APP_RANGES = {"app_loop_interval_s": (1, 300), "app_request_timeout_s": (10, 3_600)}
 _QUALITY_DEFAULTS = {"dq_min_match_rate": "0.95"}
 _RECORD_DEFAULTS = {"max_record_bytes": str(DEFAULT_MAX_RECORD_BYTES)}
 # Roles of Airflow's SimpleAuthManager, lowest first: VIEWER reads, USER also triggers and
@@ -440,10 +459,16 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         # link's path runs it with the venv's packages.
         ops_python=Path(raw["ops_python"]).expanduser().absolute(),
         **{
-            name: _int(name, raw[name], 1, 86_400)
+            name: _int(name, raw[name], *_APP_RANGES.get(name, (1, 86_400)))
             for name in _APP_DEFAULTS
             if name.startswith("app_")
         },
+        apps_host=_match(
+            "apps_host",
+            raw["apps_host"],
+            re.compile("^(" + "|".join(APPS_HOSTS) + ")$"),
+            f"allowed values are {', '.join(APPS_HOSTS)}",
+        ),
         dq_min_match_rate=_fraction("dq_min_match_rate", raw["dq_min_match_rate"]),
         max_record_bytes=_int(
             "max_record_bytes", raw["max_record_bytes"], MIN_RECORD_LIMIT, MAX_RECORD_LIMIT

@@ -84,16 +84,20 @@ def settings(tmp_path):
     return private_settings(tmp_path / "runtime")
 
 
-@pytest.fixture
-def fake(tmp_path, settings):
-    """Settings whose ops interpreter runs the fake app; processes left running are killed."""
-    fake_dir = tmp_path / "fake"
+def with_fake_app(settings, fake_dir: Path):
+    """``settings`` whose ops interpreter (written into ``fake_dir``) runs the fake app."""
     fake_dir.mkdir()
     (fake_dir / "fake_app.py").write_text(FAKE_APP)
     python = fake_dir / "python"
     python.write_text(FAKE_PYTHON.format(python=sys.executable, fake_dir=str(fake_dir)))
     python.chmod(0o755)
-    fake_settings = settings.with_overrides(ops_python=python)
+    return settings.with_overrides(ops_python=python)
+
+
+@pytest.fixture
+def fake(tmp_path, settings):
+    """Settings whose ops interpreter runs the fake app; processes left running are killed."""
+    fake_settings = with_fake_app(settings, tmp_path / "fake")
     yield fake_settings
     for app in ("click_surge", "attribution"):
         current = apps.holder(fake_settings, app)

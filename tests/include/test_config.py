@@ -27,6 +27,17 @@ def test_override_one_setting():
     assert (s.shuffle_partitions, s.spark_ui) == (16, True)
 
 
+def test_the_apps_live_with_the_scheduler_unless_set_to_their_service():
+    for profile in ("local", "compose"):
+        s = load_settings({"ADLAKE_PROFILE": profile})
+        assert (s.apps_host, s.app_loop_interval_s, s.app_request_timeout_s) == (
+            "scheduler",
+            10,
+            120,
+        )
+    assert load_settings({"ADLAKE_APPS_HOST": "service"}).apps_host == "service"
+
+
 @pytest.mark.parametrize(
     "name, value, allowed",
     [
@@ -46,6 +57,10 @@ def test_override_one_setting():
         ("ADLAKE_AIRFLOW_USERS", "a:viewer,a:op", "each name once"),
         ("ADLAKE_AIRFLOW_USERS", "admin:viewer", "none 'admin'"),
         ("ADLAKE_AIRFLOW_USERS", "x y:viewer", "letters, digits"),
+        ("ADLAKE_APPS_HOST", "docker", "allowed values are scheduler, service"),
+        ("ADLAKE_APP_LOOP_INTERVAL_S", "0", "expected an integer from 1 to 300"),
+        ("ADLAKE_APP_LOOP_INTERVAL_S", "301", "expected an integer from 1 to 300"),
+        ("ADLAKE_APP_REQUEST_TIMEOUT_S", "9", "expected an integer from 10 to 3600"),
     ],
 )
 def test_invalid_value_names_the_setting_and_what_is_allowed(name, value, allowed):

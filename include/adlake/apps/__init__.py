@@ -22,17 +22,29 @@ seconds and a retried task could start a second driver, so a task only *acts*:
   and acts; :func:`supervise` (every minute) restarts what should run and does not or whose status
   is stale or failed, with exponential backoff, and stops what should not run.
 
+**Where the apps' processes live** (``settings.apps_host``). ``scheduler`` (``make up``): whoever
+acts starts and stops them, the app's DAG task (:func:`act`) and the ``apps_supervisor`` DAG
+(:func:`supervise`), in the scheduler's machine. ``service`` (compose): only the reconcile loop
+(``python -m adlake.apps loop``, :mod:`~adlake.apps.loop`, the service ``streaming-apps``) does:
+:func:`act` records the desired state and hands the rest to the loop as a request
+(:mod:`~adlake.apps.service`), and :func:`supervise` only checks that the loop runs, which runs
+the same pass (:func:`reconcile`) every ``app_loop_interval_s``. Either way the decisions are the
+ones below, in one place.
+
 **Files** under the runtime directory::
 
     locks/<app>.lock              held by the running app; says who (pid, its start, boot id,
                                   PID namespace, mode, argv), blanked as it exits
     locks/<app>.control.lock      serialises act/supervise on one app (held for seconds)
+    locks/apps-loop.lock          held by the reconcile loop (apps_host service), one at a time
     apps/<app>.desired.json       desired state: running|stopped, trigger, knobs, when, why
                                   (none: stopped; unreadable: unknown, the app left alone)
     apps/<app>.restarts.json      the supervisor's restarts: count, reason, last error, backoff
     apps/<app>.exit.json          how the last run ended (absent or older than the run: killed)
     apps/<app>.checkpoint.json    what the checkpoint was made by (trigger, engine), moved-aside
                                   checkpoints and, after a switch, where the new one starts
+    apps/requests/<app>.<id>.*    actions handed to the reconcile loop and their answers
+    apps/loop.json                the reconcile loop's heartbeat and last pass
     logs/<app>.log                the app's output, appended run after run
     status/<app>.json             the app's own status (``adlake.status``), with a heartbeat
                                   when idle
@@ -94,7 +106,10 @@ The package, along its seams:
   lock (:func:`control`), reaping leftovers, :func:`start`, :func:`stop`, :func:`restart` (and
   :func:`launch`, :func:`terminate`: start and stop under a control lock already held);
 * :mod:`~adlake.apps.supervisor`: staleness, :func:`derive_state`, :func:`app_status`,
-  :func:`act`, the backoff and :func:`supervise`;
+  :func:`act` (:func:`record_intent`, then :func:`carry_out`), the backoff, :func:`supervise` and
+  its pass :func:`reconcile`;
+* :mod:`~adlake.apps.service` and :mod:`~adlake.apps.loop`: the apps in a service of their own,
+  the requests handed to its reconcile loop and the loop itself;
 * :mod:`~adlake.apps.cli`: ``python -m adlake.apps`` (``make status``, ``make app``): every
   app's status and lifecycle as a table, the actions, an app in the foreground.
 
@@ -155,10 +170,13 @@ from adlake.apps.supervisor import (
     act,
     app_status,
     backoff_delay_s,
+    carry_out,
     decide,
     derive_state,
     interval_s,
     observe_health,
+    reconcile,
+    record_intent,
     record_restart,
     stale_after_s,
     supervise,
@@ -189,6 +207,7 @@ __all__ = [
     "app_argv",
     "app_status",
     "backoff_delay_s",
+    "carry_out",
     "check_knobs",
     "committed_offsets",
     "control",
@@ -205,6 +224,8 @@ __all__ = [
     "observe_health",
     "read_desired",
     "read_restarts",
+    "reconcile",
+    "record_intent",
     "record_restart",
     "restart",
     "same_checkpoint",

@@ -4,6 +4,8 @@ the foreground. Every app of the registry (``APPS`` of runtime ``ops``), none na
     python -m adlake.apps status            # make status: every app, one line each
     python -m adlake.apps status --json     # the status files with each app's lifecycle
     python -m adlake.apps run click_surge --threshold 50   # make app APP=click_surge ARGS=...
+    python -m adlake.apps loop              # the reconcile loop (the compose streaming-apps service)
+    python -m adlake.apps loop --check      # does a loop run and keep up (exit status 1 if not)
 
 **status** joins each app's status file (``adlake.status``, written by its listener) with what
 the lifecycle knows of it (:func:`adlake.apps.app_status`). Latency, in two figures (see
@@ -27,6 +29,9 @@ all, which only advances as input arrives.
 (``settings.ops_python``), in the environment :func:`adlake.apps.start` gives an app, in the
 foreground: Ctrl-C or SIGTERM stops it gracefully. It does not take the app's lock: the
 supervisor neither sees nor stops it, so run it only while the app's desired state is stopped.
+
+**loop** runs the reconcile loop (:mod:`adlake.apps.loop`) in the foreground until SIGTERM or
+Ctrl-C, which leave the apps running.
 """
 
 from __future__ import annotations
@@ -179,8 +184,8 @@ def run(settings: Settings, app: str, args: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m adlake.apps",
-        description="The streaming apps' lifecycle: every app's status, or one app in the "
-        "foreground.",
+        description="The streaming apps' lifecycle: every app's status, one app in the "
+        "foreground, or the reconcile loop.",
         formatter_class=HelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -197,10 +202,29 @@ def main(argv: list[str] | None = None) -> int:
     )
     fg.add_argument("app", choices=ops_apps(), help="the registry app")
     fg.add_argument("args", nargs=argparse.REMAINDER, help="the app's flags (see its --help)")
+    looped = commands.add_parser(
+        "loop",
+        help="the reconcile loop: action requests and the supervise pass, every "
+        "ADLAKE_APP_LOOP_INTERVAL_S, until SIGTERM (the apps keep running)",
+        formatter_class=HelpFormatter,
+    )
+    looped.add_argument(
+        "--check",
+        action="store_true",
+        help="do not run it: say whether a loop runs and keeps up (exit status 1 if not)",
+    )
     args = parser.parse_args(argv)
     settings = load_settings()
     if args.command == "run":
         run(settings, args.app, args.args)
+    if args.command == "loop":
+        from adlake.apps import loop, service
+
+        if not args.check:
+            return loop.run(settings)
+        health = service.loop_health(settings)
+        print(json.dumps({k: health[k] for k in ("ok", "why")}))
+        return 0 if health["ok"] else 1
     print(status(settings, as_json=args.json))
     return 0
 

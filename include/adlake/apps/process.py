@@ -80,7 +80,12 @@ def holder(settings: Settings, app: str, timeout_s: float | None = None) -> Hold
       pid, nothing of the stale record).
 
     A holder without a pid is never signalled: a stale record's pid may be anyone's now."""
-    path = lock_path(settings, app)
+    return lock_holder(lock_path(settings, app), timeout_s)
+
+
+def lock_holder(path: Path, timeout_s: float | None = None) -> Holder | None:
+    """Who holds the lock file ``path`` (an app's, the reconcile loop's), as :func:`holder`
+    says."""
     path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + (HOLDER_TIMEOUT_S if timeout_s is None else timeout_s)
     while True:

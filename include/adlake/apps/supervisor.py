@@ -12,6 +12,7 @@ import traceback
 from collections.abc import Mapping
 
 from adlake import registry
+from adlake.apps import service
 from adlake.apps.process import STATUS_HOLDER_TIMEOUT_S, control, holder, launch, terminate
 from adlake.apps.state import (
     ACTIONS,
@@ -170,51 +171,82 @@ def act(
     Returns a JSON-able summary: the action's result and :func:`app_status`.
 
     A start that fails leaves the desired state running: the supervisor retries it with
-    backoff."""
+    backoff.
+
+    With ``settings.apps_host`` ``service``, the processes are the reconcile loop's
+    (:mod:`adlake.apps.service`): the desired state is recorded here, the rest
+    (:func:`carry_out`) is handed to the loop as a request, and its answer returned (or its
+    error raised) as if done here."""
     if action not in ACTIONS:
         raise InvalidRequest(
             f"action {action!r} is not valid: allowed values are {', '.join(ACTIONS)}"
         )
     app_spec(app)
-    result: dict | None = None
+    if settings.apps_host == "service" and action != "status":
+        with control(settings, app):
+            desired = record_intent(settings, app, action, trigger, knobs, reason)
+            request = service.submit(settings, app, action, desired, reason)
+        return service.await_answer(settings, app, request)
     with control(settings, app):
-        desired = read_desired(settings, app)
-        if action in ("start", "restart"):
-            new_trigger = check_trigger(trigger or desired.trigger)
-            new_knobs = check_knobs(
-                app, {**desired.knobs, **{k: v for k, v in (knobs or {}).items() if v is not None}}
-            )
-            if action == "start" and (current := holder(settings, app)) is not None:
-                raise AlreadyRunning(app, current)
-            write_desired(
-                settings, app, Desired("running", new_trigger, new_knobs, time.time(), reason)
-            )
-            # a user's start is a fresh start: the next failure is restarted at once
-            restarts = read_restarts(settings, app)
-            restarts.consecutive, restarts.next_allowed_at = 0, None
-            write_restarts(settings, app, restarts)
-            stopped = terminate(settings, app, None, reason) if action == "restart" else None
-            started = launch(settings, app, new_trigger, new_knobs, reason)
-            result = {
-                "started": dataclasses.asdict(started),
-                **({"stopped": stopped.to_dict()} if stopped else {}),
-            }
-        elif action == "stop":
-            write_desired(
-                settings,
-                app,
-                dataclasses.replace(
-                    desired, state="stopped", updated_at=time.time(), reason=reason
-                ),
-            )
-            result = {"stopped": terminate(settings, app, None, reason).to_dict()}
-        return {
-            "app": app,
-            "action": action,
-            "reason": reason,
-            "result": result,
-            "status": app_status(settings, app),
+        desired = record_intent(settings, app, action, trigger, knobs, reason)
+        return carry_out(settings, app, action, desired, reason)
+
+
+def record_intent(
+    settings: Settings,
+    app: str,
+    action: str,
+    trigger: str | None,
+    knobs: Mapping[str, object] | None,
+    reason: str,
+) -> Desired:
+    """:func:`act`'s first half, by a caller holding the app's :func:`control`: the desired state
+    the action asks for, written (a start or restart also resets the backoff: a user's start is a
+    fresh start), and returned. A start of a running app raises :class:`AlreadyRunning` and
+    writes nothing."""
+    desired = read_desired(settings, app)
+    if action in ("start", "restart"):
+        new_trigger = check_trigger(trigger or desired.trigger)
+        new_knobs = check_knobs(
+            app, {**desired.knobs, **{k: v for k, v in (knobs or {}).items() if v is not None}}
+        )
+        if action == "start" and (current := holder(settings, app)) is not None:
+            raise AlreadyRunning(app, current)
+        desired = Desired("running", new_trigger, new_knobs, time.time(), reason)
+        write_desired(settings, app, desired)
+        # a user's start is a fresh start: the next failure is restarted at once
+        restarts = read_restarts(settings, app)
+        restarts.consecutive, restarts.next_allowed_at = 0, None
+        write_restarts(settings, app, restarts)
+    elif action == "stop":
+        desired = dataclasses.replace(
+            desired, state="stopped", updated_at=time.time(), reason=reason
+        )
+        write_desired(settings, app, desired)
+    return desired
+
+
+def carry_out(settings: Settings, app: str, action: str, desired: Desired, reason: str) -> dict:
+    """:func:`act`'s second half, by a caller holding the app's :func:`control`: the processes
+    (start with ``desired``'s trigger and knobs, restart, stop; nothing for ``status``), and the
+    summary :func:`act` returns."""
+    result: dict | None = None
+    if action in ("start", "restart"):
+        stopped = terminate(settings, app, None, reason) if action == "restart" else None
+        started = launch(settings, app, desired.trigger, desired.knobs, reason)
+        result = {
+            "started": dataclasses.asdict(started),
+            **({"stopped": stopped.to_dict()} if stopped else {}),
         }
+    elif action == "stop":
+        result = {"stopped": terminate(settings, app, None, reason).to_dict()}
+    return {
+        "app": app,
+        "action": action,
+        "reason": reason,
+        "result": result,
+        "status": app_status(settings, app),
+    }
 
 
 # -- supervise -------------------------------------------------------------------------------------
@@ -291,6 +323,22 @@ def decide(desired: Desired, state: str) -> str:
 def supervise(
     settings: Settings, now: float | None = None, origin: Mapping[str, object] | None = None
 ) -> list[dict]:
+    """:func:`reconcile`, here: what the ``apps_supervisor`` DAG runs every minute. With
+    ``settings.apps_host`` ``service`` the pass is the reconcile loop's, every
+    ``app_loop_interval_s`` (:mod:`adlake.apps.loop`), and nothing here starts or stops a
+    process: this checks the loop runs and keeps up (:func:`adlake.apps.service.check_loop`,
+    :class:`AppError` naming the service when not, which fails the DAG's task and alerts) and
+    returns the actions of its last pass."""
+    if settings.apps_host == "service":
+        health = service.check_loop(settings)
+        print(f"[adlake.apps] supervise: the reconcile loop runs: {health['why']}", flush=True)
+        return list(health["loop"].get("last_pass") or [])
+    return reconcile(settings, now, origin)
+
+
+def reconcile(
+    settings: Settings, now: float | None = None, origin: Mapping[str, object] | None = None
+) -> list[dict]:
     """One pass over every ops app of the registry: restart what should run and does not (crash,
     kill -9, OOM) or whose status is stale or failed, respecting the backoff; stop what should
     be stopped but runs. Every restart is recorded (``apps/<app>.restarts.json``) before the app
@@ -352,6 +400,8 @@ def _alert(
 
 
 def _supervise_app(settings: Settings, app: str, now: float) -> dict | None:
+    if service.pending(settings, app):
+        return None  # an action in progress (act's request): the loop carries it out next
     desired, current, status, restarts, state, why = _observe(settings, app, now)
     left = (
         f"desired state unknown: {desired.reason}"
