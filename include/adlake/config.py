@@ -160,6 +160,21 @@ class Settings:
     # day once final (2 h after its midnight; its start is then 26 h old, 50 h before the next).
     freshness_hour_max_s: int = 3 * 3600
     freshness_day_max_s: int = 3 * 86400
+    # Metrics (docs/runbook.md#metrics). spark_metrics: every Spark session reports its
+    # streaming queries as metrics (spark.sql.streaming.metricsEnabled) and serves all its
+    # metrics in Prometheus' text format on its UI, which it then turns on whatever spark_ui
+    # says, at /metrics/prometheus (adlake.spark_session.metrics_conf). The UI listens on
+    # spark_ui_port, or the next free port above it (Spark's retries), 0 for any free port; on
+    # loopback with a local master. An app records its endpoint in its status (metrics_url).
+    spark_metrics: bool = False
+    spark_ui_port: int = 4040
+    # Airflow's metrics (adlake.local.platform.metrics_env): "off", "otel" (OTLP over HTTP to
+    # http://host:port, 4318 when the port is 0) or "statsd" (UDP to host:port, 8125 when 0;
+    # needs the statsd package, which `make setup` does not install). Names start with prefix.
+    airflow_metrics: str = "off"
+    airflow_metrics_host: str = "127.0.0.1"
+    airflow_metrics_port: int = 0
+    airflow_metrics_prefix: str = "airflow"
 
     # Every path below derives from runtime_dir, so one setting moves all state.
     @property
@@ -273,6 +288,28 @@ _PAGE_DEFAULTS = {
     "freshness_day_max_s": str(3 * 86400),
 }
 _WEBHOOK = re.compile(r"^https?://[^\s/]+(/\S*)?$")
+_METRICS_DEFAULTS = {
+    "spark_metrics": "false",
+    "spark_ui_port": "4040",
+    "airflow_metrics": "off",
+    "airflow_metrics_host": "127.0.0.1",
+    "airflow_metrics_port": "0",
+    "airflow_metrics_prefix": "airflow",
+}
+# Where Airflow's metrics may go (Settings.airflow_metrics).
+AIRFLOW_METRICS = ("off", "otel", "statsd")
+# The text metrics settings: each one's pattern and what it allows.
+_METRICS_TEXT = {
+    "airflow_metrics": (
+        re.compile("^(" + "|".join(AIRFLOW_METRICS) + ")$"),
+        f"allowed values are {', '.join(AIRFLOW_METRICS)}",
+    ),
+    "airflow_metrics_host": (re.compile(r"^[\w.-]+$"), "expected a host name"),
+    "airflow_metrics_prefix": (
+        re.compile(r"^[A-Za-z][\w.]{0,63}$"),
+        "expected a letter, then up to 63 letters, digits, _ or .",
+    ),
+}
 _LAKE_DEFAULTS = {
     "lake_day_final_after_s": "7200",
     "lake_retention_hours": "168",
@@ -302,6 +339,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         **_LAKE_DEFAULTS,
         **_ALERT_DEFAULTS,
         **_PAGE_DEFAULTS,
+        **_METRICS_DEFAULTS,
     },
     "compose": {
         "runtime_dir": "/opt/adlake/data",
@@ -321,6 +359,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         **_LAKE_DEFAULTS,
         **_ALERT_DEFAULTS,
         **_PAGE_DEFAULTS,
+        **_METRICS_DEFAULTS,
     },
 }
 
@@ -497,6 +536,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             name: _int(name, raw[name], 1, 60_000 if name.endswith("_ms") else 30 * 86_400)
             for name in _PAGE_DEFAULTS
         },
+        spark_metrics=_bool("spark_metrics", raw["spark_metrics"]),
+        spark_ui_port=_int("spark_ui_port", raw["spark_ui_port"], 0, 65535),
+        **{name: _match(name, raw[name], *_METRICS_TEXT[name]) for name in _METRICS_TEXT},
+        airflow_metrics_port=_int("airflow_metrics_port", raw["airflow_metrics_port"], 0, 65535),
     )
     if settings.app_backoff_min_s > settings.app_backoff_max_s:
         raise ConfigError(

@@ -9,7 +9,9 @@ Settings are added to a builder in one place, per runtime:
   latency flat as state grows);
 * ``ops`` (Spark 4.3): state checkpoint format v2 and no adaptive query execution, both required
   by Real-Time Mode;
-* ``lake`` (Spark 4.2): the Delta SQL extension and catalog.
+* ``lake`` (Spark 4.2): the Delta SQL extension and catalog;
+* with ``spark_metrics`` on, both: streaming queries' metrics and the Prometheus endpoint on the
+  driver's UI (:func:`metrics_conf`, :func:`metrics_url`).
 
 >>> from adlake.spark_session import get_session          # doctest: +SKIP
 >>> spark = get_session("lake", "bronze_ingest")           # doctest: +SKIP
@@ -31,6 +33,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+# The driver's metrics in Prometheus' text format, served by Spark's PrometheusServlet sink on
+# the driver's UI; the executors' (spark.ui.prometheus.enabled) under /metrics/executors/.
+PROMETHEUS_PATH = "/metrics/prometheus"
 
 
 class RuntimeMismatchError(RuntimeError):
@@ -122,7 +127,7 @@ def configure_builder(
             "spark.driver.memory": settings.driver_memory,
             "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
             "spark.sql.session.timeZone": "UTC",
-            "spark.ui.enabled": str(settings.spark_ui).lower(),
+            "spark.ui.enabled": str(settings.spark_ui or settings.spark_metrics).lower(),
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.warehouse.dir": str(settings.warehouse_dir),
             # In local mode the driver stays on loopback, whatever the host's interfaces are.
@@ -157,10 +162,48 @@ def configure_builder(
                 "spark.databricks.delta.snapshotPartitions": str(settings.shuffle_partitions),
             }
         )
+    conf.update(metrics_conf(settings))
     for key, value in conf.items():
         if value:
             builder = builder.config(key, value)
     return builder
+
+
+def metrics_conf(settings: Settings) -> dict[str, str]:
+    """The Spark conf of ``spark_metrics``: nothing when it is off. On: every streaming query
+    registers its gauges (``spark.sql.streaming.metricsEnabled``: ``inputRate-total``,
+    ``processingRate-total``, ``latency``, ``eventTime-watermark``, ``states-rowsTotal``,
+    ``states-usedBytes``) in the source ``spark.streaming.<query name>``; the driver's UI (turned
+    on, at ``spark_ui_port``) serves every metric at :data:`PROMETHEUS_PATH`, named
+    ``metrics_<app name>_driver_<source>_<gauge>_Value`` (every character but letters and
+    digits as ``_``): the app's name, not its run's id, so a series survives a restart.
+
+    >>> from adlake.config import load_settings
+    >>> metrics_conf(load_settings({}))
+    {}
+    >>> conf = metrics_conf(load_settings({"ADLAKE_SPARK_METRICS": "true"}))
+    >>> conf["spark.metrics.conf.*.sink.prometheusServlet.path"], conf["spark.ui.port"]
+    ('/metrics/prometheus', '4040')
+    """
+    if not settings.spark_metrics:
+        return {}
+    return {
+        "spark.sql.streaming.metricsEnabled": "true",
+        "spark.metrics.namespace": "${spark.app.name}",
+        "spark.metrics.conf.*.sink.prometheusServlet.class": (
+            "org.apache.spark.metrics.sink.PrometheusServlet"
+        ),
+        "spark.metrics.conf.*.sink.prometheusServlet.path": PROMETHEUS_PATH,
+        "spark.ui.prometheus.enabled": "true",
+        "spark.ui.port": str(settings.spark_ui_port),
+    }
+
+
+def metrics_url(spark: SparkSession, settings: Settings) -> str | None:
+    """The driver's Prometheus endpoint (its UI's bound address), None with ``spark_metrics``
+    off or no UI."""
+    ui = spark.sparkContext.uiWebUrl
+    return f"{ui.rstrip('/')}{PROMETHEUS_PATH}" if settings.spark_metrics and ui else None
 
 
 def get_session(
@@ -181,6 +224,10 @@ def get_session(
         # Python workers (UDFs, transformWithState) must run this interpreter, the one with the
         # runtime's packages (pyarrow); Spark reads the variable when it starts a worker.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        if settings.spark_ui or settings.spark_metrics:
+            # The UI (and its metrics) on loopback too: Spark binds it to SPARK_LOCAL_IP, else
+            # to every interface (spark.driver.bindAddress is not read for it).
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = configure_builder(SparkSession.builder.appName(app_name), runtime, settings)
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import secrets
@@ -49,6 +50,9 @@ ADMIN = credentials.ADMIN
 DEFAULT_AIRFLOW_PORT = 8080
 # Seconds without a heartbeat before the scheduler fails a task (see airflow_env).
 TASK_HEARTBEAT_TIMEOUT_S = 90
+# The standard port of each protocol of Airflow's metrics (airflow_metrics_port 0): OTLP over
+# HTTP, StatsD over UDP.
+METRICS_PORTS = {"otel": 4318, "statsd": 8125}
 
 
 def log(message: str) -> None:
@@ -120,9 +124,56 @@ def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": str(TASK_HEARTBEAT_TIMEOUT_S),
             "PATH": bin_dir + os.pathsep + env.get("PATH", ""),
             **connection_env(settings),
+            **metrics_env(settings),
         }
     )
     return env
+
+
+def metrics_env(settings: Settings) -> dict[str, str]:
+    """The variables of ``airflow_metrics`` (Airflow's ``[metrics]`` section; nothing when
+    off), and with ``spark_metrics`` on and a local lake master, ``SPARK_LOCAL_IP``: the lake
+    tasks' drivers, started by spark-submit, then serve their UI on loopback.
+
+    >>> metrics_env(load_settings({}))
+    {}
+    >>> env = metrics_env(load_settings({"ADLAKE_AIRFLOW_METRICS": "otel"}))
+    >>> env["AIRFLOW__METRICS__OTEL_ON"], env["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"]
+    ('True', 'http://127.0.0.1:4318/v1/metrics')
+    """
+    env = (
+        {"SPARK_LOCAL_IP": "127.0.0.1"}
+        if settings.spark_metrics and settings.spark_master_lake.startswith("local")
+        else {}
+    )
+    kind, host = settings.airflow_metrics, settings.airflow_metrics_host
+    if kind == "off":
+        return env
+    port = str(settings.airflow_metrics_port or METRICS_PORTS[kind])
+    section = f"AIRFLOW__METRICS__{kind.upper()}"
+    env.update(
+        {
+            f"{section}_ON": "True",
+            f"{section}_HOST": host,
+            f"{section}_PORT": port,
+            f"{section}_PREFIX": settings.airflow_metrics_prefix,
+        }
+    )
+    if kind == "otel":
+        # The standard variable, which Airflow 3 prefers to its own (deprecated) host and port.
+        env["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"] = f"http://{host}:{port}/v1/metrics"
+    return env
+
+
+def check_metrics_packages(settings: Settings) -> None:
+    """Refuse ``airflow_metrics`` statsd without the ``statsd`` package: every Airflow
+    component would fail at its first metric. ``make setup`` installs OpenTelemetry's, not it."""
+    if settings.airflow_metrics == "statsd" and importlib.util.find_spec("statsd") is None:
+        raise SystemExit(
+            "[platform] ADLAKE_AIRFLOW_METRICS=statsd needs the statsd package in the lake "
+            "environment, which make setup does not install: use otel, or install statsd "
+            "into .venv/lake"
+        )
 
 
 # -- processes -------------------------------------------------------------------------------
@@ -341,6 +392,7 @@ def up(
     from adlake.local.kafka import LocalKafka
 
     started = time.monotonic()
+    check_metrics_packages(settings)
     broker = LocalKafka(settings)
     broker.start()
     broker.create_topics()

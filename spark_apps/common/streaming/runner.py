@@ -10,7 +10,8 @@ means the same for every app:
   (:func:`resolve_checkpoint`).
 * the stop marker is ``adlake.status.stop_marker(settings, <query name>)``; SIGTERM, SIGINT,
   the marker or ``--stop-after-s`` stop the query after its running batch commits.
-* the status file is ``<runtime>/status/<query name>.json``, with the app's knobs in it.
+* the status file is ``<runtime>/status/<query name>.json``, with the app's knobs in it, and
+  with ``spark_metrics`` on, ``metrics_url``: the driver's Prometheus endpoint (also logged).
 
     .venv/ops/bin/python -m spark_apps.ops.click_surge --help
 """
@@ -210,7 +211,7 @@ def _run_query(
     spec: StreamingApp, args: argparse.Namespace, settings: Settings, trigger: TriggerConfig
 ) -> int:
     """:func:`run`'s query, once its lock is held."""
-    from adlake.spark_session import get_session
+    from adlake.spark_session import get_session, metrics_url
     from spark_apps.common.streaming.kafka_io import read_kafka, write_kafka
     from spark_apps.common.streaming.lifecycle import GracefulStop
     from spark_apps.common.streaming.listener import StatusReporter, attach_listener
@@ -226,6 +227,10 @@ def _run_query(
     spark = get_session(spec.app.runtime, name, settings)
     reporter = StatusReporter(settings, name, trigger.mode, spec=spec.app)
     reporter.extra.update(knobs)
+    url = metrics_url(spark, settings)
+    if url:
+        reporter.extra["metrics_url"] = url
+        print(f"[{name}] metrics: {url}", flush=True)
     attach_listener(spark, reporter)
     raw = read_kafka(
         spark, settings, list(spec.app.inputs), args.starting_offsets, args.max_offsets_per_trigger
