@@ -27,6 +27,10 @@ SERVICES: dict[str, dict] = COMPOSE["services"]
 ONE_SHOT = {"airflow-init"}
 SPARK_SERVICES = sorted(s for s in SERVICES if s.startswith("spark-"))
 AIRFLOW_SERVICES = sorted(s for s in SERVICES if s.startswith("airflow-"))
+# The streaming apps' service: their reconcile loop, on the Airflow image (Adlake and both
+# runtimes), without Airflow.
+APPS_SERVICE = "streaming-apps"
+ADLAKE_IMAGE_SERVICES = sorted([*AIRFLOW_SERVICES, APPS_SERVICE])
 LONG_RUNNING = sorted(set(SERVICES) - ONE_SHOT)
 BUILT = sorted(s for s in SERVICES if "build" in SERVICES[s])
 CONDITIONS = {"service_healthy", "service_started", "service_completed_successfully"}
@@ -196,7 +200,7 @@ def test_spark_lake_master_and_worker_share_one_image():
     assert master["build"] == worker["build"] and master.get("image") == worker.get("image")
 
 
-@pytest.mark.parametrize("service", AIRFLOW_SERVICES)
+@pytest.mark.parametrize("service", ADLAKE_IMAGE_SERVICES)
 def test_airflow_is_built_on_the_pinned_release(service):
     args = SERVICES[service]["build"]["args"]
     assert args["AIRFLOW_VERSION"] == versions.AIRFLOW
@@ -209,7 +213,7 @@ def test_the_airflow_image_compiles_the_ops_app_jar_against_the_pinned_ops_spark
     dockerfile = (REPO_ROOT / "include" / "docker" / "airflow.Dockerfile").read_text()
     assert "FROM apache/spark:${SPARK_OPS_VERSION} AS spark-ops" in dockerfile
     assert "COPY --from=spark-ops /opt/spark/jars /opt/spark/jars" in dockerfile
-    for service in AIRFLOW_SERVICES:
+    for service in ADLAKE_IMAGE_SERVICES:
         assert SERVICES[service]["build"]["args"]["SPARK_OPS_VERSION"] == versions.SPARK_OPS
     assert "bootstrap.py --app-jar-only --spark-jars /opt/spark/jars" in dockerfile
     app_dir = config.OPS_APP_JAR.parent
@@ -276,12 +280,12 @@ def test_ops_worker_has_task_slots_for_any_ops_app_in_real_time_mode(settings):
         assert cores >= needed, f"{app.name} in Real-Time Mode needs {needed} slots, has {cores}"
 
 
-@pytest.mark.parametrize("service", SPARK_SERVICES + AIRFLOW_SERVICES)
+@pytest.mark.parametrize("service", SPARK_SERVICES + ADLAKE_IMAGE_SERVICES)
 def test_adlake_services_select_the_compose_profile(service):
     assert env_of(service).get("ADLAKE_PROFILE") == "compose"
 
 
-@pytest.mark.parametrize("service", SPARK_SERVICES + AIRFLOW_SERVICES)
+@pytest.mark.parametrize("service", SPARK_SERVICES + ADLAKE_IMAGE_SERVICES)
 def test_data_volume_is_mounted_at_the_compose_runtime_dir(settings, service):
     assert DATA_VOLUME in (COMPOSE.get("volumes") or {})
     sources = {
@@ -293,7 +297,7 @@ def test_data_volume_is_mounted_at_the_compose_runtime_dir(settings, service):
 def test_data_writers_share_one_uid_and_init_hands_the_volume_to_it(settings):
     # Drivers (Airflow side) and executors (Spark workers) write into the same table and
     # checkpoint directories; with two uids one side could not change the other's files.
-    writers = [s for s in SPARK_SERVICES + AIRFLOW_SERVICES if s not in ONE_SHOT]
+    writers = [s for s in SPARK_SERVICES + ADLAKE_IMAGE_SERVICES if s not in ONE_SHOT]
     users = {SERVICES[s].get("user") for s in writers}
     assert len(users) == 1 and None not in users, users
     (user,) = users
@@ -408,3 +412,41 @@ def test_airflow_fails_an_orphaned_task_as_soon_as_the_local_platform_does():
     env = COMPOSE["x-airflow-common"]["environment"]
     timeout = env["AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT"]
     assert int(timeout) == platform.TASK_HEARTBEAT_TIMEOUT_S < 300
+
+
+# -- the streaming apps' service -----------------------------------------------------------------
+
+
+def test_the_streaming_apps_service_runs_the_reconcile_loop_and_restarts_with_the_host():
+    service = SERVICES[APPS_SERVICE]
+    assert service["restart"] == "unless-stopped"
+    assert service["image"] == SERVICES["airflow-scheduler"]["image"]
+    script = "\n".join(service["command"])
+    # the loop runs again in the same container when it ends, so the apps it started keep
+    # running and the next loop adopts them
+    assert re.search(r"while true; do\s+python -m adlake\.apps loop\b", script), script
+    assert "python -m adlake.apps loop --check" in " ".join(service["healthcheck"]["test"])
+    # a loop asked to stop may first be draining an app (ADLAKE_APP_DRAIN_TIMEOUT_S)
+    grace = re.fullmatch(r"(\d+)([sm])", service["stop_grace_period"])
+    assert grace and int(grace[1]) * {"s": 1, "m": 60}[grace[2]] >= 120
+
+
+def test_the_apps_drivers_have_a_hostname_the_executors_resolve(settings):
+    # the apps' Spark drivers run in client mode where the loop runs
+    assert SERVICES[APPS_SERVICE]["hostname"] == APPS_SERVICE
+    assert settings.spark_master_ops.startswith("spark://")
+
+
+def test_the_streaming_apps_service_waits_for_what_its_apps_need():
+    depends_on = SERVICES[APPS_SERVICE]["depends_on"]
+    assert {"kafka", "spark-ops-master", "airflow-init"} <= set(depends_on)
+
+
+@pytest.mark.parametrize("service", ADLAKE_IMAGE_SERVICES)
+def test_every_container_of_the_adlake_image_has_the_apps_live_in_their_service(service):
+    """Airflow's tasks hand the apps' actions to the loop, and apps_supervisor starts nothing:
+    the apps' processes are the streaming-apps service's (and so survive a scheduler
+    restart)."""
+    env = {**env_of(service), "ADLAKE_PROFILE": "compose"}
+    adlake_env = {k: v for k, v in env.items() if k.startswith(config.ENV_PREFIX)}
+    assert config.load_settings(adlake_env).apps_host == "service"

@@ -160,8 +160,9 @@ def test_the_loop_starts_an_app_that_outlives_its_caller_and_the_loop_and_is_ado
     assert procs.loop(here).wait(timeout=30) == LOCK_HELD
     assert launchers(here, APP) == [pid]
 
-    # SIGTERM ends the loop cleanly and leaves the app running
-    second.send_signal(signal.SIGTERM)
+    # SIGTERM (loop --stop sends it) ends the loop cleanly and leaves the app running
+    stop = procs.start(here, "-m", "adlake.apps", "loop", "--stop", name="stop")
+    assert stop.wait(timeout=30) == 0, procs.log("stop")
     assert second.wait(timeout=30) == 0
     assert alive(pid) and apps.holder(here, APP).pid == pid
 

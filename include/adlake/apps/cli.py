@@ -6,6 +6,7 @@ the foreground. Every app of the registry (``APPS`` of runtime ``ops``), none na
     python -m adlake.apps run click_surge --threshold 50   # make app APP=click_surge ARGS=...
     python -m adlake.apps loop              # the reconcile loop (the compose streaming-apps service)
     python -m adlake.apps loop --check      # does a loop run and keep up (exit status 1 if not)
+    python -m adlake.apps loop --stop       # end the running loop; the apps keep running
 
 **status** joins each app's status file (``adlake.status``, written by its listener) with what
 the lifecycle knows of it (:func:`adlake.apps.app_status`). Latency, in two figures (see
@@ -213,6 +214,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="do not run it: say whether a loop runs and keeps up (exit status 1 if not)",
     )
+    looped.add_argument(
+        "--stop",
+        action="store_true",
+        help="do not run it: ask the running loop to end (SIGTERM) and wait until it has; the "
+        "apps keep running (the streaming-apps service then starts a new loop, which adopts "
+        "them)",
+    )
     args = parser.parse_args(argv)
     settings = load_settings()
     if args.command == "run":
@@ -220,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "loop":
         from adlake.apps import loop, service
 
+        if args.stop:
+            print(f"[adlake.apps] {service.stop_loop(settings)}")
+            return 0
         if not args.check:
             return loop.run(settings)
         health = service.loop_health(settings)

@@ -41,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import secrets
+import signal
 import socket
 import time
 from collections.abc import Callable
@@ -350,6 +351,32 @@ def check_loop(settings: Settings) -> dict:
             f"(docker compose logs {SERVICE})"
         )
     return health
+
+
+def stop_loop(settings: Settings, timeout_s: float | None = None) -> str:
+    """Ask the running loop to end (SIGTERM: it finishes the step it is in) and wait until its
+    lock is free, at most ``timeout_s`` (:func:`action_bound_s`); what happened, or
+    :class:`AppError` when no loop runs here or it did not end in time. The apps keep running."""
+    lock = loop_lock_path(settings)
+    current = lock_holder(lock)
+    if current is None:
+        return f"no reconcile loop runs (nothing holds {lock})"
+    if current.pid is None:
+        raise AppError(
+            f"the reconcile loop runs where it cannot be signalled from here ({current.elsewhere})"
+            f": run this in its container (docker compose exec {SERVICE} python -m adlake.apps "
+            "loop --stop)"
+        )
+    os.kill(current.pid, signal.SIGTERM)
+    bound = action_bound_s(settings) if timeout_s is None else timeout_s
+    deadline = time.monotonic() + bound
+    while lock_holder(lock, timeout_s=0.5) is not None:
+        if time.monotonic() >= deadline:
+            raise AppError(
+                f"the reconcile loop (pid {current.pid}) has not ended {bound:.0f}s after SIGTERM"
+            )
+        time.sleep(0.1)
+    return f"the reconcile loop (pid {current.pid}) has ended; the apps keep running"
 
 
 def _ops_apps() -> int:
