@@ -1,6 +1,7 @@
 # Adlake. `make up` runs the platform on embedded defaults; `make test` runs the unit and
 # integration tiers (CI), `make test-e2e` the exhaustive end-to-end variants.
-# Pinned versions live in include/adlake/local/versions.py; `make setup` derives everything from them.
+# Pinned versions live in include/adlake/local/versions.py; `make setup` derives everything from them
+# (the Python environments through the lock files `make lock` writes from them).
 
 PYTHON ?= python3
 LAKE_PY := .venv/lake/bin/python
@@ -9,13 +10,19 @@ RATE ?= 200
 DURATION ?= 60
 SEED ?= 7
 
-.PHONY: lint airflow setup test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
+.PHONY: lint airflow setup lock test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
 	app status bench-click-surge bench-attribution bench-bronze bench-views bench-quality \
 	bench-scale bench-beside bench-backfill bench-maintenance bench-supervisor bench-lake down \
 	faults faults-ops soak bench bench-quick
 
 setup:
 	$(PYTHON) include/adlake/local/bootstrap.py
+
+# After changing a Python pin in versions.py: regenerate the lock files (every package pinned, with
+# hashes) that make setup and the images install from (include/adlake/local/locks.py; needs the
+# package index). ARGS="--check" only says whether they are stale.
+lock:
+	$(PYTHON) include/adlake/local/locks.py $(ARGS)
 
 # ruff, configured in pyproject.toml: lint, then the format check (`ruff format .` fixes it).
 lint: setup

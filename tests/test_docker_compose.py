@@ -224,15 +224,21 @@ def test_the_build_stages_that_run_bootstrap_copy_every_module_it_imports():
     # The jar stages run include/adlake/local/bootstrap.py with only a few files copied in, at
     # their place in the tree: each adlake module bootstrap.py imports must be among them, or the
     # image build fails at that step.
-    bootstrap = (REPO_ROOT / "include" / "adlake" / "local" / "bootstrap.py").read_text()
-    imports = re.findall(r"^from (adlake(?:\.\w+)*) import (\w+)", bootstrap, re.M)
-    needed = set()
-    for package, name in imports:
-        module = f"{package}.{name}".replace(".", "/")
-        is_module = (REPO_ROOT / "include" / f"{module}.py").is_file()
-        needed.add(
-            f"include/{module}.py" if is_module else f"include/{package.replace('.', '/')}.py"
-        )
+    # The modules it imports, and theirs (module-level imports only: a function's own import
+    # runs only when it is called).
+    needed, todo = set(), ["include/adlake/local/bootstrap.py"]
+    while todo:
+        source = (REPO_ROOT / todo.pop()).read_text()
+        for package, names in re.findall(
+            r"^from (adlake(?:\.\w+)*) import ([\w, ]+)", source, re.M
+        ):
+            for name in names.replace(" ", "").split(","):
+                module = f"{package}.{name}".replace(".", "/")
+                is_module = (REPO_ROOT / "include" / f"{module}.py").is_file()
+                path = f"include/{module if is_module else package.replace('.', '/')}.py"
+                if path not in needed:
+                    needed.add(path)
+                    todo.append(path)
     assert "include/adlake/local/versions.py" in needed and "include/adlake/config.py" in needed
     lines = (REPO_ROOT / "include" / "docker" / "airflow.Dockerfile").read_text().splitlines()
     runs = [
@@ -412,6 +418,81 @@ def test_airflow_fails_an_orphaned_task_as_soon_as_the_local_platform_does():
     env = COMPOSE["x-airflow-common"]["environment"]
     timeout = env["AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT"]
     assert int(timeout) == platform.TASK_HEARTBEAT_TIMEOUT_S < 300
+
+
+# -- the streaming apps' service -----------------------------------------------------------------
+
+
+def test_the_streaming_apps_service_runs_the_reconcile_loop_and_restarts_with_the_host():
+    service = SERVICES[APPS_SERVICE]
+    assert service["restart"] == "unless-stopped"
+    assert service["image"] == SERVICES["airflow-scheduler"]["image"]
+    script = "\n".join(service["command"])
+    # the loop runs again in the same container when it ends, so the apps it started keep
+    # running and the next loop adopts them
+    assert re.search(r"while true; do\s+python -m adlake\.apps loop\b", script), script
+    assert "python -m adlake.apps loop --check" in " ".join(service["healthcheck"]["test"])
+    # a loop asked to stop may first be draining an app (ADLAKE_APP_DRAIN_TIMEOUT_S)
+    grace = re.fullmatch(r"(\d+)([sm])", service["stop_grace_period"])
+    assert grace and int(grace[1]) * {"s": 1, "m": 60}[grace[2]] >= 120
+
+
+def test_the_apps_drivers_have_a_hostname_the_executors_resolve(settings):
+    # the apps' Spark drivers run in client mode where the loop runs
+    assert SERVICES[APPS_SERVICE]["hostname"] == APPS_SERVICE
+    assert settings.spark_master_ops.startswith("spark://")
+
+
+def test_the_streaming_apps_service_waits_for_what_its_apps_need():
+    depends_on = SERVICES[APPS_SERVICE]["depends_on"]
+    assert {"kafka", "spark-ops-master", "airflow-init"} <= set(depends_on)
+
+
+@pytest.mark.parametrize("service", ADLAKE_IMAGE_SERVICES)
+def test_every_container_of_the_adlake_image_has_the_apps_live_in_their_service(service):
+    """Airflow's tasks hand the apps' actions to the loop, and apps_supervisor starts nothing:
+    the apps' processes are the streaming-apps service's (and so survive a scheduler
+    restart)."""
+    env = {**env_of(service), "ADLAKE_PROFILE": "compose"}
+    adlake_env = {k: v for k, v in env.items() if k.startswith(config.ENV_PREFIX)}
+    assert config.load_settings(adlake_env).apps_host == "service"
+
+
+def pip_installs(dockerfile: Path) -> list[str]:
+    """Each ``pip install`` command of a Dockerfile, its continuation lines joined."""
+    text = re.sub(r"\\\n\s*", " ", dockerfile.read_text())
+    return re.findall(r"pip install\b[^&\n]*", text)
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_the_images_install_python_packages_only_from_the_locks_with_hashes(dockerfile):
+    # Each pip install is a lock with --require-hashes, or the project itself without its
+    # dependencies; the spark-lake image installs no Python package at all.
+    for command in pip_installs(dockerfile):
+        lock = re.search(r"--require-hashes -r include/adlake/local/locks/(\w+)\.txt\b", command)
+        project = "--no-deps" in command and command.rstrip().endswith("--editable .")
+        assert project or (lock and lock[1] in versions.RUNTIMES), command
+
+
+def test_the_airflow_image_installs_the_lake_lock_keeping_its_base_images_airflow():
+    dockerfile = REPO_ROOT / "include" / "docker" / "airflow.Dockerfile"
+    installs = pip_installs(dockerfile)
+    assert any("--require-hashes -r include/adlake/local/locks/lake.txt" in c for c in installs)
+    assert any("--no-deps --no-build-isolation --editable ." in c for c in installs)
+    # The lock pins the base image's release, and the build checks it is still the one installed.
+    lake = (REPO_ROOT / "include" / "adlake" / "local" / "locks" / "lake.txt").read_text()
+    assert f"\napache-airflow=={versions.AIRFLOW} \\" in lake
+    assert 'print(version("apache-airflow"))\')" = "${AIRFLOW_VERSION}"' in re.sub(
+        r"\\\n\s*", "", dockerfile.read_text()
+    )
+
+
+def test_the_airflow_images_ops_environment_is_built_from_its_lock_by_bootstrap():
+    # bootstrap.setup_env installs the ops lock with --require-hashes and runs pip check
+    # (tests/include/local/test_bootstrap.py); the image runs it after copying the locks in.
+    lines = (REPO_ROOT / "include" / "docker" / "airflow.Dockerfile").read_text().splitlines()
+    run = next(i for i, line in enumerate(lines) if "bootstrap.py --envs-only --env ops" in line)
+    assert any(line.startswith("COPY") and " include/adlake " in line for line in lines[:run])
 
 
 # -- the streaming apps' service -----------------------------------------------------------------

@@ -11,6 +11,7 @@ COMMANDS = [
     "adlake.local.kafka",
     "adlake.apps.cli",
     "adlake.local.compose_versions",
+    "adlake.local.locks",
     "adlake.local.platform",
     "adlake.latency",
     "spark_apps.lake.bronze",

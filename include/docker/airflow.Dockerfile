@@ -4,7 +4,8 @@
 # it), the ops environment in .venv/ops, the jar sets in .cache/jars and the Data Docs assets in
 # .cache/data-docs-assets. The lake environment is
 # Airflow's own, as it is locally. Every version comes from include/adlake/local/versions.py: read
-# during the build (jar sets, Python requirements), or, for image tags, passed in as build
+# during the build (jar sets; the Python environments install from the lock files generated from
+# it, include/adlake/local/locks/), or, for image tags, passed in as build
 # arguments by docker-compose.yaml, whose values are generated from it (adlake.local.compose_versions).
 ARG AIRFLOW_VERSION
 ARG PYTHON_VERSION
@@ -60,13 +61,20 @@ COPY --chown=airflow:0 pyproject.toml ./
 COPY --chown=airflow:0 include/adlake ./include/adlake
 COPY --chown=airflow:0 spark_apps ./spark_apps
 
-# Airflow is pinned to the base image's release so resolving the lake requirements never swaps it.
-RUN PYTHONPATH=include python -c "from adlake.local.versions import requirements; \
-print(*requirements('lake'), sep='\n')" > /tmp/lake-requirements.txt \
- && pip install --no-cache-dir "apache-airflow==${AIRFLOW_VERSION}" -r /tmp/lake-requirements.txt \
- && pip install --no-cache-dir --no-deps --editable . \
- && rm /tmp/lake-requirements.txt
+# The lake environment is Airflow's own: its lock (include/adlake/local/locks/lake.txt, every
+# package pinned with its hashes, the set the suite passes with) installed over the base image with
+# --require-hashes, then the project without its dependencies. The lock pins the base image's
+# Airflow release (a test checks), so installing it never swaps Airflow; the last line fails the
+# build if it did. No `pip check` here: the base image also carries providers the platform never
+# imports, whose requirements the lock was not resolved against (`make setup`, whose environments
+# hold only their lock, runs it and fails on any conflict).
+RUN pip install --no-cache-dir --require-hashes -r include/adlake/local/locks/lake.txt \
+ && pip install --no-cache-dir --no-deps --no-build-isolation --editable . \
+ && test "$(python -c 'from importlib.metadata import version; print(version("apache-airflow"))')" \
+    = "${AIRFLOW_VERSION}"
 
+# The ops environment from its lock (include/adlake/local/locks/ops.txt), with --require-hashes and
+# `pip check`, as `make setup` builds it.
 # A virtual environment refuses user installs, which the Airflow image may turn on globally.
 RUN PIP_USER=false python include/adlake/local/bootstrap.py --envs-only --env ops
 

@@ -3,7 +3,10 @@ runtime's own jar (the JVM attribution processor), idempotently, vendor the scri
 fonts of GX's Data Docs pages from npm, and install Debian's ``chromium`` for the UI tests when it
 is missing (as root; otherwise it says how).
 
-Everything is derived from :mod:`adlake.local.versions`. Each environment and each jar set carries a
+Everything is derived from :mod:`adlake.local.versions`; each Python environment is installed
+from its lock file (``include/adlake/local/locks/<env>.txt``, every package pinned with its hashes,
+generated from versions.py by :mod:`adlake.local.locks`, ``make lock``), and a lock that no longer
+matches versions.py is refused. Each environment and each jar set carries a
 stamp, the hash of its inputs; when the stamp matches, that part is skipped without touching the
 network, so a second setup on a warm machine downloads nothing. A part whose inputs changed (or
 whose previous build was interrupted: the stamp is written last) is rebuilt.
@@ -33,7 +36,7 @@ if __package__ in (None, ""):  # run as a script: make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from adlake.config import DATA_DOCS_ASSETS_DIR, OPS_APP_JAR
-from adlake.local import versions
+from adlake.local import locks, versions
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 VENV_ROOT = REPO_ROOT / ".venv"
@@ -69,12 +72,38 @@ def _project_digest() -> str:
     return _digest(layout)
 
 
+def _run_pip(pip: list[str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*pip, *args], capture_output=True, text=True, check=False)
+
+
+def _not_locked(pip: list[str], lock: Path) -> list[str]:
+    """What the environment holds that its lock does not list (pip and the project aside): left
+    by an earlier lock, or installed by hand."""
+    done = _run_pip(pip, "list", "--format=json", "--exclude-editable")
+    if done.returncode != 0:
+        raise SystemExit(f"[setup] pip list failed:\n{done.stderr[-2000:]}")
+    wanted = {*locks.pinned(lock.read_text()), "pip", locks.PROJECT}
+    return sorted(
+        p["name"] for p in json.loads(done.stdout) if locks.canonical(p["name"]) not in wanted
+    )
+
+
 def setup_env(env: str) -> None:
-    """Create ``.venv/<env>`` and install its pinned requirements plus this project (editable)."""
+    """Create ``.venv/<env>`` (or bring an existing one to its lock): install the lock
+    (``pip install --require-hashes``), uninstall what the lock does not list, install this
+    project editable without dependencies, then ``pip check``, which must pass. Stamped by the
+    lock's content, so a changed lock is installed again and an unchanged one downloads nothing."""
+    problem = locks.stale(env)
+    if problem:
+        raise SystemExit(f"[setup] {problem}")
     target = VENV_ROOT / env
-    reqs = versions.requirements(env)
+    lock = locks.lock_path(env)
     digest = _digest(
-        {"python": versions.PYTHON, "requirements": reqs, "project": _project_digest()}
+        {
+            "python": versions.PYTHON,
+            "lock": hashlib.sha256(lock.read_bytes()).hexdigest(),
+            "project": _project_digest(),
+        }
     )
     if _stamp_matches(target, digest):
         log(f"python env '{env}' is up to date ({target})")
@@ -84,8 +113,16 @@ def setup_env(env: str) -> None:
         log(f"creating python env '{env}' at {target}")
         subprocess.run([sys.executable, "-m", "venv", str(target)], check=True)
     pip = [str(venv_python(env)), "-m", "pip", "--disable-pip-version-check"]
-    log(f"installing {len(reqs)} pinned requirements into '{env}' (first time takes minutes)")
-    subprocess.run([*pip, "install", "--quiet", *reqs], check=True)
+    log(
+        f"installing '{env}' from {locks.shown(lock)}, "
+        f"{len(locks.pinned(lock.read_text()))} packages with their hashes "
+        "(first time takes minutes)"
+    )
+    subprocess.run([*pip, "install", "--quiet", "--require-hashes", "-r", str(lock)], check=True)
+    extra = _not_locked(pip, lock)
+    if extra:
+        log(f"removing from '{env}' what its lock does not list: {', '.join(extra)}")
+        subprocess.run([*pip, "uninstall", "--quiet", "--yes", *extra], check=True)
     subprocess.run(
         [
             *pip,
@@ -98,7 +135,11 @@ def setup_env(env: str) -> None:
         ],
         check=True,
     )
-    subprocess.run([*pip, "check"], check=False)
+    done = _run_pip(pip, "check")
+    if done.returncode != 0:
+        raise SystemExit(
+            f"[setup] pip check failed in '{env}' ({target}):\n{done.stdout}{done.stderr}"
+        )
     (target / STAMP).write_text(digest + "\n")
     log(f"python env '{env}' ready in {time.monotonic() - started:.0f}s")
 

@@ -4,7 +4,10 @@ The two Python environments (``lake`` and ``ops``) and the three JVM jar sets (`
 ``kafka``) are all derived from the constants below by :mod:`adlake.local.bootstrap`, and the image tags
 and build arguments of ``docker-compose.yaml`` by :mod:`adlake.local.compose_versions`; nothing else in
 the repository names a version. Changing a pin here and running ``make setup`` rebuilds exactly the
-environments and jar sets whose inputs changed.
+environments and jar sets whose inputs changed. The environments install from lock files
+(``locks/<env>.txt``: every transitive package pinned, with its hashes), generated from the
+requirements below by :mod:`adlake.local.locks`: after changing a Python pin, run ``make lock``
+before ``make setup`` (which refuses a stale lock).
 
 This module is standard-library only: ``make setup`` runs it with the system Python before any
 virtual environment exists.
@@ -47,6 +50,9 @@ CONFLUENT_KAFKA = "2.16.1"
 PYTEST = ">=8,<10"
 # The linter and formatter (`make lint`), configured in pyproject.toml.
 RUFF = "0.17.6"
+# The resolver that writes the lock files (`make lock`, adlake.local.locks); not installed into
+# any environment.
+UV = "0.13.9"
 # The soak's plot (bench/ops/soak.py).
 MATPLOTLIB = "3.11.2"
 

@@ -1,5 +1,6 @@
 import io
 import json
+import shutil
 import subprocess
 import tarfile
 import xml.etree.ElementTree as ET
@@ -171,3 +172,75 @@ def test_without_npm_setup_says_data_docs_go_without_scripts_and_styles(
     monkeypatch.setattr(bootstrap.shutil, "which", lambda _: None)
     bootstrap.setup_data_docs_assets()
     assert "npm missing" in capsys.readouterr().out and npm == []
+
+
+@pytest.fixture()
+def pip(tmp_path, monkeypatch):
+    """Every command of setup_env faked and recorded (``.venv`` under tmp_path, the real locks):
+    ``pip list`` answers ``installed``, ``pip check`` answers ``check``."""
+    monkeypatch.setattr(bootstrap, "VENV_ROOT", tmp_path / "venv")
+    fake = {"commands": [], "installed": [{"name": "pip", "version": "23"}], "check": (0, "")}
+
+    def run(command, **kwargs):
+        fake["commands"].append(command)
+        if command[1:3] == ["-m", "venv"]:
+            bootstrap.venv_python("ops").parent.mkdir(parents=True)
+            bootstrap.venv_python("ops").touch()
+        rc, out = (0, json.dumps(fake["installed"])) if "list" in command else (0, "")
+        if command[-1] == "check":
+            rc, out = fake["check"]
+        return subprocess.CompletedProcess(command, rc, out, "")
+
+    monkeypatch.setattr(bootstrap.subprocess, "run", run)
+    return fake
+
+
+def pip_commands(fake) -> list[list[str]]:
+    """The pip subcommand and its arguments of each recorded pip call."""
+    return [c[c.index("--disable-pip-version-check") + 1 :] for c in fake["commands"] if "pip" in c]
+
+
+def test_an_env_is_installed_from_its_lock_with_hashes_then_the_project_without_deps(pip):
+    bootstrap.setup_env("ops")
+    lock = str(bootstrap.locks.lock_path("ops"))
+    assert pip_commands(pip) == [
+        ["install", "--quiet", "--require-hashes", "-r", lock],
+        ["list", "--format=json", "--exclude-editable"],
+        ["install", "--quiet", "--no-deps", "--no-build-isolation", "--editable"]
+        + [str(bootstrap.REPO_ROOT)],
+        ["check"],
+    ]
+    pip["commands"].clear()
+    bootstrap.setup_env("ops")  # stamped: nothing installed, no network
+    assert pip["commands"] == []
+
+
+def test_a_changed_lock_brings_the_existing_env_to_it(pip, tmp_path, monkeypatch, capsys):
+    bootstrap.setup_env("ops")
+    locks_dir = tmp_path / "locks"
+    shutil.copytree(bootstrap.locks.LOCKS_DIR, locks_dir)
+    monkeypatch.setattr(bootstrap.locks, "LOCKS_DIR", locks_dir)
+    lock = locks_dir / "ops.txt"
+    lock.write_text(lock.read_text().replace("ruff==", "ruff==0.0.1", 1))
+    pip["commands"].clear()
+    pip["installed"].append({"name": "Left_Over", "version": "1.0"})
+    bootstrap.setup_env("ops")
+    assert not any(c[1:3] == ["-m", "venv"] for c in pip["commands"])  # upgraded in place
+    assert ["install", "--quiet", "--require-hashes", "-r", str(lock)] in pip_commands(pip)
+    assert ["uninstall", "--quiet", "--yes", "Left_Over"] in pip_commands(pip)
+    assert "what its lock does not list: Left_Over" in capsys.readouterr().out
+
+
+def test_a_failing_pip_check_stops_setup_with_its_output(pip):
+    pip["check"] = (1, "pyspark 4.3.0 has requirement py4j==0.10.9.9, but you have py4j 0.1.\n")
+    with pytest.raises(SystemExit, match="(?s)pip check failed in 'ops'.*has requirement py4j"):
+        bootstrap.setup_env("ops")
+    assert not (bootstrap.VENV_ROOT / "ops" / bootstrap.STAMP).exists()  # retried next run
+
+
+def test_a_lock_stale_against_versions_py_is_refused(pip, monkeypatch):
+    changed = [*versions.requirements("ops"), "six==1.17.0"]
+    monkeypatch.setattr(versions, "requirements", lambda env: changed)
+    with pytest.raises(SystemExit, match=r"ops.txt is stale.*run `make lock`"):
+        bootstrap.setup_env("ops")
+    assert pip["commands"] == []
