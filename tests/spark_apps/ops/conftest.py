@@ -8,7 +8,8 @@ environment variables, against its own broker, stopped with SIGTERM.
   output in ``<runtime_dir>/logs/``; stop it with SIGTERM and require exit code 0. Whatever a
   test leaves running is killed when it ends.
 * :func:`read_topic`, :func:`committed_offsets`, :func:`wait_for`: look at what the app did, by
-  polling with a deadline (never by sleeping a fixed time).
+  polling with a deadline (never by sleeping a fixed time); :func:`scrape_prometheus`: what an
+  app started with ``spark_metrics`` on serves on its driver's Prometheus endpoint.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -91,6 +94,8 @@ def app_env(settings: Settings) -> dict[str, str]:
             "ADLAKE_SPARK_MASTER_OPS": settings.spark_master_ops,
             "ADLAKE_DRIVER_MEMORY": settings.driver_memory,
             "ADLAKE_JARS_DIR": str(settings.jars_dir),
+            "ADLAKE_SPARK_METRICS": str(settings.spark_metrics).lower(),
+            "ADLAKE_SPARK_UI_PORT": str(settings.spark_ui_port),
             "PYTHONUNBUFFERED": "1",
         }
     )
@@ -172,6 +177,32 @@ def wait_for(
             text = message() if callable(message) else message
             raise AssertionError(f"condition not met within {timeout_s:.0f}s: {text}")
         time.sleep(poll_s)
+
+
+# -- metrics -------------------------------------------------------------------------------------
+
+_SAMPLE = re.compile(r"^(?P<name>[A-Za-z_:][\w:]*)(\{[^}]*\})? (?P<value>\S+)$")
+
+
+def scrape_prometheus(url: str) -> dict[str, float]:
+    """``{metric name: value}`` of the Prometheus text an endpoint serves now (an HTTP GET);
+    a value that is not a number is left out."""
+    with urllib.request.urlopen(url, timeout=10) as response:
+        assert response.status == 200, f"GET {url}: {response.status}"
+        text = response.read().decode()
+    samples = {}
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if match:
+            with contextlib.suppress(ValueError):
+                samples[match["name"]] = float(match["value"])
+    return samples
+
+
+def prometheus_name(*parts: str) -> str:
+    """The name Spark's PrometheusServlet gives a metric of the registry name ``parts``
+    joined by dots: every character but letters and digits as ``_``, ``metrics_`` before."""
+    return "metrics_" + re.sub(r"[^A-Za-z0-9]", "_", ".".join(parts))
 
 
 # -- Kafka ---------------------------------------------------------------------------------------

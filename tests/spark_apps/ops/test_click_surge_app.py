@@ -19,7 +19,9 @@ this file's own reading of the rules, not the app's code:
 The generator sends no late clicks here (``late=0``); its out-of-order events are held back by at
 most 50 events (about a second at these rates), well inside the 5-second watermark, so every
 valid click is counted, and the exact counts prove it. Lateness is tested on its own, with
-hand-made clicks (``test_a_late_click_...``).
+hand-made clicks (``test_a_late_click_...``), which also runs the app with ``spark_metrics`` on
+and scrapes the query's gauges from the driver's Prometheus endpoint (no app of its own: an app
+start costs ~15 s).
 
 The restart test stops the app while surging windows are half counted and checks that the second
 run, on the same checkpoint, ends with exactly the output an uninterrupted run must give.
@@ -49,7 +51,9 @@ from tests.spark_apps.ops.conftest import (
     end_offsets,
     log_tail,
     produce,
+    prometheus_name,
     read_topic,
+    scrape_prometheus,
     start_app,
     stop_app,
     wait_for,
@@ -374,7 +378,9 @@ def test_restart_on_the_same_checkpoint_gives_the_uninterrupted_output(fresh_kaf
 
 
 def test_a_late_click_is_counted_in_the_status_not_in_a_window(fresh_kafka):
-    bootstrap, settings = fresh_kafka.bootstrap, fresh_kafka.settings
+    bootstrap = fresh_kafka.bootstrap
+    # With metrics on (the UI on any free port): the query's gauges are checked at the end.
+    settings = fresh_kafka.settings.with_overrides(spark_metrics=True, spark_ui_port=0)
     # Threshold 0: every window with a click is reported, so a counted late click would show.
     app = start_app(MODULE, settings, "--threshold", "0", "--trigger", "processing_time")
     page = f"page-late-{uuid.uuid4().hex[:8]}"
@@ -421,4 +427,30 @@ def test_a_late_click_is_counted_in_the_status_not_in_a_window(fresh_kafka):
     assert out.surges == {(page, now - now % WINDOW_MS): (3, now, on_time_ts)}
     assert out.dlq == {}, "a late click is valid: it does not go to the DLQ"
     assert status_of(settings)["late_rows"] == 1
+    assert_streaming_gauges(settings, app)
     stop_app(app)
+
+
+def assert_streaming_gauges(settings, app) -> None:
+    """The running query's gauges, scraped from the driver's Prometheus endpoint its status
+    names (``spark_metrics``): the watermark the status reports, the window it holds in state,
+    and numeric rates and trigger latency."""
+    url = status_of(settings).get("metrics_url")
+    assert url and url.startswith("http://127.0.0.1:"), f"metrics_url {url!r}\n{log_tail(app)}"
+
+    def gauge(name: str) -> str:
+        return prometheus_name(APP.name, "driver.spark.streaming", APP.name, name) + "_Value"
+
+    def scraped() -> dict[str, float] | None:
+        samples = scrape_prometheus(url)
+        watermark = epoch_ms(status_of(settings)["watermark"])
+        return samples if samples.get(gauge("eventTime-watermark")) == watermark else None
+
+    def streaming() -> str:
+        names = [n for n in sorted(scrape_prometheus(url)) if "_streaming_" in n]
+        return f"{url} serves {names}, status {status_of(settings)}"
+
+    samples = wait_for(scraped, 30, 0.5, streaming)
+    assert samples[gauge("states-rowsTotal")] >= 1, "the late click's page window in state"
+    for name in ("inputRate-total", "processingRate-total", "latency"):
+        assert samples[gauge(name)] >= 0, name
