@@ -195,6 +195,8 @@ def test_the_pass_leaves_an_app_with_a_pending_request_to_the_request(here):
     desired = apps.record_intent(here, APP, "start", None, None, "test")
     service.submit(here, APP, "start", desired, "test")
     assert apps.reconcile(here) == [] and apps.holder(here, APP) is None
+    # a request its caller could not withdraw (killed) holds the pass back only so long
+    assert not service.pending(here, APP, now=time.time() + here.app_request_timeout_s + 1)
     [request] = service.claim(here)
     assert not service.pending(here, APP)
     summary = apps.carry_out(here, APP, "start", service.desired_of(request), "test")

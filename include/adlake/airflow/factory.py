@@ -28,7 +28,9 @@ configuration only: never PySpark, and no I/O when a DAG file is parsed.
   runs detached, holding its lock, never inside the task.
 * ``apps_supervisor`` — every minute, keeps each app in its desired state
   (``adlake.apps.supervise``): restarts with backoff, records why, and alerts each restart and
-  give-up, pointing at its own run.
+  give-up, pointing at its own run. With ``ADLAKE_APPS_HOST=service`` (compose) both hand the
+  processes to the ``streaming-apps`` service: ``act`` sends it a request and waits for its
+  answer, and the supervisor only checks that its reconcile loop runs, failing when not.
 * **Alerts.** Every task's failure callback (``default_args``) is
   :class:`~adlake.airflow.notifier.AlertNotifier`: the last failed try of any task alerts
   on-call (``adlake.alerts``: the local file, the ``adlake_alerts`` webhook if defined).
@@ -504,7 +506,9 @@ def build_supervisor_dag() -> DAG:
         doc_md="# Supervisor\n\nEvery minute: restarts each streaming app that should run "
         "and does not (crash, kill -9, OOM) or whose progress is stale, with "
         "exponential backoff, and stops what should not run. Every restart is "
-        "recorded in the app's status (count, reason, last error).",
+        "recorded in the app's status (count, reason, last error). With the apps in the "
+        "streaming-apps service (ADLAKE_APPS_HOST=service), its reconcile loop does this "
+        "every 10 s, and this task only checks that the loop runs and keeps up.",
     ) as dag:
 
         @task(task_id="supervise")

@@ -115,9 +115,18 @@ def submit(settings: Settings, app: str, action: str, desired: Desired, reason: 
     return request_id
 
 
-def pending(settings: Settings, app: str) -> bool:
-    """Whether a request on ``app`` waits for the loop."""
-    return any(requests_dir(settings).glob(f"{app}.*.request.json"))
+def pending(settings: Settings, app: str, now: float | None = None) -> bool:
+    """Whether a request on ``app`` waits for the loop: one written within
+    ``app_request_timeout_s``. An older one (its caller was killed before it could withdraw it)
+    is never acted on (the loop answers it ``expired``), so it holds nothing back."""
+    now = time.time() if now is None else now
+    for path in requests_dir(settings).glob(f"{app}.*.request.json"):
+        try:
+            if now - path.stat().st_mtime <= settings.app_request_timeout_s:
+                return True
+        except FileNotFoundError:
+            continue  # taken or withdrawn meanwhile
+    return False
 
 
 def await_answer(
