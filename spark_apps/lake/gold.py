@@ -110,15 +110,18 @@ def rebuild(
     typed error of :mod:`spark_apps.lake.errors`.
     """
     from spark_apps.lake.errors import diagnosed, retry_on_conflict
+    from spark_apps.lake.freshness import record_quietly
 
     model = gold.model(name)
     path = table_path(settings, model.TABLE)
     sources = [settings.table_path(t) for t in model.TABLE.sources]
     inputs = SilverInputs(spark, settings, *gold.covering(model.GRAIN, start, end))
     with diagnosed("gold", settings.runtime_dir, tables=[settings.table_path(name), *sources]):
-        return retry_on_conflict(
+        written = retry_on_conflict(
             f"gold {name}", path, lambda: _replace(spark, settings, model, inputs)
         )
+    record_quietly(spark, settings, name)  # its newest data time, for the Data quality page
+    return written
 
 
 def _replace(

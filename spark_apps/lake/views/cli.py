@@ -110,14 +110,17 @@ def refresh_view(
     concurrent refresh applied the change.
     """
     from spark_apps.lake.errors import diagnosed, retry_on_conflict
+    from spark_apps.lake.freshness import record_quietly
     from spark_apps.lake.tables import table_path
     from spark_apps.lake.views.bookkeeping import PROGRESS_TABLE
 
     path = table_path(settings, view.name)
     tables = [settings.table_path(name) for name in (view.name, view.source, PROGRESS_TABLE)]
     with diagnosed(f"view {view.name}", settings.runtime_dir, tables=tables):
-        return retry_on_conflict(
+        report = retry_on_conflict(
             f"view {view.name}",
             path,
             lambda: (full_refresh if full else refresh)(spark, settings, view),
         )
+    record_quietly(spark, settings, view.name)  # its newest data time, for the Data quality page
+    return report

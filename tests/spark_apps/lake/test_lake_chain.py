@@ -7,10 +7,10 @@ import datetime as dt
 
 import pytest
 
-from adlake import generator, payload_rules, registry
+from adlake import freshness, generator, payload_rules, registry
 from adlake.gold import NAMES
 from adlake.gold.attribution_funnel import ALL_CAMPAIGNS
-from spark_apps.lake.tables import read_table
+from spark_apps.lake.tables import read_table, table_path
 from tests.conftest import private_settings
 
 pytestmark = pytest.mark.integration
@@ -141,6 +141,7 @@ def test_gold_is_idempotent_across_reruns_and_overlapping_backfills(spark, chain
 
     n_silver = {t: silver.accounting(spark, settings, t)["silver"] for t in INPUTS}
     assert total("campaign_delivery", "impressions") == n_silver["ad_impressions"]
+    assert_freshness_recorded(spark, settings, NAMES)
     assert total("page_traffic", "clicks") == n_silver["page_clicks"]
     totals = [r for r in first["attribution_funnel"] if r.campaign_id == ALL_CAMPAIGNS]
     assert sum(r.requests for r in totals) == n_silver["ad_requests"]
@@ -152,10 +153,32 @@ def test_views_over_silver_equal_a_full_recomputation(spark, chain):
 
     settings, _ = chain
     for view in registry.VIEWS.values():
-        views.refresh(spark, settings, view)
+        views.refresh_view(spark, settings, view)  # as the view's command runs it
         assert views.verify(spark, settings, view) == [], view.name
+    assert_freshness_recorded(spark, settings, tuple(registry.VIEWS))
     clicks = registry.view("page_clicks_hourly")
     total = sum(r.clicks for r in rows(spark, settings, clicks.name))
     from spark_apps.lake import silver
 
     assert total == silver.accounting(spark, settings, "page_clicks")["silver"]
+
+
+def assert_freshness_recorded(spark, settings, tables) -> None:
+    """Each table's recorded newest data time (read from its newest partition only) is the
+    maximum of its data time over the whole table (none for an empty one: this traffic has no
+    surges), and the Data quality page's row says how far behind now that is."""
+    from pyspark.sql import functions as F
+
+    from spark_apps.lake.freshness import ISO
+
+    shown = {r["table"]: r for r in freshness.shown(settings, list(tables))}
+    for table in tables:
+        src = freshness.source(table)
+        whole = (
+            spark.read.format("delta")
+            .load(table_path(settings, table))
+            .agg(F.date_format(F.max(F.expr(src.expression).cast("timestamp")), ISO))
+        )
+        assert shown[table]["newest"] == whole.first()[0], table  # None: an empty table
+        assert shown[table]["newest"] is None or shown[table]["behind_s"] > 0, shown[table]
+    assert any(shown[t]["newest"] for t in tables), shown
