@@ -285,7 +285,20 @@ def test_on_call_starts_restarts_and_stops_an_app_from_the_page(running):
             return bool(age) and 0 <= int(age) <= FRESH_S
 
         wait_for(progress_is_fresh, 120, "a fresh progress age", card.inner_text)
+        # At a glance: the Kafka lag of the last boundary's progress (offsets, no traffic here:
+        # 0), the rates, and the latency against Real-Time Mode's target.
+        lag = card.locator('[data-vital="lag"] .vital-value')
+        wait_for(lambda: lag.inner_text().isdigit(), 60, "the lag vital", card.inner_text)
+        status = apps.app_status(settings, app)["status"]
+        assert int(lag.inner_text()) == status["input_lag"]["max_offsets"] == 0, status
+        assert "target 1 s" in card.locator('[data-vital="latency"]').inner_text()
         page.screenshot(path=str(shots / "2b-progress.png"), full_page=True)
+        page.set_viewport_size({"width": 1280, "height": 800})  # a laptop's screen
+        page.screenshot(path=str(shots / "2c-laptop.png"))
+        card.locator("details summary").click()
+        card.get_by_text("per-batch bound", exact=True).wait_for()
+        page.screenshot(path=str(shots / "2d-details.png"), full_page=True)
+        page.set_viewport_size({"width": 1400, "height": 1400})
         press("restart", "running", "3-restarted")
         second = apps.holder(settings, app)
         assert second is not None and second.pid != first.pid
@@ -367,7 +380,21 @@ def test_a_lake_dag_triggered_from_its_form_with_a_changed_param_succeeds(runnin
             lambda: json.dumps(dag_runs(settings, dag_id), indent=1),
         )
         page.screenshot(path=str(shots / "6-lake-run.png"), full_page=True)
-    assert state == "success"
+        assert state == "success"
+
+        # The view's freshness on the Data quality page: its newest hour (11:00 on the 21st,
+        # days ago), red past the hour grain's bound; a gold table never built is red too.
+        page.goto(f"{base}/plugin/data-quality", wait_until="networkidle")
+        quality = page.frame_locator("iframe")
+        fresh = quality.locator("tr", has_text=view.name).locator("td[data-fresh]")
+        fresh.wait_for(timeout=60_000)
+        assert fresh.get_attribute("data-fresh") == "late"
+        assert "2026-11-21 11:00:00Z" in fresh.inner_text() and "behind" in fresh.inner_text()
+        never = quality.locator("tr", has_text="attribution_reconciliation").locator(
+            "td[data-fresh]"
+        )
+        assert "never built" in never.inner_text()
+        page.screenshot(path=str(shots / "7-freshness.png"), full_page=True)
     (run,) = [r for r in dag_runs(settings, dag_id) if r["dag_run_id"] == run_id]
     assert (run["state"], run["conf"]["mode"], run["run_type"]) == (
         "success",

@@ -45,15 +45,19 @@ def _age(now: float, then: float | None) -> float | None:
 
 
 def app_view(settings: Settings, app: str, now: float) -> dict:
-    """What the page shows of ``app``: :func:`adlake.apps.app_status` plus ``uptime_s`` (since the
-    lock holder started), ``progress_age_s`` (since the last batch's progress), ``report_age_s``
-    (since the status file was written: a batch or an idle heartbeat), and ``actions``."""
+    """What the page shows of ``app``: :func:`adlake.apps.app_status` plus
+    ``latency_target_ms`` (:func:`latency_target_ms`), ``uptime_s`` (since the lock holder
+    started), ``progress_age_s`` (since the last batch's progress), ``report_age_s`` (since the
+    status file was written: a batch or an idle heartbeat), and ``actions``."""
     spec = registry.APPS[app]
     info = apps.app_status(settings, app, now=now)
     status = info["status"] or {}
     holder = info["holder"]
+    mode = (holder and holder["mode"]) or status.get("mode") or info["desired"]["trigger"]
     return {
         **info,
+        # the end-to-end p99 the page holds the app to, in the mode it runs (or would run) in
+        "latency_target_ms": latency_target_ms(settings, mode),
         "uptime_s": _age(now, holder["started_at"]) if holder else None,
         "progress_age_s": _age(now, _epoch(status.get("last_batch_at"))),
         "report_age_s": _age(now, _epoch(status.get("written_at"))),
@@ -65,6 +69,17 @@ def app_view(settings: Settings, app: str, now: float) -> dict:
             "buttons": buttons(app, info),
         },
     }
+
+
+def latency_target_ms(settings: Settings, mode: str) -> int:
+    """The end-to-end latency target of an app in trigger ``mode`` (settings
+    ``latency_target_realtime_ms``, ``latency_target_processing_time_ms``).
+
+    >>> from adlake.config import load_settings
+    >>> latency_target_ms(load_settings({}), "realtime")
+    1000
+    """
+    return getattr(settings, f"latency_target_{mode}_ms")
 
 
 def buttons(app: str, info: dict) -> list[dict]:

@@ -18,6 +18,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import FileResponse
 
+from adlake import freshness
 from adlake.airflow.factory import MAINTENANCE_DAG_ID
 from adlake.config import Settings
 from adlake.maintenance import read_latest
@@ -59,7 +60,8 @@ def run_json(run: RunSummary) -> dict:
 def summary(settings: Settings, access: DagAccess | Grants, last: int = DEFAULT_RUNS) -> dict:
     """Every gold table and view (registry order, then any other suite in the store) the user
     may see (``access``): its ``last`` runs oldest first, less those of DAGs the user may not
-    read, the latest, and the share that passed (None before a first run).
+    read, the latest, the share that passed (None before a first run), and its freshness
+    (:func:`adlake.freshness.shown`).
 
     >>> from adlake.config import load_settings
     >>> s = summary(load_settings({"ADLAKE_RUNTIME_DIR": "/nonexistent"}),
@@ -69,6 +71,7 @@ def summary(settings: Settings, access: DagAccess | Grants, last: int = DEFAULT_
     """
     runs = recent_runs(settings, last=last)
     kinds = {**dict.fromkeys(GOLD_SUITES, "gold"), **dict.fromkeys(VIEW_SUITES, "view")}
+    fresh = {r["table"]: r for r in freshness.shown(settings)}
     tables = []
     shown = TableAccess(access)
     for table in [*kinds, *sorted(set(runs) - set(kinds))]:
@@ -89,6 +92,8 @@ def summary(settings: Settings, access: DagAccess | Grants, last: int = DEFAULT_
                 if history
                 else None,
                 "history": history,
+                # its newest data time and how far behind now (None: not a gold table or view)
+                "freshness": fresh.get(table),
             }
         )
     # lake_maintenance's own record: for a user who may read that DAG

@@ -87,41 +87,91 @@ async function api(url, options = {}) {
   return body;
 }
 
+// Nice round tick values covering [lo, hi]: about `count` of them, steps of 1, 2 or 5 × 10^n.
+function niceTicks(lo, hi, count = 4) {
+  const raw = (hi - lo) / count, mag = Math.pow(10, Math.floor(Math.log10(raw || 1)));
+  const step = [1, 2, 5, 10].map(m => m * mag).find(s => s >= raw) || raw;
+  const ticks = [];
+  for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) ticks.push(t);
+  return ticks;
+}
+
 // A line chart: series = [{points: [[x, y], ...], cls, label}], x and y numbers; a null y is a
 // gap (a measure without samples), the line resumes after it.
-// opts: width, height, yMin, yMax, xFormat(x), yFormat(y), dots: [{x, y, cls, title, href}].
+// opts: width, height, yMin, yMax, xMin, xMax, xFormat(x), yFormat(y), xTicks: [x, ...],
+// yLog (a log scale: startup spikes of seconds stay readable beside tens of milliseconds),
+// hLines: [{y, cls, label}] (a target), dots: [{x, y, cls, title, href}], legend, integer
+// (whole counts: integer ticks only).
+// Gridlines at round values; the y axis is labelled at each.
 function lineChart(series, opts = {}) {
-  const W = opts.width || 480, H = opts.height || 120, L = 44, R = 8, T = 8, B = 18;
+  const W = opts.width || 480, H = opts.height || 120, L = 48, R = 8, T = opts.legend ? 16 : 8;
+  const B = 18;
+  const finite = p => p[1] !== null && p[1] !== undefined && (!opts.yLog || p[1] > 0);
   const all = series.flatMap(s => s.points).concat((opts.dots || []).map(d => [d.x, d.y]))
-    .filter(p => p[1] !== null && p[1] !== undefined);
+    .filter(finite);
   const root = svg("svg", {class: "chart", width: W, height: H, viewBox: `0 0 ${W} ${H}`,
                            role: "img", "aria-label": opts.label || "chart"});
-  if (!all.length) {
-    root.append(svg("text", {x: L, y: H / 2}, opts.empty || "no data yet"));
+  if (!all.length) {  // a short strip saying so, not an empty plot's height
+    const h = 28;
+    root.setAttribute("height", h);
+    root.setAttribute("viewBox", `0 0 ${W} ${h}`);
+    root.append(svg("text", {x: L, y: 18}, opts.empty || "no data yet"));
     return root;
   }
-  const xs = all.map(p => p[0]), ys = all.map(p => p[1]);
+  const xs = all.map(p => p[0]);
+  const ys = all.map(p => p[1]).concat((opts.hLines || []).map(h => h.y));
   let x0 = opts.xMin ?? Math.min(...xs), x1 = opts.xMax ?? Math.max(...xs);
-  let y0 = opts.yMin ?? Math.min(0, ...ys), y1 = opts.yMax ?? Math.max(...ys);
   if (x1 === x0) { x0 -= 1; x1 += 1; }
-  if (y1 === y0) { y1 = y0 + 1; }
+  let fy = y => y, yTicks;
+  let y0, y1;
+  if (opts.yLog) {
+    // whole decades around the data: 10 ms, 100 ms, 1 s …
+    y0 = Math.pow(10, Math.floor(Math.log10(Math.min(...ys))));
+    y1 = Math.pow(10, Math.ceil(Math.log10(Math.max(...ys)) + 1e-9));
+    fy = y => Math.log10(y);
+    yTicks = [];
+    for (let t = y0; t <= y1 * 1.0001; t *= 10) yTicks.push(t);
+  } else {
+    y0 = opts.yMin ?? Math.min(0, ...ys);
+    y1 = opts.yMax ?? Math.max(...ys);
+    if (y1 === y0) y1 = y0 + 1;
+    if (opts.integer) y1 = Math.max(y1, y0 + 2);  // whole counts: no tick between 0 and 1
+    yTicks = niceTicks(y0, y1).filter(t => !opts.integer || Number.isInteger(t));
+    if (opts.yMax === undefined) y1 = Math.max(y1, yTicks[yTicks.length - 1]);
+  }
   const px = x => L + (x - x0) / (x1 - x0) * (W - L - R);
-  const py = y => T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
+  const py = y => T + (1 - (fy(y) - fy(y0)) / (fy(y1) - fy(y0))) * (H - T - B);
   const yf = opts.yFormat || (y => fmt(y)), xf = opts.xFormat || (x => fmt(x));
-  root.append(svg("line", {class: "axis", x1: L, y1: py(y0), x2: W - R, y2: py(y0)}));
+  for (const t of yTicks) {
+    root.append(svg("line", {class: t === y0 ? "axis" : "grid", x1: L, y1: py(t), x2: W - R,
+                             y2: py(t)}));
+    root.append(svg("text", {x: L - 4, y: py(t) + 3, "text-anchor": "end"}, yf(t)));
+  }
   root.append(svg("line", {class: "axis", x1: L, y1: T, x2: L, y2: py(y0)}));
-  root.append(svg("text", {x: L - 4, y: py(y1) + 4, "text-anchor": "end"}, yf(y1)));
-  root.append(svg("text", {x: L - 4, y: py(y0), "text-anchor": "end"}, yf(y0)));
-  root.append(svg("text", {x: L, y: H - 4}, xf(x0)));
-  root.append(svg("text", {x: W - R, y: H - 4, "text-anchor": "end"}, xf(x1)));
+  for (const x of opts.xTicks || [x0, x1]) {
+    const anchor = x === x0 ? "start" : x === x1 ? "end" : "middle";
+    root.append(svg("text", {x: px(x), y: H - 4, "text-anchor": anchor}, xf(x)));
+  }
+  for (const h of opts.hLines || []) {
+    root.append(svg("line", {class: h.cls, x1: L, y1: py(h.y), x2: W - R, y2: py(h.y)}));
+    if (h.label) {
+      root.append(svg("text", {x: W - R - 2, y: py(h.y) - 3, "text-anchor": "end",
+                               class: h.cls + "-label"}, h.label));
+    }
+  }
   for (const s of series) {
     let d = "", pen = "M";
     for (const p of s.points) {
-      if (p[1] === null || p[1] === undefined) { pen = "M"; continue; }
+      if (!finite(p)) { pen = "M"; continue; }
       d += `${pen}${px(p[0]).toFixed(1)},${py(p[1]).toFixed(1)}`;
       pen = "L";
     }
     if (!d) continue;
+    if (!d.includes("L")) {  // one point so far: a dot, not an invisible line
+      const [x, y] = d.slice(1).split(",");
+      root.append(svg("circle", {class: s.cls + " point", cx: x, cy: y, r: 2.5}));
+      continue;
+    }
     const path = svg("path", {class: s.cls, d});
     if (s.label) path.append(svg("title", {}, s.label));
     root.append(path);
@@ -138,12 +188,13 @@ function lineChart(series, opts = {}) {
     }
   }
   if (opts.legend) {
-    let x = W - R;
-    for (const s of [...series].reverse()) {
+    // a swatch and a name per series, left to right above the plot
+    let x = L;
+    for (const s of series) {
       if (!s.label) continue;
-      const t = svg("text", {x, y: T + 8, "text-anchor": "end", class: s.cls + "-legend"}, s.label);
-      root.append(t);
-      x -= 8 + 6 * s.label.length;
+      root.append(svg("line", {class: s.cls, x1: x, y1: 7, x2: x + 14, y2: 7}));
+      root.append(svg("text", {x: x + 18, y: 10}, s.label));
+      x += 30 + 6 * s.label.length;
     }
   }
   return root;

@@ -21,6 +21,20 @@ function passRateChart(history) {
   });
 }
 
+// The newest data time a table holds and how far behind now, red past its grain's bound
+// (adlake.freshness); a table never built is red too.
+function freshCell(f) {
+  if (!f) return el("td", {}, DASH);
+  const title = `newest ${f.grain === "hour" ? "row time" : "day"} it holds; red when more ` +
+    `than ${fmtDuration(f.bound_s)} behind (a table of ${f.grain} grain)` +
+    (f.recorded_at ? `; recorded ${fmtTime(f.recorded_at)}, version ${f.version}` : "");
+  const text = f.newest ? `${fmtDuration(f.behind_s)} behind`
+    : f.recorded_at ? "empty" : "never built";
+  return el("td", {title, "data-fresh": f.late ? "late" : "fresh"},
+    el("span", {class: f.late ? "badge failed" : "badge passed"}, text),
+    el("div", {class: "muted small"}, f.newest ? fmtTime(f.newest) : DASH));
+}
+
 function row(t) {
   const latest = t.latest;
   const badge = latest
@@ -40,6 +54,7 @@ function row(t) {
       `dags/${encodeURIComponent(latest.dag_id)}/runs/${encodeURIComponent(latest.run_id)}`,
       latest.run_name) : latest.run_name),
     el("td", {}, latest ? el("a", {href: "../data-docs/" + latest.page}, "Data Docs") : DASH),
+    freshCell(t.freshness),
     el("td", {}, t.pass_rate === null ? DASH
       : `${Math.round(t.pass_rate * 100)}% of ${t.runs}`),
     el("td", {}, passRateChart(t.history)),
