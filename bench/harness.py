@@ -86,6 +86,17 @@ def say(message: str, tag: str = "bench") -> None:
     print(f"[{tag}] {message}", flush=True)
 
 
+def progress(tag: str) -> Callable[[str], None]:
+    """A :func:`say` whose tag carries the seconds since this call: ``[tag   12 s] message``,
+    for a benchmark's progress lines."""
+    began = time.monotonic()
+
+    def say_elapsed(message: str) -> None:
+        say(message, tag=f"{tag} {time.monotonic() - began:5.0f} s")
+
+    return say_elapsed
+
+
 def timed(fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
     """``fn(*args, **kwargs)`` and the seconds it took.
 

@@ -318,9 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     base = load_settings()
     out_dir = Path(args.out_dir) if args.out_dir else harness.report_dir(base)
     began = time.monotonic()
-
-    def say(text: str) -> None:
-        harness.say(text, tag=f"backfill {time.monotonic() - began:5.0f} s")
+    say = harness.progress("backfill")
 
     workdir = Path(args.work_dir) if args.work_dir else harness.work_dir("backfill")
     first = args.last_day - timedelta(days=args.days - 1)

@@ -285,9 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     base = load_settings()
     began = time.monotonic()
-
-    def say(text: str) -> None:
-        harness.say(text, tag=f"maintenance {time.monotonic() - began:5.0f} s")
+    say = harness.progress("maintenance")
 
     work = Path(args.work_dir) if args.work_dir else harness.work_dir("maintenance")
     settings = base.with_overrides(runtime_dir=work, lake_retention_hours=0)

@@ -226,10 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     base = load_settings()
     out_dir = Path(args.out_dir) if args.out_dir else harness.report_dir(base)
-    began = time.monotonic()
-
-    def say(text: str) -> None:
-        harness.say(text, tag=f"supervisor {time.monotonic() - began:5.0f} s")
+    say = harness.progress("supervisor")
 
     work = harness.work_dir("supervisor")
     settings = base.with_overrides(runtime_dir=work)
