@@ -5,6 +5,7 @@ files only), formatted in the session's zone, UTC: no timestamp passes through P
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from adlake import freshness
@@ -40,8 +41,13 @@ def record(spark: SparkSession, settings: Settings, table: str) -> dict:
 def record_quietly(spark: SparkSession, settings: Settings, table: str) -> None:
     """:func:`record`, after a commit that stands whatever happens here: a failure is printed
     (the page then shows the previous record's time, or none) and the job goes on."""
+    started = time.monotonic()
     try:
         done = record(spark, settings, table)
-        print(f"[freshness] {table}: newest data {done['newest']} (version {done['version']})")
+        print(
+            f"[freshness] {table}: newest data {done['newest']} (version {done['version']}, "
+            f"{time.monotonic() - started:.2f} s)",
+            flush=True,
+        )
     except Exception as error:  # noqa: BLE001 - the commit is done; its report must not undo it
         print(f"[freshness] {table}: not recorded: {type(error).__name__}: {error}", flush=True)
