@@ -175,6 +175,10 @@ class Settings:
     airflow_metrics_host: str = "127.0.0.1"
     airflow_metrics_port: int = 0
     airflow_metrics_prefix: str = "airflow"
+    # The partitions of the apps' input and output topics (registry.partitions: topic creation,
+    # the generator's partitioner, Real-Time Mode's task slots); None: the registry's own count.
+    # The DLQ topics keep theirs.
+    topic_partitions: int | None = None
 
     # Every path below derives from runtime_dir, so one setting moves all state.
     @property
@@ -310,6 +314,9 @@ _METRICS_TEXT = {
         "expected a letter, then up to 63 letters, digits, _ or .",
     ),
 }
+# Empty: the registry's partition counts (Settings.topic_partitions).
+_TOPIC_DEFAULTS = {"topic_partitions": ""}
+MAX_TOPIC_PARTITIONS = 1_000
 _LAKE_DEFAULTS = {
     "lake_day_final_after_s": "7200",
     "lake_retention_hours": "168",
@@ -340,6 +347,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         **_ALERT_DEFAULTS,
         **_PAGE_DEFAULTS,
         **_METRICS_DEFAULTS,
+        **_TOPIC_DEFAULTS,
     },
     "compose": {
         "runtime_dir": "/opt/adlake/data",
@@ -360,6 +368,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         **_ALERT_DEFAULTS,
         **_PAGE_DEFAULTS,
         **_METRICS_DEFAULTS,
+        **_TOPIC_DEFAULTS,
     },
 }
 
@@ -385,6 +394,11 @@ def _int(name: str, value: str, lo: int, hi: int) -> int:
     if not lo <= number <= hi:
         raise _bad(name, value, f"expected an integer from {lo} to {hi}")
     return number
+
+
+def _optional_int(name: str, value: str, lo: int, hi: int) -> int | None:
+    """Empty (or blank): None, the setting's default lies elsewhere; else :func:`_int`."""
+    return _int(name, value, lo, hi) if value.strip() else None
 
 
 def _fraction(name: str, value: str) -> float:
@@ -540,6 +554,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         spark_ui_port=_int("spark_ui_port", raw["spark_ui_port"], 0, 65535),
         **{name: _match(name, raw[name], *_METRICS_TEXT[name]) for name in _METRICS_TEXT},
         airflow_metrics_port=_int("airflow_metrics_port", raw["airflow_metrics_port"], 0, 65535),
+        topic_partitions=_optional_int(
+            "topic_partitions", raw["topic_partitions"], 1, MAX_TOPIC_PARTITIONS
+        ),
     )
     if settings.app_backoff_min_s > settings.app_backoff_max_s:
         raise ConfigError(

@@ -22,6 +22,8 @@ page_clicks, attributed_events, page_surges, ad_events_dlq, page_clicks_dlq"
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from adlake import gold
 from adlake.declarations import (
     AGGREGATE_KINDS as AGGREGATE_KINDS,
@@ -127,7 +129,9 @@ MAINTENANCE_PARAMS = (
     Knob("tables", "string", "all", "comma-separated tables, or all"),
 )
 
-# one per shuffle partition at the same time (see config: local[8], 4 shuffle partitions).
+# The partitions of the apps' input and output topics unless ADLAKE_TOPIC_PARTITIONS says
+# otherwise (:func:`partitions`). Real-Time Mode runs one task per source partition and one per
+# shuffle partition at the same time (see config: local[8], 4 shuffle partitions).
 _INPUT_PARTITIONS = 4
 
 _TOPIC_LIST = [
@@ -264,6 +268,45 @@ _TOPIC_LIST += [
 ]
 
 TOPICS: dict[str, Topic] = {t.name: t for t in _TOPIC_LIST}
+# The apps' input and output topics: their partition count is a deployment setting
+# (ADLAKE_TOPIC_PARTITIONS); the DLQs keep theirs.
+SCALED_TOPICS = frozenset(t.name for t in _TOPIC_LIST if t.partitions == _INPUT_PARTITIONS)
+
+
+class PartitionSettings(Protocol):
+    """What :func:`partitions` reads: the Settings, or the generator's config."""
+
+    @property
+    def topic_partitions(self) -> int | None: ...
+
+
+def partitions(topic: Topic | str, settings: PartitionSettings | None = None) -> int:
+    """The partitions ``topic`` has in this deployment, the one source of truth for topic
+    creation, the generator's partitioner and Real-Time Mode's task slots:
+    ``settings.topic_partitions`` (ADLAKE_TOPIC_PARTITIONS) for the apps' input and output
+    topics when it is set, else the registry's count.
+
+    >>> partitions("page_clicks"), partitions("page_clicks_dlq")
+    (4, 1)
+    >>> from adlake.config import load_settings
+    >>> two = load_settings({"ADLAKE_TOPIC_PARTITIONS": "2"})
+    >>> partitions("page_clicks", two), partitions(TOPICS["page_clicks_dlq"], two)
+    (2, 1)
+    """
+    t = topic if isinstance(topic, Topic) else lookup("topic", TOPICS, topic)
+    configured = settings.topic_partitions if settings is not None else None
+    return configured if configured is not None and t.name in SCALED_TOPICS else t.partitions
+
+
+def input_partitions(app: App, settings: PartitionSettings | None = None) -> int:
+    """The partitions of every input topic of ``app`` (:func:`partitions`): the source tasks
+    of a Real-Time Mode query.
+
+    >>> input_partitions(APPS["attribution"]), input_partitions(APPS["click_surge"])
+    (12, 4)
+    """
+    return sum(partitions(t, settings) for t in app.inputs)
+
 
 APPS: dict[str, App] = {
     a.name: a

@@ -89,3 +89,20 @@ def test_airflow_users_are_name_role_pairs_of_the_local_profile():
     # the compose profile's users are FAB's: the setting would do nothing there
     with pytest.raises(ConfigError, match="unknown setting ADLAKE_AIRFLOW_USERS"):
         load_settings({"ADLAKE_PROFILE": "compose", "ADLAKE_AIRFLOW_USERS": "v:viewer"})
+
+
+def test_topic_partitions_are_the_registrys_unless_set():
+    for profile in ("local", "compose"):
+        assert load_settings({"ADLAKE_PROFILE": profile}).topic_partitions is None
+    assert load_settings({"ADLAKE_TOPIC_PARTITIONS": ""}).topic_partitions is None
+    assert load_settings({"ADLAKE_TOPIC_PARTITIONS": "2"}).topic_partitions == 2
+    assert load_settings({"ADLAKE_TOPIC_PARTITIONS": "1000"}).topic_partitions == 1000
+
+
+@pytest.mark.parametrize("value", ["0", "1001", "two", "-1"])
+def test_topic_partitions_out_of_range_names_the_setting(value):
+    with pytest.raises(ConfigError) as err:
+        load_settings({"ADLAKE_TOPIC_PARTITIONS": value})
+    assert str(err.value) == (
+        f"ADLAKE_TOPIC_PARTITIONS={value!r} is not valid: expected an integer from 1 to 1000"
+    )

@@ -150,3 +150,19 @@ def test_the_maintenance_retention_is_bounded_by_what_the_configuration_takes():
     assert load_settings({"ADLAKE_LAKE_RETENTION_HOURS": str(top)}).lake_retention_hours == top
     with pytest.raises(ConfigError):
         load_settings({"ADLAKE_LAKE_RETENTION_HOURS": str(top + 1)})
+
+
+def test_partitions_are_the_registrys_unless_the_setting_scales_the_apps_topics():
+    from adlake.config import load_settings
+
+    default, two = load_settings({}), load_settings({"ADLAKE_TOPIC_PARTITIONS": "2"})
+    for topic in registry.TOPICS.values():
+        assert registry.partitions(topic) == topic.partitions
+        assert registry.partitions(topic.name, default) == topic.partitions
+        dlq = topic.name.endswith("_dlq")
+        assert registry.partitions(topic, two) == (topic.partitions if dlq else 2), topic.name
+    app_topics = {t for a in registry.APPS.values() for t in (*a.inputs, *a.outputs)}
+    assert app_topics == registry.SCALED_TOPICS
+    attribution = registry.app("attribution")
+    assert registry.input_partitions(attribution, default) == 12
+    assert registry.input_partitions(attribution, two) == 6

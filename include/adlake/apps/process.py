@@ -225,6 +225,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
             value, tuple
         ):  # name:role pairs (airflow_users), as the variable lists them
             text = ",".join(":".join(pair) for pair in value)
+        elif value is None:  # an optional setting left to its default (topic_partitions)
+            text = ""
         else:
             text = str(value)
         env["ADLAKE_" + f.name.upper()] = text
