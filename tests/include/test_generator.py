@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 import pytest
 
 from adlake import generator, registry
-from adlake.generator import GeneratorConfig, Traffic
+from adlake.generator import GeneratorConfig, GeneratorError, Traffic
 from tests.support.parsing_cases import CASES
 
 START = 1_795_304_444_000  # 2026-11-21T23:40:44.000Z
@@ -526,3 +526,26 @@ def test_the_closing_request_passes_every_close_time():
     watermark = timestamp_ms - knobs["lateness_s"] * 1000
     # every key of a record stamped up to 1_000_000 closes at most a window after it
     assert watermark > 1_000_000 + knobs["window_s"] * 1000
+
+
+def test_the_partitioner_hashes_over_the_configured_partitions():
+    def records(partitions):
+        traffic = Traffic(
+            GeneratorConfig(count=500, seed=5, topic_partitions=partitions, **NO_ANOMALIES), START
+        )
+        return list(traffic.records())
+
+    two = records(2)
+    assert two == records(2)  # deterministic for a given count
+    for r in two:
+        assert r.partition == zlib.crc32(r.key.encode()) % 2
+    assert {r.partition for r in two} == {0, 1}
+    # the same records, only their partitions differ from the registry's count
+    default = records(None)
+    assert [(r.key, r.value) for r in two] == [(r.key, r.value) for r in default]
+    assert {r.partition for r in default} == {0, 1, 2, 3}
+
+
+def test_topic_partitions_of_the_generator_are_checked():
+    with pytest.raises(GeneratorError, match="topic_partitions=0"):
+        GeneratorConfig(count=1, topic_partitions=0)

@@ -97,6 +97,9 @@ class GeneratorConfig:
     orphans: float = 0.01
     surge_pages: int = 2
     surge_rate: float = 20.0
+    # The partitions of the input topics (ADLAKE_TOPIC_PARTITIONS, which the command line
+    # passes); None: the registry's. Records go to crc32(key) % this, so it must match the topics.
+    topic_partitions: int | None = None
 
     def __post_init__(self) -> None:
         for name in (
@@ -125,6 +128,10 @@ class GeneratorConfig:
             raise GeneratorError(f"surge_pages={self.surge_pages!r}: expected 0 to {N_PAGES // 2}")
         if self.surge_rate < 0:
             raise GeneratorError(f"surge_rate={self.surge_rate!r}: expected clicks/s >= 0")
+        if self.topic_partitions is not None and not 1 <= self.topic_partitions <= 1_000:
+            raise GeneratorError(
+                f"topic_partitions={self.topic_partitions!r}: expected 1 to 1000, or None"
+            )
 
 
 @dataclass(frozen=True)
@@ -148,14 +155,16 @@ class OutRecord:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def partition_for(topic: Topic, key: str) -> int:
+def partition_for(topic: Topic, key: str, partitions: int | None = None) -> int:
     """The partition the generator writes ``key`` to: a stable hash, so it knows every
-    partition's delivery order.
+    partition's delivery order. ``partitions``: the topic's count as configured
+    (:func:`adlake.registry.partitions`); None: the registry's.
 
-    >>> partition_for(registry.topic("page_clicks"), "page-0001")
-    1
+    >>> clicks = registry.topic("page_clicks")
+    >>> partition_for(clicks, "page-0001"), partition_for(clicks, "page-0001", 2)
+    (1, 1)
     """
-    return zlib.crc32(key.encode("utf-8")) % topic.partitions
+    return zlib.crc32(key.encode("utf-8")) % (partitions or topic.partitions)
 
 
 def iso_ms(epoch_ms: int) -> str:

@@ -73,10 +73,10 @@ def report(
         "bootstrap": bootstrap,
         "config": asdict(cfg),
         "lateness_s": cfg.lateness_s,
-        "partitions": {t.name: t.partitions for t in INPUT_TOPICS},
+        "partitions": traffic.partitions,
         "sent": {t.name: tally.sent[t.name] for t in INPUT_TOPICS},
         "sent_per_partition": {
-            t.name: [tally.sent_per_partition[t.name][p] for p in range(t.partitions)]
+            t.name: [tally.sent_per_partition[t.name][p] for p in range(traffic.partitions[t.name])]
             for t in INPUT_TOPICS
         },
         "base_events": {t.name: traffic.base_events[t.name] for t in INPUT_TOPICS},

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+from adlake import registry
 from adlake.generator.plan import (
     AD_CALLBACKS,
     AD_IMPRESSIONS,
@@ -110,6 +111,8 @@ class Traffic:
     def __init__(self, config: GeneratorConfig, start_ms: int) -> None:
         self.config = config
         self.start_ms = start_ms
+        # Each input topic's partitions, as configured: what partition_for hashes keys over.
+        self.partitions = {t.name: registry.partitions(t, config) for t in INPUT_TOPICS}
         self.injected: Counter[str] = Counter()
         self.base_events: Counter[str] = Counter()
         self._rng = {
@@ -317,7 +320,7 @@ class Traffic:
         return OutRecord(
             due,
             ev.topic.name,
-            partition_for(ev.topic, key),
+            partition_for(ev.topic, key, self.partitions[ev.topic.name]),
             key,
             _encode(_ordered(ev.topic, values)),
             kind,
@@ -363,7 +366,8 @@ class Traffic:
             values[f.name] = rng.choice(_WRONG_VALUES[f.type])
             value = _encode(values)
         self.injected[kind] += 1
-        return OutRecord(due, topic.name, partition_for(topic, key), key, value, kind)
+        partition = partition_for(topic, key, self.partitions[topic.name])
+        return OutRecord(due, topic.name, partition, key, value, kind)
 
     def records(self) -> Iterator[OutRecord]:
         cfg = self.config
