@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -160,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"generator: {e}", file=sys.stderr)
         return 2
     settings = load_settings()
+    # the topics' partitions as configured: records must land on partitions that exist
+    config = replace(config, topic_partitions=settings.topic_partitions)
     bootstrap = args.bootstrap or settings.kafka_bootstrap
     path = args.report or (
         settings.reports_dir / f"generator-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
