@@ -55,8 +55,9 @@ class TaskSlotsError(RuntimeError):
 
 def required_slots(settings: Settings, app: registry.App) -> int:
     """Real-Time Mode runs one long-lived task per source partition plus one per shuffle
-    partition, all at once, for the whole checkpoint interval."""
-    return sum(registry.topic(t).partitions for t in app.inputs) + settings.shuffle_partitions
+    partition, all at once, for the whole checkpoint interval. Source partitions are the
+    configured ones (:func:`adlake.registry.partitions`, ADLAKE_TOPIC_PARTITIONS)."""
+    return registry.input_partitions(app, settings) + settings.shuffle_partitions
 
 
 def check_task_slots(settings: Settings, app: registry.App) -> None:
@@ -71,8 +72,8 @@ def check_task_slots(settings: Settings, app: registry.App) -> None:
     if slots < needed:
         raise TaskSlotsError(
             f"Real-Time Mode needs {needed} task slots for {app.name} "
-            f"({needed - settings.shuffle_partitions} source partitions + "
+            f"({registry.input_partitions(app, settings)} source partitions + "
             f"{settings.shuffle_partitions} shuffle partitions) but "
             f"ADLAKE_SPARK_MASTER_OPS={settings.spark_master_ops} has {slots}; raise N in "
-            "local[N] or lower ADLAKE_SHUFFLE_PARTITIONS"
+            "local[N] or lower ADLAKE_TOPIC_PARTITIONS or ADLAKE_SHUFFLE_PARTITIONS"
         )

@@ -520,3 +520,17 @@ def test_the_query_and_its_status_share_the_registry_entrys_watermark_delay():
     assert WATERMARK == "5 seconds" == f"{APP.state.delay:g} seconds"
     closes = waiting_in_state(APP.name, 1, "2026-11-22T10:00:00.000Z", {})["closes_at"]
     assert closes == "2026-11-22T10:00:10.000Z"  # the 5-second window + the 5-second delay
+
+
+def test_check_task_slots_counts_the_configured_topic_partitions(settings):
+    # ADLAKE_TOPIC_PARTITIONS=2: attribution reads 3 topics of 2 partitions, + 2 shuffle tasks
+    attribution = registry.app("attribution")
+    two = settings.with_overrides(topic_partitions=2, shuffle_partitions=2)
+    check_task_slots(two.with_overrides(spark_master_ops="local[8]"), attribution)
+    check_task_slots(two.with_overrides(spark_master_ops="local[4]"), APP)
+    with pytest.raises(TaskSlotsError) as err:
+        check_task_slots(two.with_overrides(spark_master_ops="local[7]"), attribution)
+    message = str(err.value)
+    assert "needs 8 task slots for attribution (6 source partitions + 2 shuffle" in message
+    assert "ADLAKE_SPARK_MASTER_OPS=local[7] has 7" in message
+    assert "ADLAKE_TOPIC_PARTITIONS or ADLAKE_SHUFFLE_PARTITIONS" in message
