@@ -321,7 +321,13 @@ class TopicReader(threading.Thread):
                 "fetch.wait.max.ms": 10,
             }
         )
-        count = partitions if partitions is not None else registry.topic(topic).partitions
+        # as many as the broker says the topic has (ADLAKE_TOPIC_PARTITIONS may differ from
+        # the registry's count)
+        count = (
+            partitions
+            if partitions is not None
+            else len(self.consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+        )
         assigned = [TopicPartition(topic, p) for p in range(count)]
         for tp in assigned:
             # a topic just created may not answer offset queries yet: read it from its start

@@ -49,7 +49,9 @@ INPUTS = [t.name for t in generator.INPUT_TOPICS]
 def bench(spark, base: Settings, events: int, rate: float, view: str, workdir: Path) -> dict:
     with harness.private_broker("quality", base, workdir) as (settings, _):
         report = generator.run(
-            generator.GeneratorConfig(rate=rate, count=events, seed=7),
+            generator.GeneratorConfig(
+                rate=rate, count=events, seed=7, topic_partitions=settings.topic_partitions
+            ),
             settings.kafka_bootstrap,
             progress=False,
         )

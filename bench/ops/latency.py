@@ -116,8 +116,9 @@ def traffic(app: registry.App) -> dict:
 
 def rtm_slots(app: registry.App, settings: Settings) -> int:
     """Task slots the app needs in Real-Time Mode: one long-lived task per source partition plus
-    one per shuffle partition, all at once (attribution: 3 topics of 4 partitions + 4 = 16)."""
-    return sum(registry.topic(t).partitions for t in app.inputs) + settings.shuffle_partitions
+    one per shuffle partition, all at once (attribution: 3 topics of 4 partitions + 4 = 16;
+    the topics' partitions as configured, ADLAKE_TOPIC_PARTITIONS)."""
+    return registry.input_partitions(app, settings) + settings.shuffle_partitions
 
 
 def rtm_master(app: registry.App, settings: Settings) -> str:
@@ -502,7 +503,11 @@ def run_scenario(
         time.sleep(settle_s)
         total_s = s.warmup_s + s.duration_s
         config = generator.GeneratorConfig(
-            rate=s.rate, duration_s=total_s, seed=int(s.rate), **traffic(app)
+            rate=s.rate,
+            duration_s=total_s,
+            seed=int(s.rate),
+            topic_partitions=settings.topic_partitions,
+            **traffic(app),
         )
         started_ms = time.time() * 1000
         say(f"{name}: producing {s.rate:.0f}/s for {total_s:.0f}s ({s.warmup_s:.0f}s warm-up)")

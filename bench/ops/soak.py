@@ -307,13 +307,14 @@ def account(
     return {name: {"expected": e, "got": g, "lost": e - g} for name, (e, g) in got.items()}
 
 
-def read_values(bootstrap: str, topic: str, timeout_s: float = 600) -> list[dict]:
-    """Every record of ``topic`` up to its end offsets now, as JSON objects."""
+def read_values(settings: Settings, topic: str, timeout_s: float = 600) -> list[dict]:
+    """Every record of ``topic`` (its partitions as configured) up to its end offsets now, as
+    JSON objects."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(
         {
-            "bootstrap.servers": bootstrap,
+            "bootstrap.servers": settings.kafka_bootstrap,
             "group.id": f"soak-{uuid.uuid4()}",
             "enable.auto.commit": False,
         }
@@ -321,7 +322,7 @@ def read_values(bootstrap: str, topic: str, timeout_s: float = 600) -> list[dict
     try:
         ends = {
             p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
-            for p in range(registry.topic(topic).partitions)
+            for p in range(registry.partitions(topic, settings))
         }
         left = {p: end for p, end in ends.items() if end > 0}
         consumer.assign([TopicPartition(topic, p, 0) for p in left])
@@ -367,7 +368,7 @@ def committed_all(settings: Settings, app: registry.App, checkpoint: Path) -> bo
         ends = {
             t: {
                 str(p): consumer.get_watermark_offsets(TopicPartition(t, p), timeout=30)[1]
-                for p in range(registry.topic(t).partitions)
+                for p in range(registry.partitions(t, settings))
             }
             for t in app.inputs
         }
@@ -567,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
             }
             closing_id = f"soak-close-{uuid.uuid4()}"
             value, ts = generator.closing_request(closing_id, int(time.time() * 1000))
-            _produce(settings.kafka_bootstrap, closing_id, value, ts)
+            _produce(settings, closing_id, value, ts)
             # Read, it moves the watermark; the batch run with that watermark closes every key.
             lateness_ms = ATTRIBUTION.knob("lateness_s").default * 1000
             closed = wait_until(
@@ -590,9 +591,7 @@ def main(argv: list[str] | None = None) -> int:
                 if proc.poll() is None:
                     stop_app(proc)
         outputs = {
-            name: read_values(settings.kafka_bootstrap, name)
-            for a in SOAK_APPS
-            for name in (*a.outputs, a.dlq)
+            name: read_values(settings, name) for a in SOAK_APPS for name in (*a.outputs, a.dlq)
         }
     counts = account(report, outputs, late, closing_id)
     summary = {
@@ -635,16 +634,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if summary["no_loss"] else 1
 
 
-def _produce(bootstrap: str, key: str, value: bytes, timestamp_ms: int) -> None:
+def _produce(settings: Settings, key: str, value: bytes, timestamp_ms: int) -> None:
     from confluent_kafka import Producer
 
     topic = generator.AD_REQUESTS
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    producer = Producer({"bootstrap.servers": settings.kafka_bootstrap, "enable.idempotence": True})
     producer.produce(
         topic.name,
         value=value,
         key=key.encode(),
-        partition=generator.partition_for(topic, key),
+        partition=generator.partition_for(topic, key, registry.partitions(topic, settings)),
         timestamp=timestamp_ms,
     )
     if producer.flush(30):
