@@ -291,8 +291,9 @@ class LocalKafka:
     # -- topics --------------------------------------------------------------------------------
 
     def create_topics(self, topics: list[registry.Topic] | None = None) -> list[str]:
-        """Create the registry's topics that do not exist yet; returns the names created."""
-        return create_topics(self.bootstrap, topics)
+        """Create the registry's topics that do not exist yet, with the partitions the settings
+        give them (:func:`adlake.registry.partitions`); returns the names created."""
+        return create_topics(self.bootstrap, topics, settings=self.settings)
 
 
 def _reap(pid: int) -> None:
@@ -302,21 +303,32 @@ def _reap(pid: int) -> None:
 
 
 def create_topics(
-    bootstrap: str, topics: list[registry.Topic] | None = None, timeout: float = 30.0
+    bootstrap: str,
+    topics: list[registry.Topic] | None = None,
+    timeout: float = 30.0,
+    *,
+    settings: registry.PartitionSettings | None = None,
 ) -> list[str]:
-    """Create each registry topic (partitions, retention) that is missing on ``bootstrap``."""
+    """Create each registry topic (partitions as ``settings`` give them, retention) that is
+    missing on ``bootstrap``. An existing topic is left alone; one whose partition count differs
+    from the configured one is reported on stderr (:func:`partition_mismatches`)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    existing = set(admin.list_topics(timeout=timeout).topics)
-    wanted = [t for t in (topics or list(registry.TOPICS.values())) if t.name not in existing]
+    metadata = admin.list_topics(timeout=timeout).topics
+    candidates = topics or list(registry.TOPICS.values())
+    for line in partition_mismatches(
+        {name: len(meta.partitions) for name, meta in metadata.items()}, candidates, settings
+    ):
+        print(f"warning: {line}", file=sys.stderr)
+    wanted = [t for t in candidates if t.name not in metadata]
     if not wanted:
         return []
     futures = admin.create_topics(
         [
             NewTopic(
                 t.name,
-                num_partitions=t.partitions,
+                num_partitions=registry.partitions(t, settings),
                 replication_factor=1,
                 config={"retention.ms": str(t.retention_ms)},
             )
@@ -326,11 +338,48 @@ def create_topics(
     )
     for future in futures.values():
         future.result(timeout=timeout)
-    _wait_for_leaders(admin, wanted, timeout)
+    _wait_for_leaders(admin, wanted, timeout, settings)
     return [t.name for t in wanted]
 
 
-def _wait_for_leaders(admin, topics: list[registry.Topic], timeout: float) -> None:
+def partition_mismatches(
+    existing: dict[str, int],
+    topics: list[registry.Topic],
+    settings: registry.PartitionSettings | None = None,
+) -> list[str]:
+    """One line per topic of ``topics`` that exists (``existing``: name to partition count, as
+    the broker says) with another partition count than the configured one: the generator
+    partitions by the configured count, so its records would miss partitions or fail.
+
+    >>> from types import SimpleNamespace
+    >>> clicks, two = [registry.topic("page_clicks")], SimpleNamespace(topic_partitions=2)
+    >>> partition_mismatches({"page_clicks": 4, "page_clicks_dlq": 1}, clicks)
+    []
+    >>> print(partition_mismatches({"page_clicks": 4}, clicks, two)[0][:74])
+    topic page_clicks has 4 partitions on the broker but 2 are configured (ADL
+    """
+    configured = settings.topic_partitions if settings is not None else None
+    setting = (
+        f"ADLAKE_TOPIC_PARTITIONS={configured}"
+        if configured is not None
+        else "ADLAKE_TOPIC_PARTITIONS unset: the registry's count"
+    )
+    return [
+        f"topic {t.name} has {existing[t.name]} partitions on the broker but "
+        f"{registry.partitions(t, settings)} are configured ({setting}); delete the topic (or "
+        "the broker's data) to have it created with the configured count, or set "
+        "ADLAKE_TOPIC_PARTITIONS to match"
+        for t in topics
+        if t.name in existing and existing[t.name] != registry.partitions(t, settings)
+    ]
+
+
+def _wait_for_leaders(
+    admin,
+    topics: list[registry.Topic],
+    timeout: float,
+    settings: registry.PartitionSettings | None = None,
+) -> None:
     """Topic creation returns before every partition has a leader; producers cope, but an offset
     lookup right after creation fails, so creation is only done when all leaders are elected."""
     deadline = time.monotonic() + timeout
@@ -340,7 +389,7 @@ def _wait_for_leaders(admin, topics: list[registry.Topic], timeout: float) -> No
             t.name
             for t in topics
             if t.name not in metadata
-            or len(metadata[t.name].partitions) < t.partitions
+            or len(metadata[t.name].partitions) < registry.partitions(t, settings)
             or any(p.leader < 0 or p.error for p in metadata[t.name].partitions.values())
         ]
         if not missing:

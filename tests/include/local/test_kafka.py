@@ -72,3 +72,40 @@ def test_session_broker_has_registry_topics_with_their_partitions(kafka):
     metadata = AdminClient({"bootstrap.servers": kafka.bootstrap}).list_topics(timeout=10)
     for topic in registry.TOPICS.values():
         assert len(metadata.topics[topic.name].partitions) == topic.partitions
+
+
+def test_topics_are_created_with_the_configured_partitions(kafka, settings, monkeypatch):
+    # On the session's broker: a topic of its own, scaled like the apps' topics.
+    import dataclasses
+    import uuid
+
+    from confluent_kafka.admin import AdminClient
+
+    from adlake.local.kafka import create_topics
+
+    name = f"partitions-{uuid.uuid4().hex[:8]}"
+    topic = dataclasses.replace(registry.topic("page_clicks"), name=name)
+    monkeypatch.setattr(registry, "SCALED_TOPICS", registry.SCALED_TOPICS | {name})
+    two = settings.with_overrides(topic_partitions=2)
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    try:
+        assert create_topics(kafka.bootstrap, [topic], settings=two) == [name]
+        assert len(admin.list_topics(timeout=10).topics[name].partitions) == 2
+    finally:
+        admin.delete_topics([name])[name].result(30)
+
+
+def test_an_existing_topic_with_other_partitions_is_reported_not_changed(kafka, settings, capsys):
+    # The session's broker has the registry's 4 partitions; 2 are configured.
+    from adlake.local.kafka import create_topics
+
+    clicks = registry.topic("page_clicks")
+    two = settings.with_overrides(topic_partitions=2)
+    assert create_topics(kafka.bootstrap, [clicks], settings=two) == []
+    assert capsys.readouterr().err == (
+        "warning: topic page_clicks has 4 partitions on the broker but 2 are configured "
+        "(ADLAKE_TOPIC_PARTITIONS=2); delete the topic (or the broker's data) to have it created "
+        "with the configured count, or set ADLAKE_TOPIC_PARTITIONS to match\n"
+    )
+    assert create_topics(kafka.bootstrap, [clicks], settings=settings) == []
+    assert capsys.readouterr().err == ""
