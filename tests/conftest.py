@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from adlake import registry
 from adlake.config import Settings, load_settings
 from adlake.local.kafka import free_ports
 
@@ -41,6 +42,9 @@ def private_settings(runtime_dir: Path) -> Settings:
             "ADLAKE_KAFKA_BOOTSTRAP": f"127.0.0.1:{port}",
             "ADLAKE_KAFKA_CONTROLLER_PORT": str(controller_port),
             "ADLAKE_SHUFFLE_PARTITIONS": "2",
+            # The suites' records name partitions of the registry's count (4), not the local
+            # profile's 2; a test of the partition settings sets its own.
+            "ADLAKE_TOPIC_PARTITIONS": str(registry.topic("page_clicks").partitions),
             "ADLAKE_DRIVER_MEMORY": "2g",
         }
     )

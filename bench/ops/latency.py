@@ -116,8 +116,13 @@ def traffic(app: registry.App) -> dict:
 
 def rtm_slots(app: registry.App, settings: Settings) -> int:
     """Task slots the app needs in Real-Time Mode: one long-lived task per source partition plus
-    one per shuffle partition, all at once (attribution: 3 topics of 4 partitions + 4 = 16;
-    the topics' partitions as configured, ADLAKE_TOPIC_PARTITIONS)."""
+    one per shuffle partition, all at once (the topics' partitions as configured,
+    ADLAKE_TOPIC_PARTITIONS).
+
+    >>> local = load_settings({"ADLAKE_PROFILE": "local"})
+    >>> rtm_slots(registry.app("attribution"), local), rtm_slots(registry.app("click_surge"), local)
+    (8, 4)
+    """
     return registry.input_partitions(app, settings) + settings.shuffle_partitions
 
 
@@ -125,7 +130,8 @@ def rtm_master(app: registry.App, settings: Settings) -> str:
     """The ops Spark master for ``app`` in Real-Time Mode: the configured one when it is not a
     local one or has the slots (:func:`rtm_slots`), else ``local[<slots>]``.
 
-    >>> s = load_settings({"ADLAKE_PROFILE": "local", "ADLAKE_SPARK_MASTER_OPS": "local[8]"})
+    >>> s = load_settings({"ADLAKE_PROFILE": "local", "ADLAKE_TOPIC_PARTITIONS": "4",
+    ...                    "ADLAKE_SHUFFLE_PARTITIONS": "4", "ADLAKE_SPARK_MASTER_OPS": "local[8]"})
     >>> rtm_master(registry.app("attribution"), s), rtm_master(registry.app("click_surge"), s)
     ('local[16]', 'local[8]')
     """

@@ -325,8 +325,11 @@ _LAKE_DEFAULTS = {
 }
 
 # Profile defaults. The ops master needs enough task slots for Real-Time Mode, which runs one
-# long-lived task per source partition plus one per shuffle partition, all at once: 4 Kafka
-# partitions + 4 shuffle partitions = 8 slots on a 2-core machine (tasks mostly wait on I/O).
+# long-lived task per source partition plus one per shuffle partition, all at once. Locally the
+# apps' topics have 2 partitions and the state store 2 (shuffle) partitions: at every checkpoint
+# boundary each state-store partition commits and reloads one after another on the machine's
+# cores, and on 2 cores (4, 4) stalled a boundary 0.1-0.2 s longer than (2, 2), whose Real-Time
+# Mode tasks (attribution: 3 topics x 2 + 2 = 8) fit local[8] (docs/bench/attribution-boundary.md).
 _DEFAULTS: dict[str, dict[str, str]] = {
     "local": {
         "runtime_dir": str(REPO_ROOT / ".runtime"),
@@ -334,7 +337,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         "kafka_controller_port": "9093",
         "spark_master_lake": "local[2]",
         "spark_master_ops": "local[8]",
-        "shuffle_partitions": "4",
+        "shuffle_partitions": "2",
         "driver_memory": "2g",
         "spark_ui": "false",
         "log_level": "WARN",
@@ -348,6 +351,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         **_PAGE_DEFAULTS,
         **_METRICS_DEFAULTS,
         **_TOPIC_DEFAULTS,
+        "topic_partitions": "2",
     },
     "compose": {
         "runtime_dir": "/opt/adlake/data",

@@ -20,8 +20,8 @@ windows, close at ``request.t + window``) and emits them as orphans instead of l
 Trigger: ``processing_time`` by default, with a 0-second interval (next batch as soon as the last
 ends). ``--trigger realtime`` (JVM engine) emits attributions as their events arrive; its
 event-time timers (closes, orphans, tombstone expiries) fire at checkpoint-interval boundaries,
-where the watermark advances. Real-Time Mode needs 12 + shuffle-partitions task slots
-(``ADLAKE_SPARK_MASTER_OPS=local[16]`` locally).
+where the watermark advances. Real-Time Mode needs a task slot per partition of its three
+topics plus one per shuffle partition (8 locally: 3 x 2 + 2).
 
     .venv/ops/bin/python -m spark_apps.ops.attribution --window-s 300 --skew-s 10 --lateness-s 30
 """

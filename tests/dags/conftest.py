@@ -67,6 +67,7 @@ def task_env(settings, **extra: str) -> dict[str, str]:
         "ADLAKE_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
         "ADLAKE_KAFKA_CONTROLLER_PORT": str(settings.kafka_controller_port),
         "ADLAKE_SHUFFLE_PARTITIONS": str(settings.shuffle_partitions),
+        "ADLAKE_TOPIC_PARTITIONS": str(settings.topic_partitions or ""),
         "ADLAKE_SPARK_MASTER_LAKE": settings.spark_master_lake,
         "ADLAKE_DRIVER_MEMORY": "1g",
         "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],

@@ -91,9 +91,10 @@ def test_airflow_users_are_name_role_pairs_of_the_local_profile():
         load_settings({"ADLAKE_PROFILE": "compose", "ADLAKE_AIRFLOW_USERS": "v:viewer"})
 
 
-def test_topic_partitions_are_the_registrys_unless_set():
-    for profile in ("local", "compose"):
-        assert load_settings({"ADLAKE_PROFILE": profile}).topic_partitions is None
+def test_partitions_default_to_two_locally_and_to_the_registrys_in_compose():
+    local, compose = (load_settings({"ADLAKE_PROFILE": p}) for p in ("local", "compose"))
+    assert (local.topic_partitions, local.shuffle_partitions) == (2, 2)
+    assert (compose.topic_partitions, compose.shuffle_partitions) == (None, 8)
     assert load_settings({"ADLAKE_TOPIC_PARTITIONS": ""}).topic_partitions is None
     assert load_settings({"ADLAKE_TOPIC_PARTITIONS": "2"}).topic_partitions == 2
     assert load_settings({"ADLAKE_TOPIC_PARTITIONS": "1000"}).topic_partitions == 1000

@@ -155,7 +155,8 @@ def test_the_maintenance_retention_is_bounded_by_what_the_configuration_takes():
 def test_partitions_are_the_registrys_unless_the_setting_scales_the_apps_topics():
     from adlake.config import load_settings
 
-    default, two = load_settings({}), load_settings({"ADLAKE_TOPIC_PARTITIONS": "2"})
+    default = load_settings({"ADLAKE_PROFILE": "compose"})  # no setting: the registry's
+    two = load_settings({"ADLAKE_TOPIC_PARTITIONS": "2"})
     for topic in registry.TOPICS.values():
         assert registry.partitions(topic) == topic.partitions
         assert registry.partitions(topic.name, default) == topic.partitions

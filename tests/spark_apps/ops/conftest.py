@@ -91,6 +91,7 @@ def app_env(settings: Settings) -> dict[str, str]:
             "ADLAKE_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
             "ADLAKE_KAFKA_CONTROLLER_PORT": str(settings.kafka_controller_port),
             "ADLAKE_SHUFFLE_PARTITIONS": str(settings.shuffle_partitions),
+            "ADLAKE_TOPIC_PARTITIONS": str(settings.topic_partitions or ""),
             "ADLAKE_SPARK_MASTER_OPS": settings.spark_master_ops,
             "ADLAKE_DRIVER_MEMORY": settings.driver_memory,
             "ADLAKE_JARS_DIR": str(settings.jars_dir),
