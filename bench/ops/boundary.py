@@ -1,0 +1,351 @@
+"""Real-Time Mode's checkpoint boundary against deployment settings: the partitions, the state
+store's and the checkpoint's settings, and the timer burst, each measured the same way.
+
+Not a test: it measures and reports. Each :data:`CONFIGURATIONS` entry is one latency run per
+app (:func:`bench.ops.latency.run_scenario`: Real-Time Mode, :data:`RATE` events/s, the default
+30 s checkpoint interval, :data:`WARMUP_S` of warm-up and :data:`MEASURED_S` measured) on its
+own private broker, whose topics have the configuration's partitions. Runs go one after another
+(on 2 cores two at once would measure each other). Each run's JSON is kept as
+``<out-dir>/boundary/<configuration>-<app>[-r<n>].json``; a run already there is not run again
+(delete its file to measure it again), so an interrupted matrix resumes where it stopped. Then
+``<out-dir>/boundary.json`` summarises every run file present (:func:`summarise`) for the
+benchmark report (``bench.report``: a table per run and the CDF of the best configuration)::
+
+    .venv/ops/bin/python -m bench.ops.boundary --out-dir docs/bench
+    .venv/ops/bin/python -m bench.ops.boundary --out-dir docs/bench --only 2-2,2-2-min-deltas-100
+    .venv/ops/bin/python -m bench.ops.boundary --out-dir docs/bench --repeat 2 --only 2-2
+    .venv/ops/bin/python -m bench.ops.boundary --out-dir docs/bench --summarise-only
+
+What a boundary is and how its stall is measured: ``bench.ops.latency.boundaries`` and
+docs/bench/attribution-boundary.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from adlake import registry
+from adlake.config import load_settings
+from adlake.helpformat import HelpFormatter
+from bench import harness
+from bench.harness import cores, say
+from bench.ops.latency import (
+    DEFAULT_RTM_INTERVAL,
+    OPS_APPS,
+    Scenario,
+    default_engine,
+    rtm_slots,
+    run_scenario,
+)
+
+RATE, WARMUP_S, MEASURED_S = 1000.0, 60.0, 120.0
+SUMMARY_FILE = "boundary.json"
+RUNS_DIR = "boundary"
+# The attribution rules of the timer-burst runs: a 20 s window (and 5 s of skew and lateness),
+# so that every boundary fires the closes, orphans and tombstone expiries of the last interval
+# (with the default 300 s window none is due within a 3-minute run).
+BURST_RULES = ("--window-s", "20", "--skew-s", "5", "--lateness-s", "5")
+# Whole-run p99 goals at RATE with the default interval, on 2 cores, for the best configuration.
+P99_GOAL_MS = {"click_surge": 120.0, "attribution": 500.0}
+GOAL_BOUND = (
+    "the boundary's batch end and restart (planning, offset and commit logs, task relaunch) "
+    "left at one partition: see docs/bench/attribution-boundary.md"
+)
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One deployment setting to measure: the topics' and the state store's partitions, Spark
+    settings for the app's session (``--conf``), arguments for the app, and the apps it
+    concerns."""
+
+    name: str
+    changes: str  # what differs from the partitions alone, as the report says it
+    topic_partitions: int
+    shuffle_partitions: int
+    conf: tuple[str, ...] = ()
+    app_args: tuple[str, ...] = ()
+    apps: tuple[str, ...] = ("click_surge", "attribution")
+
+
+CONFIGURATIONS = (
+    Configuration("4-4", "the registry's partitions (the earlier local default)", 4, 4),
+    Configuration("2-2", "the local default", 2, 2),
+    Configuration("1-1", "one partition each", 1, 1),
+    Configuration(
+        "4-4-min-deltas-100",
+        "stateStore.minDeltasForSnapshot=100 (default 10)",
+        4,
+        4,
+        ("spark.sql.streaming.stateStore.minDeltasForSnapshot=100",),
+        apps=("click_surge",),
+    ),
+    Configuration(
+        "4-4-maintenance-600s",
+        "stateStore.maintenanceInterval=600s (default 60s)",
+        4,
+        4,
+        ("spark.sql.streaming.stateStore.maintenanceInterval=600s",),
+        apps=("click_surge",),
+    ),
+    Configuration(
+        "2-2-min-deltas-100",
+        "stateStore.minDeltasForSnapshot=100 (default 10)",
+        2,
+        2,
+        ("spark.sql.streaming.stateStore.minDeltasForSnapshot=100",),
+    ),
+    Configuration(
+        "2-2-no-file-checksum",
+        "checkpoint.fileChecksum.enabled=false (default true)",
+        2,
+        2,
+        ("spark.sql.streaming.checkpoint.fileChecksum.enabled=false",),
+    ),
+    Configuration(
+        "2-2-window-20",
+        "a 20 s attribution window: every boundary fires timers",
+        2,
+        2,
+        app_args=BURST_RULES,
+        apps=("attribution",),
+    ),
+)
+BY_NAME = {c.name: c for c in CONFIGURATIONS}
+
+
+def run_file(out_dir: Path, config: Configuration, app: str, repeat: int = 1) -> Path:
+    """Where one run's JSON is kept.
+
+    >>> run_file(Path("docs/bench"), BY_NAME["2-2"], "attribution", 2).as_posix()
+    'docs/bench/boundary/2-2-attribution-r2.json'
+    """
+    suffix = f"-r{repeat}" if repeat > 1 else ""
+    return out_dir / RUNS_DIR / f"{config.name}-{app}{suffix}.json"
+
+
+def measure(config: Configuration, app_name: str, path: Path) -> None:
+    """One run of ``app_name`` under ``config`` on a private broker; its JSON at ``path`` (the
+    shape ``bench.ops.latency --out`` writes, plus the configuration)."""
+    app = registry.app(app_name)
+    base = load_settings().with_overrides(
+        topic_partitions=config.topic_partitions, shuffle_partitions=config.shuffle_partitions
+    )
+    scenario = Scenario(
+        app,
+        "realtime",
+        RATE,
+        WARMUP_S,
+        MEASURED_S,
+        default_engine(app),
+        DEFAULT_RTM_INTERVAL,
+        config.app_args if app_name == "attribution" else (),
+        config.conf,
+    )
+    with harness.private_broker(f"boundary-{config.name}-{app_name}", base) as (settings, work):
+        result = run_scenario(settings, scenario, work)
+    harness.write_json(
+        path,
+        {
+            "app": app_name,
+            "configuration": asdict(config),
+            "duration_s": MEASURED_S,
+            "warmup_s": WARMUP_S,
+            "cores": cores(),
+            "results": [asdict(result)],
+        },
+    )
+
+
+# -- the summary --------------------------------------------------------------------------------
+
+# The steps of a boundary, from the progress of the batches on either side of it (see
+# bench.ops.latency.boundary_phases) and the stateful operator's metrics, summed over its
+# state-store partitions: the state store's commit (of it the changelog file written and synced)
+# and its reload for the next batch.
+STEPS = ("commitOffsets", "latestOffset", "walCommit", "queryPlanning", "addBatchOverInterval")
+STATE_STEPS = {
+    "state_commit": "commitTimeMs",
+    "changelog_sync": "rocksdbCommitFileSyncLatencyMs",
+    "state_load": "rocksdbLoadLatencyMs",
+}
+
+
+def _median(values: list[float | None]) -> float | None:
+    """The median of the values present, to 0.1; None when there are none.
+
+    >>> _median([3, None, 1, 2]), _median([None])
+    (2, None)
+    """
+    present = [v for v in values if v is not None]
+    return round(statistics.median(present), 1) if present else None
+
+
+def _operator_sum(boundary: dict, metric: str) -> float | None:
+    """``metric`` (an operator field or custom metric) summed over the stateful operators at a
+    boundary; None when no operator reports it."""
+    found = [
+        op.get(metric, (op.get("customMetrics") or {}).get(metric))
+        for op in boundary.get("state_operator_metrics") or []
+    ]
+    found = [v for v in found if v is not None]
+    return float(sum(found)) if found else None
+
+
+def summarise_run(run: dict, config: Configuration, repeat: int) -> dict:
+    """One run's row of ``boundary.json``: the configuration, the stalls (median, max), the
+    whole run's and the between-boundary latencies, each step of the boundary (median over its
+    boundaries), the timers fired, throughput, the load average and the 1001 quantiles."""
+    result = run["results"][0]
+    bounds = result["boundaries"]
+    stalls = [b["stall_ms"] for b in bounds if b.get("stall_ms") is not None]
+    app = registry.app(run["app"])
+    settings = load_settings().with_overrides(
+        topic_partitions=config.topic_partitions, shuffle_partitions=config.shuffle_partitions
+    )
+    return {
+        "configuration": config.name,
+        "changes": config.changes,
+        "app": run["app"],
+        "repeat": repeat,
+        "topic_partitions": config.topic_partitions,
+        "shuffle_partitions": config.shuffle_partitions,
+        "tasks": rtm_slots(app, settings),
+        "conf": list(config.conf),
+        "app_args": list(config.app_args),
+        "boundaries": len(bounds),
+        "stall_ms": {
+            "median": _median(stalls),
+            "max": max(stalls) if stalls else None,
+        },
+        "peak_ms": {"median": _median([b.get("peak_ms") for b in bounds])},
+        "whole": {k: result["whole"].get(k) for k in ("p50", "p99", "max")},
+        "between_boundaries": {"p99": result["between_boundaries"].get("p99")},
+        "steps_ms": {
+            **{s: _median([(b.get("durations_ms") or {}).get(s) for b in bounds]) for s in STEPS},
+            **{k: _median([_operator_sum(b, m) for b in bounds]) for k, m in STATE_STEPS.items()},
+        },
+        "timers_fired": _median([b.get("timers_fired") for b in bounds]),
+        "output_rows_per_s": result.get("output_rows_per_s"),
+        "lag_at_end_ms": result.get("lag_at_end_ms"),
+        "load_average": result.get("load_average") or [],
+        "quantiles_ms": result.get("quantiles_ms") or [],
+    }
+
+
+def summarise(out_dir: Path) -> dict:
+    """``boundary.json`` from every run file under ``out_dir/boundary``, in the order of
+    :data:`CONFIGURATIONS` then the apps' and the repeats'; written and returned."""
+    rows = []
+    for config in CONFIGURATIONS:
+        for app in config.apps:
+            repeat = 1
+            while (path := run_file(out_dir, config, app, repeat)).is_file():
+                rows.append(summarise_run(json.loads(path.read_text()), config, repeat))
+                repeat += 1
+    best: dict[str, dict] = {}
+    for row in rows:  # the app's own rules only: a burst run changes what is measured
+        p99 = row["whole"].get("p99")
+        if (p99 is not None and not row["app_args"]) and (
+            row["app"] not in best or p99 < best[row["app"]]["whole"]["p99"]
+        ):
+            best[row["app"]] = row
+    goals = [
+        {
+            "goal": f"{app} whole-run p99 in Real-Time Mode at {RATE:,.0f} events/s "
+            f"({DEFAULT_RTM_INTERVAL} interval), best configuration",
+            "target": f"<= {target:.0f} ms",
+            "measured": f"{best[app]['whole']['p99']} ms ({best[app]['changes']}, "
+            f"({best[app]['topic_partitions']}, {best[app]['shuffle_partitions']}))"
+            if app in best
+            else "not measured",
+            "met": app in best and best[app]["whole"]["p99"] <= target,
+            "bound": GOAL_BOUND,
+        }
+        for app, target in P99_GOAL_MS.items()
+    ]
+    defaults = load_settings({"ADLAKE_PROFILE": "local"})
+    summary = {
+        "rate": RATE,
+        "rtm_interval": DEFAULT_RTM_INTERVAL,
+        "warmup_s": WARMUP_S,
+        "duration_s": MEASURED_S,
+        "cores": cores(),
+        "local_default": {
+            "topic_partitions": registry.partitions("page_clicks", defaults),
+            "shuffle_partitions": defaults.shuffle_partitions,
+        },
+        "command": "python -m bench.ops.boundary --out-dir DIR",
+        "p99_goal_ms": P99_GOAL_MS,
+        "goals": goals,
+        "runs": rows,
+        "load_average": [
+            min((r["load_average"][0] for r in rows if r["load_average"]), default=0.0),
+            max((r["load_average"][-1] for r in rows if r["load_average"]), default=0.0),
+        ],
+    }
+    harness.write_json(out_dir / SUMMARY_FILE, summary, indent=1)
+    return summary
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="bench.ops.boundary", description=__doc__, formatter_class=HelpFormatter
+    )
+    parser.add_argument(
+        "--out-dir", type=Path, required=True, help="where boundary.json and boundary/ go"
+    )
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated configurations to run (default: all): " + ", ".join(BY_NAME),
+    )
+    parser.add_argument(
+        "--apps",
+        default=",".join(a.name for a in OPS_APPS),
+        help="comma-separated apps to run (each configuration names the ones it concerns)",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs of each configuration and app (default 1)"
+    )
+    parser.add_argument(
+        "--summarise-only", action="store_true", help="write boundary.json from the runs present"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    names = [n for n in args.only.split(",") if n] or list(BY_NAME)
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        print(
+            f"bench.ops.boundary: unknown configuration {', '.join(unknown)}; "
+            f"expected one of {', '.join(BY_NAME)}",
+            file=sys.stderr,
+        )
+        return 2
+    apps = set(args.apps.split(","))
+    todo = [
+        (BY_NAME[n], app, run_file(args.out_dir, BY_NAME[n], app, repeat))
+        for n in names
+        for app in BY_NAME[n].apps
+        if app in apps
+        for repeat in range(1, args.repeat + 1)
+    ]
+    todo = [] if args.summarise_only else [t for t in todo if not t[2].is_file()]
+    for i, (config, app, path) in enumerate(todo, 1):
+        say(f"boundary: run {i}/{len(todo)}: {config.name} {app} ({config.changes})")
+        measure(config, app, path)
+    summary = summarise(args.out_dir)
+    say(f"boundary: {len(summary['runs'])} runs in {args.out_dir / SUMMARY_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
