@@ -1476,8 +1476,8 @@ def boundary_section(b: BoundaryMatrix | None) -> str:
             out + [f"Not in this run: `make bench-boundary` writes `{BOUNDARY_FILE}`."]
         )
     out += [
-        f"Each app in Real-Time Mode at {fmt(b.rate, ' events/s', 0)}, the {b.rtm_interval} "
-        f"checkpoint interval, {fmt(b.warmup_s, ' s', 0)} of warm-up and "
+        f"Each app in Real-Time Mode at {fmt(b.rate, ' events/s', 0)}, a checkpoint interval "
+        f"of {b.rtm_interval}, {fmt(b.warmup_s, ' s', 0)} of warm-up and "
         f"{fmt(b.duration_s, ' s', 0)} measured, one run after another on a private broker "
         "whose topics have the configuration's partitions (`python -m bench.ops.boundary`). "
         "A boundary's **stall** is the longest gap in the output around the end of a "

@@ -7,6 +7,8 @@ import pytest
 from tests.support.help import assert_help_shows_defaults
 
 
-@pytest.mark.parametrize("module", ["bench.ops.latency", "bench.ops.kafka_hop", "bench.ops.beside"])
+@pytest.mark.parametrize(
+    "module", ["bench.ops.latency", "bench.ops.kafka_hop", "bench.ops.beside", "bench.ops.boundary"]
+)
 def test_help_shows_every_flags_default(module, capsys, monkeypatch):
     assert_help_shows_defaults(module, capsys, monkeypatch)
