@@ -179,6 +179,12 @@ class Settings:
     # the generator's partitioner, Real-Time Mode's task slots); None: the registry's own count.
     # The DLQ topics keep theirs.
     topic_partitions: int | None = None
+    # Checksum files beside each checkpoint file of the apps' state (Spark's
+    # spark.sql.streaming.checkpoint.fileChecksum.enabled: written and verified to detect a
+    # corrupted file). Each is one more file written and synced at every Real-Time Mode
+    # boundary, while no input is read: off locally, where it cost 0.1-0.15 s a boundary
+    # (docs/bench/attribution-boundary.md); Spark's default, on, in compose.
+    checkpoint_checksums: bool = True
 
     # Every path below derives from runtime_dir, so one setting moves all state.
     @property
@@ -340,6 +346,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         "shuffle_partitions": "2",
         "driver_memory": "2g",
         "spark_ui": "false",
+        "checkpoint_checksums": "false",
         "log_level": "WARN",
         "lake_pool_slots": "1",
         "airflow_users": "",
@@ -362,6 +369,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         "shuffle_partitions": "8",
         "driver_memory": "2g",
         "spark_ui": "true",
+        "checkpoint_checksums": "true",
         "log_level": "WARN",
         # The lake's Spark cluster runs two drivers' work at once.
         "lake_pool_slots": "2",
@@ -505,6 +513,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             "driver_memory", raw["driver_memory"], _MEMORY, "expected a size such as 512m or 2g"
         ),
         spark_ui=_bool("spark_ui", raw["spark_ui"]),
+        checkpoint_checksums=_bool("checkpoint_checksums", raw["checkpoint_checksums"]),
         log_level=_match(
             "log_level",
             raw["log_level"].upper(),

@@ -146,6 +146,10 @@ def configure_builder(
         conf.update(
             {
                 "spark.sql.streaming.stateStore.checkpointFormatVersion": "2",
+                # (applies to checkpoint format 2 only: the ops runtime's)
+                "spark.sql.streaming.checkpoint.fileChecksum.enabled": str(
+                    settings.checkpoint_checksums
+                ).lower(),
                 "spark.sql.adaptive.enabled": "false",
             }
         )

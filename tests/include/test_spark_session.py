@@ -38,6 +38,9 @@ def test_runtime_specific_settings():
         assert "spark.sql.streaming.stateStore.checkpointFormatVersion" not in conf
     else:
         assert conf["spark.sql.streaming.stateStore.checkpointFormatVersion"] == "2"
+        assert conf["spark.sql.streaming.checkpoint.fileChecksum.enabled"] == "false"
+        checksums = load_settings({"ADLAKE_CHECKPOINT_CHECKSUMS": "true"})
+        assert options(checksums)["spark.sql.streaming.checkpoint.fileChecksum.enabled"] == "true"
         assert conf["spark.sql.adaptive.enabled"] == "false"
         assert "spark.sql.extensions" not in conf
 
