@@ -814,7 +814,8 @@ class BoundaryMatrix:
     rtm_interval: str
     warmup_s: float
     duration_s: float
-    default: tuple[int, int]
+    default: tuple[int, int]  # the local profile's (topic, shuffle) partitions
+    default_checksums: bool  # and its checkpoint checksums
     runs: list[BoundaryRun]
     p99_goal_ms: dict[str, float] = field(default_factory=dict)  # per app
 
@@ -853,6 +854,7 @@ def read_boundary(node: Node) -> BoundaryMatrix:
         node.num("warmup_s"),
         node.num("duration_s"),
         (int(default.num("topic_partitions")), int(default.num("shuffle_partitions"))),
+        default.flag("checkpoint_checksums"),
         runs,
         node.mapping("p99_goal_ms"),
     )
@@ -1486,7 +1488,8 @@ def boundary_section(b: BoundaryMatrix | None) -> str:
         "`latestOffset`, `walCommit` and `queryPlanning`, and the stateful operator's state "
         "commit (of it the changelog file written and synced) and reload, summed over its "
         f"state-store partitions. The local default is ({b.default[0]}, {b.default[1]}) "
-        "(topic, shuffle) partitions.",
+        "(topic, shuffle) partitions, checkpoint checksums "
+        + ("on." if b.default_checksums else "off."),
         "",
         table(
             [

@@ -60,29 +60,31 @@ GOAL_BOUND = (
 
 @dataclass(frozen=True)
 class Configuration:
-    """One deployment setting to measure: the topics' and the state store's partitions, Spark
-    settings for the app's session (``--conf``), arguments for the app, and the apps it
-    concerns."""
+    """One deployment setting to measure: the topics' and the state store's partitions, the
+    checkpoint's file checksums (ADLAKE_CHECKPOINT_CHECKSUMS), Spark settings for the app's
+    session (``--conf``), arguments for the app, and the apps it concerns."""
 
     name: str
-    changes: str  # what differs from the partitions alone, as the report says it
+    changes: str  # what the report calls it
     topic_partitions: int
     shuffle_partitions: int
+    checkpoint_checksums: bool = True  # Spark's default, and the local one before it was measured
     conf: tuple[str, ...] = ()
     app_args: tuple[str, ...] = ()
     apps: tuple[str, ...] = ("click_surge", "attribution")
 
 
+MIN_DELTAS_100 = ("spark.sql.streaming.stateStore.minDeltasForSnapshot=100",)
 CONFIGURATIONS = (
     Configuration("4-4", "the registry's partitions (the earlier local default)", 4, 4),
-    Configuration("2-2", "the local default", 2, 2),
-    Configuration("1-1", "one partition each", 1, 1),
+    Configuration("2-2", "partitions only", 2, 2),
+    Configuration("1-1", "partitions only", 1, 1),
     Configuration(
         "4-4-min-deltas-100",
         "stateStore.minDeltasForSnapshot=100 (default 10)",
         4,
         4,
-        ("spark.sql.streaming.stateStore.minDeltasForSnapshot=100",),
+        conf=MIN_DELTAS_100,
         apps=("click_surge",),
     ),
     Configuration(
@@ -90,7 +92,7 @@ CONFIGURATIONS = (
         "stateStore.maintenanceInterval=600s (default 60s)",
         4,
         4,
-        ("spark.sql.streaming.stateStore.maintenanceInterval=600s",),
+        conf=("spark.sql.streaming.stateStore.maintenanceInterval=600s",),
         apps=("click_surge",),
     ),
     Configuration(
@@ -98,22 +100,12 @@ CONFIGURATIONS = (
         "stateStore.minDeltasForSnapshot=100 (default 10)",
         2,
         2,
-        ("spark.sql.streaming.stateStore.minDeltasForSnapshot=100",),
+        conf=MIN_DELTAS_100,
     ),
     Configuration(
-        "2-2-no-file-checksum",
-        "checkpoint.fileChecksum.enabled=false (default true)",
-        2,
-        2,
-        ("spark.sql.streaming.checkpoint.fileChecksum.enabled=false",),
+        "2-2-no-file-checksum", "checkpoint checksums off: the local default", 2, 2, False
     ),
-    Configuration(
-        "1-1-no-file-checksum",
-        "checkpoint.fileChecksum.enabled=false (default true)",
-        1,
-        1,
-        ("spark.sql.streaming.checkpoint.fileChecksum.enabled=false",),
-    ),
+    Configuration("1-1-no-file-checksum", "checkpoint checksums off", 1, 1, False),
     Configuration(
         "2-2-window-20",
         "a 20 s attribution window: every boundary fires timers",
@@ -149,7 +141,9 @@ def measure(config: Configuration, app_name: str, path: Path) -> None:
     shape ``bench.ops.latency --out`` writes, plus the configuration)."""
     app = registry.app(app_name)
     base = load_settings().with_overrides(
-        topic_partitions=config.topic_partitions, shuffle_partitions=config.shuffle_partitions
+        topic_partitions=config.topic_partitions,
+        shuffle_partitions=config.shuffle_partitions,
+        checkpoint_checksums=config.checkpoint_checksums,
     )
     scenario = Scenario(
         app,
@@ -230,6 +224,7 @@ def summarise_run(run: dict, config: Configuration, repeat: int) -> dict:
         "repeat": repeat,
         "topic_partitions": config.topic_partitions,
         "shuffle_partitions": config.shuffle_partitions,
+        "checkpoint_checksums": config.checkpoint_checksums,
         "tasks": rtm_slots(app, settings),
         "conf": list(config.conf),
         "app_args": list(config.app_args),
@@ -294,6 +289,7 @@ def summarise(out_dir: Path) -> dict:
         "local_default": {
             "topic_partitions": registry.partitions("page_clicks", defaults),
             "shuffle_partitions": defaults.shuffle_partitions,
+            "checkpoint_checksums": defaults.checkpoint_checksums,
         },
         "command": "python -m bench.ops.boundary --out-dir DIR",
         "p99_goal_ms": P99_GOAL_MS,
