@@ -53,8 +53,9 @@ BURST_RULES = ("--window-s", "20", "--skew-s", "5", "--lateness-s", "5")
 # Whole-run p99 goals at RATE with the default interval, on 2 cores, for the best configuration.
 P99_GOAL_MS = {"click_surge": 120.0, "attribution": 500.0}
 GOAL_BOUND = (
-    "the boundary's batch end and restart (planning, offset and commit logs, task relaunch) "
-    "left at one partition: see docs/bench/attribution-boundary.md"
+    "the batch end and restart at each boundary (planning, offset and commit logs, task "
+    "relaunch), and for attribution the closes fired behind it once they fall due: see "
+    "docs/bench/attribution-boundary.md"
 )
 
 
@@ -76,9 +77,9 @@ class Configuration:
 
 MIN_DELTAS_100 = ("spark.sql.streaming.stateStore.minDeltasForSnapshot=100",)
 CONFIGURATIONS = (
-    Configuration("4-4", "the registry's partitions (the earlier local default)", 4, 4),
-    Configuration("2-2", "partitions only", 2, 2),
-    Configuration("1-1", "partitions only", 1, 1),
+    Configuration("4-4", "checksums on: the earlier local default", 4, 4),
+    Configuration("2-2", "checksums on", 2, 2),
+    Configuration("1-1", "checksums on", 1, 1),
     Configuration(
         "4-4-min-deltas-100",
         "stateStore.minDeltasForSnapshot=100 (default 10)",
@@ -102,10 +103,8 @@ CONFIGURATIONS = (
         2,
         conf=MIN_DELTAS_100,
     ),
-    Configuration(
-        "2-2-no-file-checksum", "checkpoint checksums off: the local default", 2, 2, False
-    ),
-    Configuration("1-1-no-file-checksum", "checkpoint checksums off", 1, 1, False),
+    Configuration("2-2-no-file-checksum", "checksums off: the local default", 2, 2, False),
+    Configuration("1-1-no-file-checksum", "checksums off", 1, 1, False),
     Configuration(
         "2-2-window-20",
         "a 20 s attribution window: every boundary fires timers",
@@ -182,6 +181,8 @@ STATE_STEPS = {
     "state_commit": "commitTimeMs",
     "changelog_sync": "rocksdbCommitFileSyncLatencyMs",
     "state_load": "rocksdbLoadLatencyMs",
+    # the batch's time in expired timers (those that fire right after the boundary before it)
+    "timer_processing": "timerProcessingTimeMs",
 }
 
 
@@ -248,6 +249,41 @@ def summarise_run(run: dict, config: Configuration, repeat: int) -> dict:
     }
 
 
+def goals_of(rows: list[dict]) -> list[dict]:
+    """Each app's p99 goal against its best run (lowest whole-run p99) of two kinds: with the
+    app's own rules, where a 3-minute attribution run fires no close (its window is 300 s),
+    and, for an app measured so, with the timer-burst rules, where every boundary fires the
+    closes of the interval before it, as a long-running attribution does once they fall due."""
+    goals = []
+    for burst in (False, True):
+        for app, target in P99_GOAL_MS.items():
+            runs = [
+                r
+                for r in rows
+                if r["app"] == app
+                and bool(r["app_args"]) == burst
+                and r["whole"].get("p99") is not None
+            ]
+            if burst and not runs:
+                continue
+            best = min(runs, key=lambda r: r["whole"]["p99"], default=None)
+            goals.append(
+                {
+                    "goal": f"{app} whole-run p99 in Real-Time Mode at {RATE:,.0f} events/s "
+                    f"({DEFAULT_RTM_INTERVAL} interval), best configuration"
+                    + (", timers firing at every boundary" if burst else ""),
+                    "target": f"<= {target:.0f} ms",
+                    "measured": f"{best['whole']['p99']:,.0f} ms ({best['changes']}, "
+                    f"({best['topic_partitions']}, {best['shuffle_partitions']}))"
+                    if best
+                    else "not measured",
+                    "met": best is not None and best["whole"]["p99"] <= target,
+                    "bound": GOAL_BOUND,
+                }
+            )
+    return goals
+
+
 def summarise(out_dir: Path) -> dict:
     """``boundary.json`` from every run file under ``out_dir/boundary``, in the order of
     :data:`CONFIGURATIONS` then the apps' and the repeats'; written and returned."""
@@ -258,27 +294,7 @@ def summarise(out_dir: Path) -> dict:
             while (path := run_file(out_dir, config, app, repeat)).is_file():
                 rows.append(summarise_run(json.loads(path.read_text()), config, repeat))
                 repeat += 1
-    best: dict[str, dict] = {}
-    for row in rows:  # the app's own rules only: a burst run changes what is measured
-        p99 = row["whole"].get("p99")
-        if (p99 is not None and not row["app_args"]) and (
-            row["app"] not in best or p99 < best[row["app"]]["whole"]["p99"]
-        ):
-            best[row["app"]] = row
-    goals = [
-        {
-            "goal": f"{app} whole-run p99 in Real-Time Mode at {RATE:,.0f} events/s "
-            f"({DEFAULT_RTM_INTERVAL} interval), best configuration",
-            "target": f"<= {target:.0f} ms",
-            "measured": f"{best[app]['whole']['p99']} ms ({best[app]['changes']}, "
-            f"({best[app]['topic_partitions']}, {best[app]['shuffle_partitions']}))"
-            if app in best
-            else "not measured",
-            "met": app in best and best[app]["whole"]["p99"] <= target,
-            "bound": GOAL_BOUND,
-        }
-        for app, target in P99_GOAL_MS.items()
-    ]
+    goals = goals_of(rows)
     defaults = load_settings({"ADLAKE_PROFILE": "local"})
     summary = {
         "rate": RATE,

@@ -637,12 +637,18 @@ def test_the_boundary_runs_are_summarised_into_a_table_and_the_best_ones_cdf(tmp
 
     report = build(write(tmp_path / "in", synthetic()), tmp_path / "out").read_text()
     part = section(report, "Real-Time Mode's boundary against its settings")
-    assert "| click_surge | partitions only (run 2) | (2, 2) | 4 | 620 ms / 640 ms |" in part
+    assert "| click_surge | checksums on (run 2) | (2, 2) | 4 | 620 ms / 640 ms |" in part
     assert "| 180 ms (170 ms) / 50 ms | 200 ms |" in part  # commit (sync) / load, plan + logs
     # the 20 s window changes attribution's rules: its 100 ms p99 is not the best
-    assert "attribution 660 ms (partitions only, (2, 2))" in part
-    assert "click_surge 360 ms (partitions only, (2, 2))" in part
+    assert "attribution 660 ms (checksums on, (2, 2))" in part
+    assert "click_surge 360 ms (checksums on, (2, 2))" in part
     assert "(2, 2) (topic, shuffle) partitions, checkpoint checksums off." in part
+    goals = section(report, "Goals")
+    assert "click_surge whole-run p99 in Real-Time Mode at 1,000 events/s (30 seconds " in goals
+    assert "| <= 120 ms | 360 ms (checksums on, (2, 2)) | **no** |" in goals
+    assert "| <= 500 ms | 660 ms (checksums on, (2, 2)) | **no** |" in goals
+    # the burst runs are their own goal row, against the same target
+    assert "timers firing at every boundary | <= 500 ms | 100 ms (a 20 s" in goals
     png = tmp_path / "out" / bench_report.ALL_PLOTS["boundary"]
     assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 10_000
 
