@@ -16,7 +16,9 @@
 ``down`` reverses it: each app is stopped gracefully and waited for (``adlake.apps.stop``:
 stop marker, SIGTERM, the running batch commits, SIGKILL only after the drain timeout), then
 Airflow's processes (each in its own process group, so their workers go with them), then the
-broker. No process is left behind; a second ``down`` finds nothing to do.
+broker. No process is left behind; a second ``down`` finds nothing to do. A part that fails to
+stop (an app's stop raising) does not keep the others running: each is tried, each failure is
+named when it happens, and ``down`` exits non-zero at the end listing them.
 
     python -m adlake.local.platform up      # make up
     python -m adlake.local.platform status
@@ -36,6 +38,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -492,27 +495,58 @@ def stop_runtime_processes(settings: Settings, timeout_s: float = 30) -> list[in
 
 
 def down(settings: Settings) -> None:
+    """Stop every part of the platform, each tried even when one before it fails: a part that
+    cannot be stopped (an app whose lock is still held after SIGKILL, a component that cannot be
+    signalled) is named with its error when it fails, and once every other part has been
+    tried, SystemExit lists them (``make down`` exits non-zero)."""
     from adlake import apps
     from adlake.local.kafka import LocalKafka
 
-    for app in ops_apps():
+    failed: list[str] = []
+
+    def attempt(part: str, stop: Callable[[], object]) -> None:
+        try:
+            stop()
+        except (Exception, SystemExit) as error:  # noqa: BLE001 - the next part is tried all the same
+            failed.append(f"{part}: {_describe(error)}")
+            log(f"could not stop {part}: {_describe(error)}; going on with the rest")
+
+    def stop_app(app: str) -> None:
         if apps.holder(settings, app):
             # act(stop) records the desired state first, so the supervisor (still running
             # until Airflow stops below) does not restart what we stop.
             result = apps.act(settings, app, "stop", reason="make down")
             log(f"{app} stopped: {result.get('result', result)}")
+
+    def stop_broker() -> None:
+        broker = LocalKafka(settings)
+        if broker.is_running():
+            broker.stop()
+            log(f"Kafka broker stopped ({broker.bootstrap})")
+
+    for app in ops_apps():
+        attempt(f"app {app}", lambda app=app: stop_app(app))
     # The scheduler first: no task starts once shutdown has begun. Then the tasks it started,
     # each in a session of its own, while the api-server still takes their last report.
-    stop_component(settings, "scheduler")
-    stop_runtime_processes(settings)
+    attempt("airflow scheduler", lambda: stop_component(settings, "scheduler"))
+    attempt("the processes of Airflow's tasks", lambda: stop_runtime_processes(settings))
     for component in reversed(AIRFLOW_COMPONENTS):
-        stop_component(settings, component)
-    stop_runtime_processes(settings)
-    broker = LocalKafka(settings)
-    if broker.is_running():
-        broker.stop()
-        log(f"Kafka broker stopped ({broker.bootstrap})")
+        attempt(f"airflow {component}", lambda c=component: stop_component(settings, c))
+    attempt("the processes of Airflow's tasks", lambda: stop_runtime_processes(settings))
+    attempt("the Kafka broker", stop_broker)
+    if failed:
+        raise SystemExit(
+            f"[platform] down tried every part; {len(failed)} could not be stopped and may "
+            "still run:\n  " + "\n  ".join(failed)
+        )
     log("platform stopped")
+
+
+def _describe(error: BaseException) -> str:
+    """``Type: message`` of an error (a SystemExit: its message alone)."""
+    if isinstance(error, SystemExit):
+        return str(error.code)
+    return f"{type(error).__name__}: {error}"
 
 
 def status(settings: Settings) -> dict:

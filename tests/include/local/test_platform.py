@@ -5,7 +5,11 @@ enough to forward the signal; a task that starts during the shutdown, or a super
 after the timeout, leaves the task, its spark-submit and its JVM running under init. Here the
 scheduler is a stand-in with the same shape (a session leader whose child moves into a group of
 its own and ignores nothing), so the test needs no Airflow; the real platform's ``down`` during a
-Spark task is ``tests/dags/test_platform_ui.py``'s."""
+Spark task is ``tests/dags/test_platform_ui.py``'s.
+
+``down`` also goes on past a part that fails to stop (an app whose lock is still held after
+SIGKILL, a component that cannot be signalled): it tries every other part, names each failure
+as it happens, and fails at the end (``make down`` exits non-zero) listing them."""
 
 from __future__ import annotations
 
@@ -13,8 +17,12 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 
-from adlake.local import platform
+import pytest
+
+from adlake import apps
+from adlake.local import kafka, platform
 from adlake.processes import alive
 from tests.conftest import private_settings
 
@@ -30,7 +38,10 @@ SCHEDULER = textwrap.dedent(
 )
 
 
-def test_down_stops_a_task_runner_its_scheduler_left_in_a_group_of_its_own(tmp_path, capsys):
+@pytest.fixture
+def stand_in(tmp_path) -> Iterator[tuple]:
+    """(settings, scheduler, task pid): the stand-in scheduler running with its pid file, and
+    the task runner it left in a group of its own; both killed at the end if still alive."""
     settings = private_settings(tmp_path / "rt")
     script = tmp_path / "scheduler.py"
     script.write_text(SCHEDULER)
@@ -42,17 +53,93 @@ def test_down_stops_a_task_runner_its_scheduler_left_in_a_group_of_its_own(tmp_p
     pid_file = platform.airflow_home(settings) / "pids" / "scheduler.pid"
     pid_file.parent.mkdir(parents=True)
     pid_file.write_text(str(scheduler.pid))
-    assert os.getpgid(task) == task != scheduler.pid  # the runner leads a group of its own
     try:
-        assert platform.runtime_processes(settings) == sorted([scheduler.pid, task])
-
-        platform.down(settings)
-
-        scheduler.wait(timeout=10)
-        assert not alive(task)
-        assert platform.runtime_processes(settings) == []
-        assert "stopped 1 process(es) Airflow's tasks had left" in capsys.readouterr().out
+        yield settings, scheduler, task
     finally:
         for pid in (task, scheduler.pid):
             if alive(pid):
                 os.kill(pid, 9)
+        scheduler.stdout.close()
+
+
+def test_down_stops_a_task_runner_its_scheduler_left_in_a_group_of_its_own(stand_in, capsys):
+    settings, scheduler, task = stand_in
+    assert os.getpgid(task) == task != scheduler.pid  # the runner leads a group of its own
+    assert platform.runtime_processes(settings) == sorted([scheduler.pid, task])
+
+    platform.down(settings)
+
+    scheduler.wait(timeout=10)
+    assert not alive(task)
+    assert platform.runtime_processes(settings) == []
+    assert "stopped 1 process(es) Airflow's tasks had left" in capsys.readouterr().out
+
+
+def fail_the_stop_of(monkeypatch, failing: str, calls: list) -> None:
+    """Every ops app runs (its lock held); ``act(stop)`` of ``failing`` raises AppStopError,
+    the others' succeed. Each call is appended to ``calls``."""
+    monkeypatch.setattr(apps, "holder", lambda settings, app, *args, **kwargs: f"pid of {app}")
+
+    def act(settings, app, action, *args, **kwargs):
+        calls.append(("app", app, action))
+        if app == failing:
+            raise apps.AppStopError(f"the lock of {app} is still held after SIGKILL")
+        return {"result": "stopped"}
+
+    monkeypatch.setattr(apps, "act", act)
+
+
+def test_down_tries_every_part_after_an_apps_stop_fails_and_exits_non_zero(
+    tmp_path, monkeypatch, capsys
+):
+    settings = private_settings(tmp_path / "rt")
+    first, *others = platform.ops_apps()
+    assert others, "the registry has a second ops app to stop after the failing one"
+    calls: list[tuple] = []
+    fail_the_stop_of(monkeypatch, first, calls)
+    monkeypatch.setattr(platform, "log", lambda message: calls.append(("log", message)))
+    monkeypatch.setattr(
+        platform, "stop_component", lambda s, component, **k: calls.append(("airflow", component))
+    )
+    monkeypatch.setattr(
+        platform, "stop_runtime_processes", lambda s, **k: calls.append(("tasks",)) or []
+    )
+    monkeypatch.setattr(kafka.LocalKafka, "is_running", lambda self: True)
+    monkeypatch.setattr(kafka.LocalKafka, "stop", lambda self: calls.append(("broker",)))
+    monkeypatch.setattr(platform, "load_settings", lambda *args, **kwargs: settings)
+
+    with pytest.raises(SystemExit) as exited:
+        platform.main(["down"])  # `make down`
+
+    stops = [call for call in calls if call[0] != "log"]
+    assert stops == [
+        *(("app", app, "stop") for app in [first, *others]),
+        ("airflow", "scheduler"),
+        ("tasks",),
+        *(("airflow", c) for c in reversed(platform.AIRFLOW_COMPONENTS)),
+        ("tasks",),
+        ("broker",),
+    ]
+    # reported when it happens (before the next app's stop), naming the app and the error
+    reported = [i for i, call in enumerate(calls) if call[0] == "log" and first in call[1]]
+    assert reported and reported[0] < calls.index(("app", others[0], "stop"))
+    assert "still held after SIGKILL" in calls[reported[0]][1]
+    # and at the end: a message naming what failed, a non-zero exit status
+    code = exited.value.code
+    assert isinstance(code, str) and first in code and "still held after SIGKILL" in code
+    assert not any(app in code for app in others)
+    assert ("log", "platform stopped") not in calls
+
+
+def test_down_leaves_no_process_of_the_runtime_after_an_apps_stop_fails(stand_in, monkeypatch):
+    settings, scheduler, task = stand_in
+    calls: list[tuple] = []
+    fail_the_stop_of(monkeypatch, platform.ops_apps()[0], calls)
+
+    with pytest.raises(SystemExit, match="still held after SIGKILL"):
+        platform.down(settings)
+
+    scheduler.wait(timeout=10)
+    assert not alive(task)
+    assert platform.runtime_processes(settings) == []
+    assert [app for _, app, _ in calls] == platform.ops_apps()
