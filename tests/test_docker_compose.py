@@ -346,6 +346,48 @@ def test_no_secret_is_written_in_the_file(service):
             assert re.search(r"\$\{[A-Z_]+:\?", value), f"{service}: {name} = {value!r}"
 
 
+# Who uses each secret of the generated .env file: Airflow's components share one configuration
+# (the database, the Fernet key of its connections and variables, the key of the tokens they
+# sign and check); Postgres takes its password. The streaming-apps service runs Adlake's
+# reconcile loop, never Airflow: it reaches neither the metadata database nor the API server.
+SECRET_USERS = {
+    "POSTGRES_PASSWORD": {"postgres", *AIRFLOW_SERVICES},
+    "AIRFLOW_FERNET_KEY": set(AIRFLOW_SERVICES),
+    "AIRFLOW_JWT_SECRET": set(AIRFLOW_SERVICES),
+}
+
+
+def secrets_of(service: str) -> set[str]:
+    """The secrets of the .env file the service's definition refers to, wherever (environment,
+    command, healthcheck), after YAML's merges."""
+    text = yaml.safe_dump(SERVICES[service])
+    return {name for name in SECRET_USERS if re.search(rf"\$\{{{name}\b", text)}
+
+
+def test_each_secret_reaches_only_the_services_that_use_it():
+    from adlake.local import credentials
+
+    assert set(SECRET_USERS) == set(credentials.COMPOSE_SECRETS)
+    reached = {name: {s for s in SERVICES if name in secrets_of(s)} for name in SECRET_USERS}
+    assert reached == SECRET_USERS
+
+
+def test_the_streaming_apps_service_holds_no_secret():
+    env = env_of(APPS_SERVICE)
+    assert secrets_of(APPS_SERVICE) == set()
+    assert not [name for name in env if SECRET_WORDS.search(name)], env
+    # nor Airflow's configuration, which would name the database and the API server's keys
+    assert not [name for name in env if name.startswith("AIRFLOW__")], env
+    # and the Airflow image's entrypoint does not wait for a database it has no address of
+    assert env["CONNECTION_CHECK_MAX_COUNT"] == "0"
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_no_service_loads_the_env_file_whole(service):
+    # .env holds every secret: `env_file: .env` would hand all of them to the service
+    assert "env_file" not in SERVICES[service]
+
+
 def test_the_admin_password_is_generated_never_on_a_command_line_nor_in_the_log():
     script = "\n".join(SERVICES["airflow-init"]["command"])
     # the command that generates it creates the user, reading it from its private file
