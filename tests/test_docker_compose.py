@@ -397,6 +397,95 @@ def test_the_admin_password_is_generated_never_on_a_command_line_nor_in_the_log(
     assert not re.search(r"\becho\b|\bprintf\b|set -\w*x|\bpassword=", script)
 
 
+# -- the apps' lock files --------------------------------------------------------------------
+
+LOCKS_VOLUME = "adlake-locks"
+# Where a process opens a lock file for writing or creates one (adlake.apps): the launcher, the
+# apps and the reconcile loop hold their locks, and the loop takes the apps' control locks
+# (streaming-apps); an app DAG's task takes its app's control lock (tasks run in the scheduler);
+# airflow-init hands the volume to the data user. Everywhere else (the api-server's Streaming
+# apps page, the dag-processor, the triggerer) a lock is at most probed, which a read-only
+# descriptor does: flock(2) takes a lock whatever the descriptor's access mode.
+LOCK_WRITERS = {APPS_SERVICE, "airflow-scheduler", "airflow-init"}
+
+
+def lock_mounts(settings, service: str) -> list[tuple[str, bool]]:
+    """(source, read only) of each of the service's mounts at the lock directory."""
+    out = []
+    for entry in SERVICES[service].get("volumes", []):
+        if isinstance(entry, dict):
+            source, target = entry.get("source", ""), entry["target"]
+            read_only = bool(entry.get("read_only"))
+        else:
+            source, target, *options = entry.split(":")
+            read_only = "ro" in (options[0].split(",") if options else [])
+        if target == str(settings.locks_dir):
+            out.append((source, read_only))
+    return out
+
+
+def test_the_lock_files_are_writable_only_where_a_lock_is_taken(settings):
+    # a volume of their own, mounted over the data volume's lock directory
+    assert LOCKS_VOLUME in (COMPOSE.get("volumes") or {})
+    assert settings.locks_dir.parent == settings.runtime_dir
+    mounts = {s: lock_mounts(settings, s) for s in ADLAKE_IMAGE_SERVICES}
+    assert all(len(m) == 1 and m[0][0] == LOCKS_VOLUME for m in mounts.values()), mounts
+    writable = {s for s, [(_, read_only)] in mounts.items() if not read_only}
+    assert writable == LOCK_WRITERS
+    assert {"airflow-apiserver", "airflow-dag-processor", "airflow-triggerer"} <= (
+        set(mounts) - writable
+    )
+    # Spark's masters and executors never touch a lock file: they do not mount them
+    assert not any(lock_mounts(settings, s) for s in SPARK_SERVICES)
+    assert not any(
+        LOCKS_VOLUME in str(SERVICES[s].get("volumes", []))
+        for s in set(SERVICES) - set(ADLAKE_IMAGE_SERVICES)
+    )
+
+
+def test_init_hands_the_lock_volume_to_the_data_user(settings):
+    # a new volume belongs to root; the lock writers run as the data user
+    script = "\n".join(SERVICES["airflow-init"]["command"])
+    assert f"chown {SERVICES['airflow-scheduler']['user']} {settings.locks_dir}" in script
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="adlake.apps.process.lock_holder opens the lock O_RDWR|O_CREAT: on the api-server's "
+    "read-only mount it must open it O_RDONLY (a missing file: nobody holds it)",
+)
+def test_a_service_with_the_locks_read_only_still_sees_who_holds_one(tmp_path, monkeypatch):
+    """The Streaming apps page (the api-server) asks who holds each app's lock: on a read-only
+    mount, where opening a file for writing or creating one fails with EROFS."""
+    import errno
+    import fcntl
+    import os
+
+    from adlake.apps import process
+
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    held, free = locks / "held.lock", locks / "free.lock"
+    holding = os.open(held, os.O_RDWR | os.O_CREAT, 0o644)  # a launcher, in streaming-apps
+    free.touch()
+    real_open = os.open
+
+    def read_only_open(path, flags, *args, **kwargs):
+        writes = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+        if str(path).startswith(str(locks)) and flags & writes:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    try:
+        fcntl.flock(holding, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        monkeypatch.setattr(os, "open", read_only_open)
+        assert process.lock_holder(held, timeout_s=0) is not None
+        assert process.lock_holder(free, timeout_s=0) is None
+        assert process.lock_holder(locks / "never-started.lock", timeout_s=0) is None
+    finally:
+        os.close(holding)
+
+
 # -- what is exposed -------------------------------------------------------------------------
 
 SPARK_MASTERS = [s for s in SPARK_SERVICES if s.endswith("-master")]
