@@ -580,4 +580,5 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
 
 # Variables with the prefix that are not settings of this module (read by other tools).
-_NON_SETTINGS = frozenset()
+# ADLAKE_APP_LOCK: the lock an app's processes were started for (adlake.apps.process.APP_LOCK_VAR).
+_NON_SETTINGS = frozenset({"ADLAKE_APP_LOCK"})

@@ -12,7 +12,7 @@ parse time; :meth:`Schema.spark` imports PySpark only when called.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -225,6 +225,26 @@ APP_ACTIONS = ("start", "stop", "restart", "status")
 
 
 @dataclass(frozen=True)
+class KnobRule:
+    """A rule tying a streaming app's knobs together, or to its trigger: each knob may be in its
+    range and the combination still one the app cannot run (it would exit at its start, and the
+    supervisor restart it at every backoff). Declared on the app (``App.rules``) and checked
+    wherever a combination is entered: the apps' requests before anything is recorded
+    (``adlake.apps``), the app's own flags (``spark_apps.common.streaming.runner``).
+
+    ``check(trigger, knobs)`` returns what is wrong, in words naming the knobs and values, or
+    None; ``knobs`` holds every knob of the app, parsed.
+
+    >>> rule = KnobRule("hi > lo", lambda trigger, k: None if k["hi"] > k["lo"] else "hi <= lo")
+    >>> rule.check("realtime", {"hi": 1, "lo": 2})
+    'hi <= lo'
+    """
+
+    description: str
+    check: Callable[[str, Mapping[str, object]], str | None]
+
+
+@dataclass(frozen=True)
 class StateClose:
     """What waits in a streaming app's state, and when the watermark has closed all of it: once
     it passes its value now + ``window`` + ``delay`` (``adlake.latency.waiting_in_state``).
@@ -275,6 +295,8 @@ class App:
     timer_driven: tuple[str, ...] = ()
     # What waits in its state and when it closes; None: the app keeps no such state.
     state: StateClose | None = None
+    # Rules between its knobs (and its trigger) that a start must meet (KnobRule).
+    rules: tuple[KnobRule, ...] = ()
 
     def __post_init__(self) -> None:
         knobs = {k.name for k in self.knobs}
@@ -294,6 +316,15 @@ class App:
 
     def knob(self, name: str) -> Knob:
         return lookup("knob", {k.name: k for k in self.knobs}, name)
+
+    def refusal(self, trigger: str, knobs: Mapping[str, object]) -> str | None:
+        """What is wrong with running the app with ``trigger`` and ``knobs`` (every knob,
+        parsed) under its rules (:class:`KnobRule`), or None when all of them hold."""
+        for rule in self.rules:
+            problem = rule.check(trigger, knobs)
+            if problem:
+                return problem
+        return None
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,45 @@ def is_process(pid: int, record: Mapping) -> bool:
     return False
 
 
+def holds_flock(pid: int, path: Path) -> bool:
+    """Whether live process ``pid`` here holds a ``flock`` on the file ``path``, as the kernel
+    says: one of its open descriptors is that file (same device and inode) and that descriptor's
+    ``/proc/<pid>/fdinfo`` lists a FLOCK lock. What a lock file's record says can be written by
+    anyone who can write the file; this cannot, so it is what a pid must pass before it is
+    signalled. False when it cannot be told (the process is gone, in another PID namespace, or
+    another user's, whose descriptors are not readable here).
+
+    >>> import fcntl, tempfile
+    >>> with tempfile.NamedTemporaryFile() as lock:
+    ...     before = holds_flock(os.getpid(), Path(lock.name))
+    ...     fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+    ...     (before, holds_flock(os.getpid(), Path(lock.name)), holds_flock(1, Path(lock.name)))
+    (False, True, False)
+    """
+    try:
+        target = os.stat(path)
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            seen = os.stat(f"/proc/{pid}/fd/{fd}")
+            if (seen.st_dev, seen.st_ino) != (target.st_dev, target.st_ino):
+                continue
+            info = Path(f"/proc/{pid}/fdinfo/{fd}").read_text()
+        except OSError:
+            continue
+        # "lock:\t1: FLOCK  ADVISORY  WRITE <pid> <dev>:<inode> 0 EOF": the locks this
+        # descriptor's open file holds (a flock belongs to the open file, not to a pid)
+        # ("lock:\t1: -> FLOCK ...": a lock this descriptor waits for, not one it holds)
+        if any(
+            line.startswith("lock:") and " FLOCK " in line and "->" not in line
+            for line in info.splitlines()
+        ):
+            return True
+    return False
+
+
 def group_alive(pgid: int) -> bool:
     """True while any live (non-zombie) process remains in process group ``pgid``."""
     for stat in Path("/proc").glob("[0-9]*/stat"):

@@ -80,6 +80,9 @@ from adlake.declarations import (
     Knob as Knob,
 )
 from adlake.declarations import (
+    KnobRule as KnobRule,
+)
+from adlake.declarations import (
     Schema as Schema,
 )
 from adlake.declarations import (
@@ -308,6 +311,42 @@ def input_partitions(app: App, settings: PartitionSettings | None = None) -> int
     return sum(partitions(t, settings) for t in app.inputs)
 
 
+def ttl_refusal(window: float, lateness: float, ttl: float, unit: str = "s") -> str | None:
+    """Attribution's key lifetime against its close: a key's state must outlive its close (the
+    watermark passing its time + window, ``lateness`` behind the newest input) and its
+    tombstone's one more window, or TTL would drop keys still open. One rule for every place
+    that checks it, in any unit (the registry's seconds, the processor's milliseconds).
+
+    >>> ttl_refusal(300, 30, 3600) is None
+    True
+    >>> ttl_refusal(300, 30, 0)
+    'ttl_s=0 must exceed 2 * window_s + lateness_s (630): it is a safety net, not the close'
+    """
+    if ttl > 2 * window + lateness:
+        return None
+    return (
+        f"ttl_{unit}={ttl:.15g} must exceed 2 * window_{unit} + lateness_{unit} "
+        f"({2 * window + lateness:.15g}): it is a safety net, not the close"
+    )
+
+
+_ATTRIBUTION_RULES = (
+    KnobRule(
+        "ttl_s > 2 * window_s + lateness_s",
+        lambda trigger, k: ttl_refusal(k["window_s"], k["lateness_s"], k["ttl_s"]),  # type: ignore[arg-type]
+    ),
+    KnobRule(
+        "engine python runs in micro-batches only",
+        lambda trigger, k: (
+            "engine python runs in micro-batches only (Spark rejects Python transformWithState "
+            "in Real-Time Mode): use engine jvm or trigger processing_time"
+            if k["engine"] == "python" and trigger == "realtime"
+            else None
+        ),
+    ),
+)
+
+
 APPS: dict[str, App] = {
     a.name: a
     for a in [
@@ -374,6 +413,7 @@ APPS: dict[str, App] = {
             checkpoint_knobs=("engine",),
             # a request's window closing, and what was still waiting then
             timer_driven=("request_closed", "orphan_impression", "orphan_callback"),
+            rules=_ATTRIBUTION_RULES,
             state=StateClose(
                 window="window_s",
                 delay="lateness_s",

@@ -58,7 +58,7 @@ def want_running(settings, app: str = APP) -> None:
 
 def test_a_supervisor_restart_is_alerted_with_where_since_when_and_the_runbook(fake, hook):
     want_running(fake)  # should run, and does not
-    [restart] = apps.supervise(fake, now=NOW, origin=ORIGIN)
+    [restart] = apps.reconcile(fake, now=NOW, origin=ORIGIN)
     assert (restart["action"], restart["ok"]) == ("restart", True)
 
     [alert] = hook.posts
@@ -84,7 +84,7 @@ def test_give_ups_are_grouped_within_the_window_and_the_next_says_how_many(setti
     # Both apps should run; no interpreter: every restart is a start that fails (a give-up).
     settings = settings.with_overrides(ops_python=settings.runtime_dir / "no-python")
     want_running(settings)
-    [first] = apps.supervise(settings, now=NOW, origin=ORIGIN)
+    [first] = apps.reconcile(settings, now=NOW, origin=ORIGIN)
     assert (first["action"], first["ok"]) == ("restart", False)
     [alert] = hook.posts
     assert (alert["kind"], alert["app"], alert["suppressed"]) == ("app_given_up", APP, 0)
@@ -92,14 +92,14 @@ def test_give_ups_are_grouped_within_the_window_and_the_next_says_how_many(setti
     assert alert["runbook"] == "docs/runbook.md#the-supervisor-could-not-act-on-an-app"
 
     # the next give-up, after the 30 s backoff and within the window: counted, not sent
-    [again] = apps.supervise(settings, now=NOW + 31, origin=ORIGIN)
+    [again] = apps.reconcile(settings, now=NOW + 31, origin=ORIGIN)
     assert (again["action"], again["ok"]) == ("restart", False)
     assert len(hook.posts) == 1 and len(recorded(settings)) == 1
 
     # past the window (30 minutes after the first sent): sent, saying one was held back, and
     # failing since the first
     later = NOW + settings.alerts_window_s + 20
-    apps.supervise(settings, now=later, origin=ORIGIN)
+    apps.reconcile(settings, now=later, origin=ORIGIN)
     assert len(hook.posts) == 2
     last = hook.posts[-1]
     assert (last["suppressed"], last["first_failed_at"], last["at"]) == (1, iso(NOW), iso(later))
@@ -132,7 +132,7 @@ def test_the_file_is_the_only_sink_when_no_connection_is_configured(settings, mo
     assert alerts.webhook_url() is None
     want_running(settings)
     settings = settings.with_overrides(ops_python=settings.runtime_dir / "no-python")
-    apps.supervise(settings, now=NOW)
+    apps.reconcile(settings, now=NOW)
     [alert] = recorded(settings)
     assert alert["kind"] == "app_given_up" and alert["app"] == APP
     assert alerts.alerts_file(settings) == settings.runtime_dir / "reports/alerts/alerts.jsonl"

@@ -16,8 +16,8 @@ from adlake import apps
 from adlake.apps import cli
 from adlake.apps.launcher import LOCK_HELD
 from adlake.config import REPO_ROOT
-from adlake.processes import identity, started_at
-from tests.include.test_apps import settings  # noqa: F401 - a fixture
+from adlake.processes import alive, identity, started_at
+from tests.include.test_apps import fake, settings  # noqa: F401 - fixtures
 from tests.support.lock_holder import lock_held
 
 APP = "click_surge"
@@ -54,7 +54,7 @@ def test_a_record_naming_a_live_process_started_at_another_time_is_not_the_app(
         assert (current.pid, current.mode, current.started_at) == (None, None, None)
         assert f"its record names pid {sleeper.pid}, which is gone or another" in current.elsewhere
         # should not run, but what holds the lock cannot be reached: left as it is
-        [left] = apps.supervise(settings)
+        [left] = apps.reconcile(settings)
         assert (left["action"], left["ok"]) == ("none", False)
         assert left["why"].startswith("running elsewhere: the lock is held by a process not seen")
         with pytest.raises(apps.AppStopError, match="cannot be signalled from here"):
@@ -162,7 +162,7 @@ from spark_apps.common.streaming.runner import StreamingApp, run
 
 def no_spark(*args, **kwargs):  # where the query would start: who holds the lock now?
     holder = apps.holder(load_settings(), "click_surge")
-    print("query starts; lock held by", "me" if holder.pid == os.getpid() else holder, flush=True)
+    print("query starts; lock held by", "me" if holder and holder.pid == os.getpid() else holder, flush=True)
     sys.exit(0)
 
 spark_session.get_session = no_spark
@@ -189,3 +189,62 @@ def test_an_app_started_by_hand_takes_the_managed_apps_lock(settings, tmp_path):
     # run by the launcher: the lock it holds is the app's own
     managed = run_module(settings, tmp_path, *launched(settings, "hand_app"))
     assert managed.stdout.endswith("query starts; lock held by me\n"), managed.stderr
+
+
+@pytest.mark.parametrize("claimed", ["nothing", "the victim's identity"])
+def test_a_lock_record_naming_a_process_that_does_not_hold_the_lock_is_never_signalled(
+    settings, sleeper, monkeypatch, claimed
+):
+    # Anyone who can write the lock file can name any pid in it, with identity fields or
+    # without: only the process the kernel says holds the flock may be signalled.
+    monkeypatch.setattr(apps.process, "HOLDER_TIMEOUT_S", 0.1)
+    forged = {"pid": sleeper.pid, "mode": "realtime", "started_at": time.time(), "argv": ["x"]}
+    if claimed != "nothing":
+        forged |= {**identity(), "proc_started_at": started_at(sleeper.pid)}
+    apps.write_desired(settings, APP, apps.Desired("running", "realtime", {}, 0, "test"))
+    with lock_held(apps.lock_path(settings, APP), forged):
+        assert apps.holder(settings, APP).pid is None
+        [left] = apps.reconcile(settings, now=time.time() + 10_000)  # stale, were it the app
+        assert (left["action"], left["ok"]) == ("none", False)
+        apps.write_desired(settings, APP, apps.Desired("stopped", "realtime", {}, 0, "test"))
+        with pytest.raises(apps.AppStopError, match="cannot be signalled from here"):
+            apps.stop(settings, APP, drain_timeout_s=0.1)
+        assert sleeper.poll() is None, "a process that does not hold the lock was signalled"
+
+
+def test_a_second_driver_on_the_apps_checkpoint_is_refused_whatever_its_query_name(
+    settings, tmp_path
+):
+    from adlake.apps.launcher import checkpoint_lock
+
+    checkpoint = settings.checkpoint_path(APP)
+    with lock_held(checkpoint_lock(checkpoint)) as managed:
+        refused = run_module(
+            settings, tmp_path, "hand_app", "--query-name", "probe", "--checkpoint", APP
+        )
+        assert refused.returncode == LOCK_HELD, refused.stdout + refused.stderr
+        assert "query starts" not in refused.stdout
+        assert f"its checkpoint {checkpoint} is in use by pid {managed.pid}" in refused.stderr
+        # nor does the lifecycle start the managed app on it (or move it aside) meanwhile
+        with pytest.raises(apps.AppStartError, match="checkpoint .* is in use by another driver"):
+            apps.start(settings, APP)
+    # another name on another checkpoint is another app: it runs
+    alone = run_module(settings, tmp_path, "hand_app", "--query-name", "probe", "--checkpoint", "p")
+    assert alone.stdout == "query starts; lock held by None\n", alone.stderr
+
+
+def test_a_start_reaps_only_what_the_app_left_behind_not_what_a_record_names(fake):
+    # A killed app's JVM stays in its session, which the next start reaps; a record naming
+    # another session (here: one whose leader has exited, leaving a sleep behind) reaps nothing.
+    leader = subprocess.run(
+        ["setsid", "sh", "-c", "sleep 600 >/dev/null 2>&1 & echo $! $$"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    orphan, session = (int(n) for n in leader.stdout.split())
+    try:
+        forged = {"pid": session, "started_at": time.time() - 60, **identity()}
+        apps.state.write_json(apps.lock_path(fake, APP), forged)
+        apps.start(fake, APP)
+        assert alive(orphan), "a process the app did not start was killed as its leftover"
+    finally:
+        os.kill(orphan, 9)

@@ -48,7 +48,7 @@ def test_a_desired_state_that_cannot_be_read_leaves_a_running_app_alone(settings
             '{"state": "running", "updated_at": "yesterday"}',
         ]:
             path.write_text(damaged)
-            [left] = apps.supervise(settings, now=time.time())
+            [left] = apps.reconcile(settings, now=time.time())
             assert (left["app"], left["action"], left["ok"], left["state"]) == (
                 APP,
                 "none",
@@ -67,7 +67,7 @@ def test_a_desired_state_that_cannot_be_read_leaves_a_running_app_alone(settings
         # run, and a copy that holds the lock is stopped.
         path.unlink()
         assert apps.read_desired(settings, APP).state == "stopped"
-        [stop] = apps.supervise(settings, now=time.time())
+        [stop] = apps.reconcile(settings, now=time.time())
         assert (stop["action"], stop["ok"], stop["result"]["pid"]) == ("stop", True, app.pid)
         app.wait(timeout=30)
 
@@ -82,7 +82,7 @@ def test_a_damaged_restarts_record_of_one_app_does_not_stop_the_pass(settings):
     waiting = apps.Restarts(count=1, consecutive=1, next_allowed_at=NOW + 45)
     apps.write_restarts(settings, APP, waiting)
 
-    restart, wait = apps.supervise(settings, now=NOW)
+    restart, wait = apps.reconcile(settings, now=NOW)
     assert (restart["app"], restart["action"], restart["ok"]) == ("attribution", "restart", False)
     assert "no-python does not exist" in restart["start_error"]
     assert (restart["count"], restart["next_allowed_at"]) == (1, NOW + 30)
@@ -101,7 +101,7 @@ def test_a_full_disk_keeps_the_restarts_record_and_the_pass_goes_on(fake, monkey
     apps.write_restarts(fake, APP, apps.Restarts(count=1, consecutive=1, next_allowed_at=NOW + 45))
     full_disk(monkeypatch, ".restarts.json")
 
-    restart, wait = apps.supervise(fake, now=NOW)
+    restart, wait = apps.reconcile(fake, now=NOW)
     # the app was started all the same, and the pass says what was not recorded
     assert (restart["app"], restart["action"], restart["ok"]) == ("attribution", "restart", False)
     assert restart["started"]["pid"] == apps.holder(fake, "attribution").pid

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -446,7 +447,7 @@ def test_supervise_waits_for_the_backoff_and_leaves_stopped_apps_alone(settings)
         count=2, consecutive=2, last_restart_at=NOW - 15, next_allowed_at=NOW + 45
     )
     apps.state.write_restarts(settings, "click_surge", restarts)
-    assert apps.supervise(settings, now=NOW) == [
+    assert apps.reconcile(settings, now=NOW) == [
         {
             "app": "click_surge",
             "action": "wait",
@@ -484,7 +485,7 @@ def test_the_supervisor_rotates_an_apps_log_past_its_size(settings):
     log = apps.log_path(settings, "click_surge")
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_bytes(b"x" * (settings.log_max_bytes + 1))
-    apps.supervise(settings, now=NOW)
+    apps.reconcile(settings, now=NOW)
     assert log.stat().st_size == 0
     assert log.with_name("click_surge.log.1").stat().st_size == settings.log_max_bytes + 1
 
@@ -680,11 +681,11 @@ def test_supervise_restarts_a_killed_app_with_backoff_and_records_why(fake):
     first = apps.act(fake, APP, "start")["result"]["started"]["pid"]
     wait_for(lambda: apps.app_status(fake, APP)["state"] == "running")
     now = time.time()
-    assert apps.supervise(fake, now=now) == []  # healthy: nothing to do
+    assert apps.reconcile(fake, now=now) == []  # healthy: nothing to do
 
     os.kill(first, signal.SIGKILL)
     wait_for(lambda: apps.holder(fake, APP) is None)
-    [restart] = apps.supervise(fake, now=now + 1)
+    [restart] = apps.reconcile(fake, now=now + 1)
     assert (restart["action"], restart["ok"], restart["count"]) == ("restart", True, 1)
     assert restart["why"] == "should run and does not"
     assert "ended without an exit record: killed" in restart["error"]
@@ -696,9 +697,9 @@ def test_supervise_restarts_a_killed_app_with_backoff_and_records_why(fake):
     os.kill(second, signal.SIGKILL)
     wait_for(lambda: apps.holder(fake, APP) is None)
     assert apps.app_status(fake, APP, now=now + 2)["state"] == "restarting"
-    assert [a["action"] for a in apps.supervise(fake, now=now + 2)] == ["wait"]
+    assert [a["action"] for a in apps.reconcile(fake, now=now + 2)] == ["wait"]
     assert apps.holder(fake, APP) is None
-    [restart] = apps.supervise(fake, now=now + 31)
+    [restart] = apps.reconcile(fake, now=now + 31)
     assert (restart["action"], restart["count"], restart["next_allowed_at"]) == (
         "restart",
         2,
@@ -714,7 +715,7 @@ def test_supervise_restarts_a_stale_app(fake):
     wait_for(lambda: apps.app_status(fake, APP)["state"] == "running")
     first = apps.holder(fake, APP).pid
     # 121 s later (as the supervisor sees it), the app's report is too old
-    [restart] = apps.supervise(fake, now=time.time() + 121)
+    [restart] = apps.reconcile(fake, now=time.time() + 121)
     assert restart["why"].startswith("no report for 12") and restart["ok"]
     assert restart["stopped"]["how"] == "exited" and restart["stopped"]["exit_code"] == 0
     assert apps.holder(fake, APP).pid != first
@@ -722,7 +723,7 @@ def test_supervise_restarts_a_stale_app(fake):
 
 def test_supervise_stops_an_app_that_should_be_stopped(fake):
     pid = apps.start(fake, APP).pid  # start() leaves the desired state alone: stopped
-    [stop] = apps.supervise(fake)
+    [stop] = apps.reconcile(fake)
     assert (stop["action"], stop["result"]["how"], stop["result"]["pid"]) == ("stop", "exited", pid)
     assert apps.holder(fake, APP) is None
 
@@ -739,7 +740,7 @@ def test_a_killed_apps_leftover_processes_are_killed_before_the_next_start(fake,
     wait_for(lambda: apps.holder(fake, APP) is None)
     assert alive(child) and session_of(child) == pid
     (fake.runtime_dir / "fake-leave-a-child").unlink()
-    [restart] = apps.supervise(fake)
+    [restart] = apps.reconcile(fake)
     assert restart["ok"]
     wait_for(lambda: not alive(child), message=f"leftover {child} still alive")
 
@@ -752,7 +753,7 @@ def test_restart_switches_the_trigger_and_keeps_a_checkpoint_spark_resumes(fake)
     assert apps.holder(fake, APP).mode == "processing_time"
     assert "--starting-offsets" not in apps.holder(fake, APP).argv
     assert (checkpoint / "commits" / "0").exists()  # kept
-    assert [p.name for p in checkpoint.parent.iterdir()] == [APP]
+    assert [p.name for p in checkpoint.parent.iterdir() if p.is_dir()] == [APP]
 
 
 def test_a_switch_spark_cannot_resume_starts_a_new_checkpoint_at_the_committed_offsets(fake):
@@ -769,7 +770,7 @@ def test_a_switch_spark_cannot_resume_starts_a_new_checkpoint_at_the_committed_o
     apps.act(fake, app, "restart", trigger="realtime")
     argv = apps.holder(fake, app).argv
     assert json.loads(argv[argv.index("--starting-offsets") + 1]) == committed
-    [aside] = [p for p in checkpoint.parent.iterdir() if p.name != app]
+    [aside] = [p for p in checkpoint.parent.iterdir() if p.is_dir() and p.name != app]
     assert aside.name.startswith("attribution.processing_time.jvm.")
     assert (aside / "commits" / "0").exists() and not checkpoint.exists()
     record = apps.app_status(fake, app)["checkpoint"]
@@ -782,7 +783,7 @@ def test_a_switch_spark_cannot_resume_starts_a_new_checkpoint_at_the_committed_o
     make_checkpoint(checkpoint, {"ad_requests": {"0": 6}})
     apps.act(fake, app, "restart")
     assert "--starting-offsets" not in apps.holder(fake, app).argv
-    assert len([p for p in checkpoint.parent.iterdir() if p.name != app]) == 1
+    assert len([p for p in checkpoint.parent.iterdir() if p.is_dir() and p.name != app]) == 1
 
 
 def make_checkpoint(path: Path, committed: dict, uncommitted: dict | None = None) -> None:
@@ -828,3 +829,69 @@ def test_an_idle_query_refreshes_its_status_with_a_heartbeat(settings):
         status["written_at"],
         status["last_heartbeat_at"],
     ) == ("running", 3, 250.0, 250.0)
+
+
+# -- what the lifecycle refuses and withholds ------------------------------------------------------
+
+SECRET = "user_ip: '203.0.113.7'"
+
+
+def test_the_supervisors_xcom_and_log_hold_no_apps_error_nor_command_line(fake, capsys):
+    # The apps_supervisor DAG is not the app's: a user refused the app's DAG may read it.
+    apps.write_desired(fake, APP, apps.Desired("running", "realtime", {}, 0, "test"))
+    apps.state.write_json(
+        apps.exit_path(fake, APP),
+        {"pid": 0, "started_at": 1.0, "code": 1, "error": f"ValueError: bad record {SECRET}"},
+    )
+    shown = apps.supervise(fake)
+    assert shown == [{"app": APP, "action": "restart", "ok": True, "count": 1,
+                      "next_allowed_at": shown[0]["next_allowed_at"],
+                      "details": "on the app's card"}]  # fmt: skip
+    log = capsys.readouterr().out
+    assert "[adlake.apps] supervise:" in log
+    assert "203.0.113.7" not in log + json.dumps(shown)
+    assert "--trigger" not in log + json.dumps(shown)  # the started app's argv
+    # what was withheld is where the app's own DAG guards it: its restarts record (the card)
+    assert SECRET in apps.read_restarts(fake, APP).last_error
+
+
+@pytest.mark.parametrize(
+    ("trigger", "knobs", "refusal"),
+    [
+        ("processing_time", {"ttl_s": 0}, "ttl_s=0 must exceed 2 * window_s + lateness_s (630)"),
+        ("processing_time", {"window_s": 2000}, "ttl_s=3600 must exceed 2 * window_s + lateness_s"),
+        ("realtime", {"engine": "python"}, "engine python runs in micro-batches only"),
+    ],
+)
+def test_a_knob_combination_the_app_cannot_run_is_refused_before_anything_is_written(
+    fake, trigger, knobs, refusal
+):
+    with pytest.raises(apps.InvalidRequest, match=re.escape(f"knobs of attribution: {refusal}")):
+        apps.act(fake, "attribution", "start", trigger=trigger, knobs=knobs)
+    assert not fake.apps_dir.exists() or not list(fake.apps_dir.iterdir())  # nothing recorded
+    assert apps.holder(fake, "attribution") is None
+    # the app's own flags meet the same rule (its runner, as a hand run parses them)
+    from spark_apps.common.streaming.runner import parse_args
+    from spark_apps.ops.attribution import SPEC
+
+    flags = apps.app_argv("attribution", trigger, apps.check_knobs("attribution", knobs))
+    with pytest.raises(SystemExit):
+        parse_args(SPEC, flags)
+
+
+def test_a_desired_running_state_its_rules_refuse_is_left_alone(settings):
+    # written before the rule existed: restarting it would crash-loop, so nothing acts on it
+    path = settings.apps_dir / "attribution.desired.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"state": "running", "trigger": "processing_time", "knobs": {"ttl_s": 0}}')
+    desired = apps.read_desired(settings, "attribution")
+    assert desired.state == apps.state.UNKNOWN and "ttl_s=0 must exceed" in desired.reason
+    [left] = apps.reconcile(settings)
+    assert (left["app"], left["action"], left["ok"]) == ("attribution", "none", False)
+
+
+def test_an_app_is_not_given_the_alerts_webhook_url(settings):
+    secret = settings.with_overrides(alerts_webhook_url="https://hooks.invalid/T0K3N")
+    env = apps.process.app_env(secret)
+    assert not [name for name, value in env.items() if "T0K3N" in value]
+    assert load_settings(env).alerts_webhook_url == ""  # the app still loads its settings

@@ -28,8 +28,9 @@ all, which only advances as input arrives.
 
 **run** replaces this process with the app's module under the ops interpreter
 (``settings.ops_python``), in the environment :func:`adlake.apps.start` gives an app, in the
-foreground: Ctrl-C or SIGTERM stops it gracefully. It does not take the app's lock: the
-supervisor neither sees nor stops it, so run it only while the app's desired state is stopped.
+foreground: Ctrl-C or SIGTERM stops it gracefully. It takes the app's lock and its checkpoint's
+as a managed app does, so it is refused while the app runs, and while it runs the lifecycle sees
+it as the app: its card shows it, and a supervisor whose desired state is stopped stops it.
 
 **loop** runs the reconcile loop (:mod:`adlake.apps.loop`) in the foreground until SIGTERM or
 Ctrl-C, which leave the apps running.

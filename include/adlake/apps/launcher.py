@@ -23,7 +23,10 @@
 An app started by hand (``python -m spark_apps.ops.click_surge``) takes the same lock through
 :func:`holding`, which its runner calls: under this launcher the lock is held already and left
 to it; without, the runner holds it for the app's life the same way, and a second copy is refused
-at once, naming the one running.
+at once, naming the one running. The runner also holds its checkpoint's lock
+(:func:`checkpoint_lock`), whatever the query's name: two drivers on one checkpoint would
+interleave their commits, so a copy under another ``--query-name`` on the same ``--checkpoint``
+is refused too.
 
 Standard library only (and Adlake's standard-library modules); it runs in the ops interpreter
 before PySpark is imported. The lock's file descriptor is not inheritable, so the JVM and the
@@ -47,7 +50,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from adlake import atomic
-from adlake.processes import identity, is_process, seen_here
+from adlake.processes import holds_flock, identity, is_process, seen_here
 
 # Exit status when another process holds the lock (EX_TEMPFAIL).
 LOCK_HELD = 75
@@ -100,11 +103,26 @@ def acquire(lock: Path, timeout_s: float = ACQUIRE_TIMEOUT_S) -> int | None:
                 raise
         record = atomic.read_json(lock) or {}
         pid = record.get("pid")
-        running = isinstance(pid, int) and seen_here(record) and is_process(pid, record)
+        running = (
+            isinstance(pid, int)
+            and seen_here(record)
+            and holds_flock(pid, lock)
+            and is_process(pid, record)
+        )
         if running or time.monotonic() >= deadline:
             os.close(fd)
             return None
         time.sleep(0.05)
+
+
+def checkpoint_lock(checkpoint: Path) -> Path:
+    """The lock of a streaming query's checkpoint directory: a file beside it (never inside: the
+    directory is Spark's, and a mode switch moves it aside whole).
+
+    >>> str(checkpoint_lock(Path("/rt/checkpoints/click_surge")))
+    '/rt/checkpoints/click_surge.lock'
+    """
+    return checkpoint.with_name(checkpoint.name + ".lock")
 
 
 def write_holder(fd: int, holder: dict) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from adlake.apps.checkpoints import prepare_checkpoint
-from adlake.apps.launcher import LOCK_HELD
+from adlake.apps.launcher import LOCK_HELD, checkpoint_lock
 from adlake.apps.state import (
     AlreadyRunning,
     AppStartError,
@@ -27,6 +27,7 @@ from adlake.apps.state import (
     app_argv,
     app_spec,
     check_knobs,
+    check_rules,
     check_trigger,
     control_path,
     exit_path,
@@ -36,7 +37,7 @@ from adlake.apps.state import (
     read_json,
 )
 from adlake.config import REPO_ROOT, Settings
-from adlake.processes import boot_time, is_process, seen_here
+from adlake.processes import boot_time, holds_flock, is_process, seen_here
 from adlake.status import read_status, stop_marker
 
 LAUNCHER = "adlake.apps.launcher"
@@ -70,8 +71,11 @@ def holder(settings: Settings, app: str, timeout_s: float | None = None) -> Hold
 
     * a record from another kernel or PID namespace (its ``boot_id`` and ``pid_ns``): the app
       runs where its pid means nothing here; returned at once, ``elsewhere`` saying so, no pid;
-    * a record naming a process here that is the one that wrote it (alive, started when the
-      record says: :func:`adlake.processes.is_process`): that process;
+    * a record naming a process here that holds the lock, as the kernel says
+      (:func:`adlake.processes.holds_flock`), and is the one that wrote the record (started
+      when the record says: :func:`adlake.processes.is_process`): that process. Anyone who can
+      write the lock file can write any pid into it; only the kernel's word makes it a pid to
+      signal;
     * no record, or one naming a process that is gone or whose pid another process has since
       taken: the lock is being taken (a launcher writes its record right after taking it) or is
       held for an instant by another probe like this one. The attempt is repeated until the lock
@@ -112,10 +116,14 @@ def lock_holder(path: Path, timeout_s: float | None = None) -> Holder | None:
                 argv,
                 f"pid {pid} on another host or in another PID namespace",
             )
-        if isinstance(pid, int) and pid > 0 and is_process(pid, record):
+        if isinstance(pid, int) and pid > 0 and holds_flock(pid, path) and is_process(pid, record):
             return Holder(pid, mode, started_at, argv)
         if time.monotonic() >= deadline:
-            stale = f"; its record names pid {pid}, which is gone or another process" if pid else ""
+            stale = (
+                f"; its record names pid {pid}, which is gone or another process than the lock's holder"
+                if pid
+                else ""
+            )
             return Holder(
                 None, None, None, [], f"the lock is held by a process not seen here{stale}"
             )
@@ -166,11 +174,15 @@ def control(settings: Settings, app: str, timeout_s: float | None = None) -> Ite
 # -- leftover processes ----------------------------------------------------------------------------
 
 
-def _session_members(sid: int, since: float) -> list[int]:
+def _session_members(sid: int, since: float, lock: Path) -> list[int]:
     """Live processes of session ``sid`` started at or after ``since`` (epoch s), when the
-    session's leader is gone. A leader alive again under that id means the id was reused by a
-    new session: nothing of the old one can remain (Linux reuses no id still naming a session),
-    so nothing is returned. Linux only (``/proc``); elsewhere nothing is found."""
+    session's leader is gone, that an app holding ``lock`` started: their environment names it
+    (:data:`APP_LOCK_VAR`, which :func:`launch` gives the app and Spark's JVM and workers
+    inherit). The session and start come from a record anyone who can write it could forge;
+    the environment is what keeps a forged one from naming another program's processes. A
+    leader alive again under that id means the id was reused by a new session: nothing of the
+    old one can remain (Linux reuses no id still naming a session), so nothing is returned.
+    Linux only (``/proc``); elsewhere nothing is found."""
     proc = Path("/proc")
     if sid <= 0 or not proc.is_dir():
         return []
@@ -190,23 +202,32 @@ def _session_members(sid: int, since: float) -> list[int]:
         pid = int(entry.name)
         if pid == sid:
             leader_alive = True
-        elif boot + start_ticks / ticks >= since - 5:
+        elif boot + start_ticks / ticks >= since - 5 and _started_for(pid, lock):
             members.append(pid)
     return [] if leader_alive else members
 
 
-def _reap_leftovers(sid: int, since: float, grace_s: float | None = None) -> list[int]:
+def _started_for(pid: int, lock: Path) -> bool:
+    """Whether process ``pid`` was started for the app holding ``lock`` (its environment)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return f"{APP_LOCK_VAR}={lock}".encode() in environ.split(b"\0")
+
+
+def _reap_leftovers(sid: int, since: float, lock: Path, grace_s: float | None = None) -> list[int]:
     """Wait up to ``grace_s`` (:data:`LEFTOVER_GRACE_S`) for what remains of a dead app's session
     (its JVM, Python workers) to exit, then SIGKILL it: a new app must not share the checkpoint
     with an old JVM. Returns the pids killed."""
     deadline = time.monotonic() + (LEFTOVER_GRACE_S if grace_s is None else grace_s)
-    while (members := _session_members(sid, since)) and time.monotonic() < deadline:
+    while (members := _session_members(sid, since, lock)) and time.monotonic() < deadline:
         time.sleep(0.2)
     for pid in members:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while _session_members(sid, since) and time.monotonic() < deadline:
+    while _session_members(sid, since, lock) and time.monotonic() < deadline:
         time.sleep(0.1)
     return members
 
@@ -233,6 +254,14 @@ def settings_env(settings: Settings) -> dict[str, str]:
     return env
 
 
+# Settings an app never uses and must not see: a secret-bearing URL (the webhook's address may
+# carry its token) has no business in the environment of a process that runs user-supplied
+# knobs and logs its environment's neighbours in tracebacks. The app reads their defaults.
+_WITHHELD_SETTINGS = ("alerts_webhook_url",)
+# Names the app's lock in the environment of everything an app's launcher starts (the driver,
+# Spark's JVM and Python workers): how a dead app's leftovers are told from other processes.
+APP_LOCK_VAR = "ADLAKE_APP_LOCK"
+
 # Variables of the caller (Airflow's environment: the lake's Spark and Python) that must not
 # reach an ops app.
 _NOT_INHERITED = ("ADLAKE_", "AIRFLOW", "_AIRFLOW", "PYSPARK_", "SPARK_")
@@ -240,12 +269,17 @@ _NOT_INHERITED_NAMES = {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"}
 
 
 def app_env(settings: Settings) -> dict[str, str]:
+    """The environment an app runs in: this process's, without the caller's runtime
+    (:data:`_NOT_INHERITED`), with ``settings`` (:func:`settings_env`) but those an app must not
+    see (:data:`_WITHHELD_SETTINGS`)."""
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(_NOT_INHERITED) and k not in _NOT_INHERITED_NAMES
     }
     env.update(settings_env(settings))
+    for name in _WITHHELD_SETTINGS:
+        del env["ADLAKE_" + name.upper()]
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
@@ -279,6 +313,7 @@ def launch(
     spec = app_spec(app)
     trigger = check_trigger(trigger or spec.default_trigger)
     knobs = check_knobs(app, knobs)
+    check_rules(app, trigger, knobs)
     current = holder(settings, app)
     if current is not None:
         raise AlreadyRunning(app, current)
@@ -294,7 +329,16 @@ def launch(
     previous = read_json(lock_path(settings, app)) or read_json(exit_path(settings, app)) or {}
     pid, started = previous.get("pid"), _recorded(previous)[1]
     if isinstance(pid, int) and pid > 0 and started is not None and seen_here(previous):
-        _reap_leftovers(pid, started)
+        _reap_leftovers(pid, started, lock_path(settings, app))
+    # A copy of the app run by hand under another query name on this checkpoint (its runner
+    # holds the checkpoint's lock): the checkpoint is not moved or shared under it.
+    checkpoint = settings.checkpoint_path(app)
+    if (user := lock_holder(checkpoint_lock(checkpoint))) is not None:
+        who = f"pid {user.pid}" if user.pid else user.elsewhere
+        raise AppStartError(
+            f"{app}'s checkpoint {checkpoint} is in use by another driver ({who}, "
+            f"{' '.join(user.argv) or 'no command line recorded'}): stop it first"
+        )
     # A marker left by a stop that ended in a kill would stop the new run at once.
     stop_marker(settings, app).unlink(missing_ok=True)
     extra = prepare_checkpoint(settings, app, trigger, knobs)
@@ -328,7 +372,7 @@ def launch(
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=REPO_ROOT,
-            env=app_env(settings),
+            env={**app_env(settings), APP_LOCK_VAR: str(lock_path(settings, app))},
             start_new_session=True,
             close_fds=True,
         )
@@ -444,7 +488,7 @@ def terminate(
     waited = time.monotonic() - started
     marker.unlink(missing_ok=True)
     if current.pid and current.started_at is not None:
-        _reap_leftovers(current.pid, current.started_at)
+        _reap_leftovers(current.pid, current.started_at, lock_path(settings, app))
     code = None
     record = read_json(exit_path(settings, app))
     if (

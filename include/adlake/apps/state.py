@@ -284,6 +284,22 @@ def check_knobs(app: str, knobs: Mapping[str, object] | None) -> dict[str, objec
     return out
 
 
+def check_rules(app: str, trigger: str, knobs: Mapping[str, object]) -> None:
+    """Refuse (:class:`InvalidRequest`) a combination of ``trigger`` and ``knobs`` (every knob,
+    as :func:`check_knobs` returns them) that breaks one of the app's knob rules (registry
+    ``App.rules``): each knob in its range is not enough for the app to run.
+
+    >>> check_rules("attribution", "processing_time", {**default_knobs("attribution"), "ttl_s": 0})
+    Traceback (most recent call last):
+    ...
+    adlake.apps.InvalidRequest: knobs of attribution: ttl_s=0 must exceed 2 * window_s + \
+lateness_s (630): it is a safety net, not the close
+    """
+    problem = app_spec(app).refusal(trigger, knobs)
+    if problem:
+        raise InvalidRequest(f"knobs of {app}: {problem}")
+
+
 def _knob_value(app: str, knob: registry.Knob, value: object) -> object:
     """``value`` as ``knob`` takes it (:meth:`registry.Knob.parse`: its type, its range or
     choices); a refusal names the knob, the value and what is allowed.
@@ -306,8 +322,8 @@ numbers from 0.001 to 86400
 def read_desired(settings: Settings, app: str) -> Desired:
     """The app's desired state. Without a record (never started or stopped through the
     lifecycle): stopped, with its default trigger and knobs. A record that cannot be read or
-    understood (unreadable, not JSON, a state, trigger or time it cannot hold) says nothing about
-    what the app should do: its state is :data:`UNKNOWN` and ``reason`` says why, and nothing acts
+    understood (unreadable, not JSON, a state, trigger or time it cannot hold, or running with knobs
+    the app's rules refuse: :func:`check_rules`) says nothing about what the app should do: its state is :data:`UNKNOWN` and ``reason`` says why, and nothing acts
     on it (the supervisor leaves the app as it is) until an action writes a new one."""
     spec = app_spec(app)
     path = _desired_path(settings, app)
@@ -325,13 +341,16 @@ def read_desired(settings: Settings, app: str) -> Desired:
         knobs = record.get("knobs") or {}
         if not isinstance(knobs, dict):
             raise ValueError(f"knobs {knobs!r} are not a JSON object")
-        return Desired(
+        desired = Desired(
             state=record["state"],
             trigger=check_trigger(record.get("trigger", spec.default_trigger)),
             knobs=_stored_knobs(app, knobs),
             updated_at=float(record.get("updated_at", 0.0)),
             reason=str(record.get("reason", "")),
         )
+        if desired.state == "running":  # one the app cannot run with: restarting it won't help
+            check_rules(app, desired.trigger, desired.knobs)
+        return desired
     except (TypeError, ValueError) as error:  # InvalidRequest (the trigger) is a ValueError
         return _unknown_desired(settings, app, f"{path} is not a desired state: {error}")
 
@@ -366,6 +385,8 @@ def write_desired(settings: Settings, app: str, desired: Desired) -> None:
     check_trigger(desired.trigger)
     record = dataclasses.asdict(desired)
     record["knobs"] = check_knobs(app, desired.knobs)
+    if desired.state == "running":
+        check_rules(app, desired.trigger, record["knobs"])
     write_json(_desired_path(settings, app), {"app": app, **record})
 
 

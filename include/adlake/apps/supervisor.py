@@ -25,6 +25,7 @@ from adlake.apps.state import (
     Restarts,
     app_spec,
     check_knobs,
+    check_rules,
     check_trigger,
     checkpoint_record_path,
     exit_path,
@@ -210,6 +211,7 @@ def record_intent(
         new_knobs = check_knobs(
             app, {**desired.knobs, **{k: v for k, v in (knobs or {}).items() if v is not None}}
         )
+        check_rules(app, new_trigger, new_knobs)  # before anything is written
         if action == "start" and (current := holder(settings, app)) is not None:
             raise AlreadyRunning(app, current)
         desired = Desired("running", new_trigger, new_knobs, time.time(), reason)
@@ -320,20 +322,40 @@ def decide(desired: Desired, state: str) -> str:
     return "none"
 
 
+# What the ``apps_supervisor`` DAG's XCom and task log show of an action. Its DAG is not an
+# app's: a user refused an app's DAG may read it. So no app's error text (a traceback quoting
+# the records it choked on), no reason quoting it, no command line: app names, what was done,
+# counts and times. The rest is on the app's card and in its alerts, behind the app's own DAG.
+PUBLIC_FIELDS = ("app", "action", "ok", "count", "next_allowed_at")
+
+
+def public(action: Mapping[str, object]) -> dict:
+    """``action`` as the supervisor's XCom and log show it (:data:`PUBLIC_FIELDS`).
+
+    >>> public({"app": "a", "action": "restart", "ok": False, "error": "user_ip: '203.0.113.7'",
+    ...         "started": {"argv": ["python"]}, "count": 3})
+    {'app': 'a', 'action': 'restart', 'ok': False, 'count': 3, 'details': "on the app's card"}
+    """
+    shown = {key: action[key] for key in PUBLIC_FIELDS if key in action}
+    if set(action) - set(PUBLIC_FIELDS):
+        shown["details"] = "on the app's card"
+    return shown
+
+
 def supervise(
     settings: Settings, now: float | None = None, origin: Mapping[str, object] | None = None
 ) -> list[dict]:
-    """:func:`reconcile`, here: what the ``apps_supervisor`` DAG runs every minute. With
-    ``settings.apps_host`` ``service`` the pass is the reconcile loop's, every
-    ``app_loop_interval_s`` (:mod:`adlake.apps.loop`), and nothing here starts or stops a
-    process: this checks the loop runs and keeps up (:func:`adlake.apps.service.check_loop`,
-    :class:`AppError` naming the service when not, which fails the DAG's task and alerts) and
-    returns the actions of its last pass."""
+    """:func:`reconcile`, here: what the ``apps_supervisor`` DAG runs every minute; returns the
+    pass's actions as :func:`public` shows them. With ``settings.apps_host`` ``service`` the
+    pass is the reconcile loop's, every ``app_loop_interval_s`` (:mod:`adlake.apps.loop`), and
+    nothing here starts or stops a process: this checks the loop runs and keeps up
+    (:func:`adlake.apps.service.check_loop`, :class:`AppError` naming the service when not,
+    which fails the DAG's task and alerts) and returns the actions of its last pass."""
     if settings.apps_host == "service":
         health = service.check_loop(settings)
         print(f"[adlake.apps] supervise: the reconcile loop runs: {health['why']}", flush=True)
-        return list(health["loop"].get("last_pass") or [])
-    return reconcile(settings, now, origin)
+        return [public(action) for action in health["loop"].get("last_pass") or []]
+    return [public(action) for action in reconcile(settings, now, origin)]
 
 
 def reconcile(
@@ -344,7 +366,8 @@ def reconcile(
     be stopped but runs. Every restart is recorded (``apps/<app>.restarts.json``) before the app
     is started. Returns the actions taken (and the restarts deferred by the backoff), one dict
     each; an app whose action failed has ``ok: False`` and the error (any error: a full disk, a
-    damaged record), and does not stop the pass. An app whose desired state is unknown, or whose
+    damaged record), and does not stop the pass. What it prints of them is :func:`public`:
+    the errors go to the alerts and the app's records, not to the log. An app whose desired state is unknown, or whose
     lock is held by a process not seen here, is left as it is, with ``ok: False`` and why.
 
     Each restart, and each app it could not act on (a start that failed, an error, an app left
@@ -363,8 +386,12 @@ def reconcile(
         except Exception as error:  # noqa: BLE001 - one app's failure is its own, not the pass's
             text = str(error) if isinstance(error, AppError) else f"{type(error).__name__}: {error}"
             action = {"app": spec.name, "action": "error", "ok": False, "error": text}
-            if not isinstance(error, AppError):
-                print(f"[adlake.apps] supervise: {spec.name}: {traceback.format_exc()}", flush=True)
+            if not isinstance(error, AppError):  # where it failed, not what it read
+                trace = "".join(traceback.format_tb(error.__traceback__))
+                print(
+                    f"[adlake.apps] supervise: {spec.name}: {type(error).__name__}\n{trace}",
+                    flush=True,
+                )
         try:
             if rotate_log(
                 log_path(settings, spec.name), settings.log_max_bytes, settings.log_backups
@@ -373,7 +400,7 @@ def reconcile(
         except OSError as error:  # a full disk: the log keeps growing, the pass goes on
             print(f"[adlake.apps] supervise: {spec.name}'s log not rotated: {error}", flush=True)
         if action is not None:
-            print(f"[adlake.apps] supervise: {json.dumps(action, default=str)}", flush=True)
+            print(f"[adlake.apps] supervise: {json.dumps(public(action))}", flush=True)
             actions.append(action)
     _alert(settings, actions, time.time() if now is None else now, origin)
     return actions
@@ -395,8 +422,12 @@ def _alert(
                 + (f", webhook {outcome['webhook']}" if outcome["webhook"] else ""),
                 flush=True,
             )
-    except Exception:  # noqa: BLE001 - see the docstring
-        print(f"[adlake.apps] supervise: alerts not sent: {traceback.format_exc()}", flush=True)
+    except Exception as error:  # noqa: BLE001 - see the docstring
+        trace = "".join(traceback.format_tb(error.__traceback__))
+        print(
+            f"[adlake.apps] supervise: alerts not sent: {type(error).__name__}\n{trace}",
+            flush=True,
+        )
 
 
 def _supervise_app(settings: Settings, app: str, now: float) -> dict | None:

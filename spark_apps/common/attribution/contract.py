@@ -185,11 +185,10 @@ class AttributionConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.window_ms == 0:
             raise ValueError("window_ms must be > 0: a closed key's tombstone lasts one window")
-        if self.ttl_ms <= 2 * self.window_ms + self.lateness_ms:
-            raise ValueError(
-                f"ttl_ms={self.ttl_ms} must exceed 2 * window_ms + lateness_ms "
-                f"({2 * self.window_ms + self.lateness_ms}): it is a safety net, not the close"
-            )
+        # the registry's rule for the knobs, the one the apps' requests are checked against
+        problem = registry.ttl_refusal(self.window_ms, self.lateness_ms, self.ttl_ms, unit="ms")
+        if problem:
+            raise ValueError(problem)
 
     def in_window(self, partner_ms: int, item_ms: int) -> bool:
         return -self.skew_ms <= item_ms - partner_ms <= self.window_ms

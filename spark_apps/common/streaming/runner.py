@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adlake import registry
-from adlake.apps.launcher import LOCK_HELD, LockHeld, describe, holding
+from adlake.apps.launcher import LOCK_HELD, LockHeld, checkpoint_lock, describe, holding
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.status import stop_marker
@@ -151,7 +151,8 @@ def parse_args(spec: StreamingApp, argv: list[str] | None) -> argparse.Namespace
             setattr(args, knob.name, knob.parse(getattr(args, knob.name)))
         except ValueError as refused:
             parser.error(f"{knob.flag}: {refused}")
-    problem = spec.check(args)
+    # the app's knob rules (its registry entry), as the lifecycle checks them, then its own
+    problem = spec.app.refusal(args.trigger, knob_values(spec, args)) or spec.check(args)
     if problem:
         parser.error(problem)
     return args
@@ -186,21 +187,31 @@ def run(spec: StreamingApp, argv: list[str] | None = None, settings: Settings | 
 
     The query runs holding its lock, ``<runtime>/locks/<query name>.lock``: the one the
     lifecycle's launcher holds for the app (then left to it), taken here when the app is started
-    by hand. While another process holds it (the managed app, or another copy) nothing starts:
-    the refusal names that process and the status is :data:`LOCK_HELD`."""
+    by hand; and its checkpoint's (``<checkpoint>.lock``, beside it), whatever its name. While
+    another process holds either (the managed app, or another copy, under any name on the same
+    checkpoint) nothing starts: the refusal names that process and the status is
+    :data:`LOCK_HELD`."""
     args = parse_args(spec, argv)
     settings = settings or load_settings()
     trigger = TriggerConfig(args.trigger, args.trigger_interval)
     name = args.query_name
+    checkpoint = resolve_checkpoint(settings, args.checkpoint, name)
     command = [sys.executable, "-m", spec.app.module, *(sys.argv[1:] if argv is None else argv)]
     try:
-        with holding(settings.locks_dir / f"{name}.lock", trigger.mode, command):
-            return _run_query(spec, args, settings, trigger)
+        with (
+            holding(settings.locks_dir / f"{name}.lock", trigger.mode, command),
+            holding(checkpoint_lock(checkpoint), trigger.mode, command),
+        ):
+            return _run_query(spec, args, settings, trigger, checkpoint)
     except LockHeld as held:
+        what = (
+            f"its checkpoint {checkpoint} is in use by {describe(held.record)}"
+            if held.lock == checkpoint_lock(checkpoint)
+            else f"{name} is running already, {describe(held.record)}"
+        )
         print(
-            f"[{name}] not starting: {name} is running already, {describe(held.record)} "
-            f"(it holds {held.lock}); stop it first, or run this copy with another "
-            "--query-name and --checkpoint",
+            f"[{name}] not starting: {what} (it holds {held.lock}); stop it first, or run this "
+            "copy with another --query-name and --checkpoint",
             file=sys.stderr,
             flush=True,
         )
@@ -208,7 +219,11 @@ def run(spec: StreamingApp, argv: list[str] | None = None, settings: Settings | 
 
 
 def _run_query(
-    spec: StreamingApp, args: argparse.Namespace, settings: Settings, trigger: TriggerConfig
+    spec: StreamingApp,
+    args: argparse.Namespace,
+    settings: Settings,
+    trigger: TriggerConfig,
+    checkpoint: Path,
 ) -> int:
     """:func:`run`'s query, once its lock is held."""
     from adlake.spark_session import get_session, metrics_url
@@ -219,7 +234,6 @@ def _run_query(
     if trigger.mode == "realtime":
         check_task_slots(settings, spec.app)
     name = args.query_name
-    checkpoint = resolve_checkpoint(settings, args.checkpoint, name)
     stop = GracefulStop(marker=stop_marker(settings, name), deadline_s=args.stop_after_s)
     stop.install()
 
