@@ -458,6 +458,15 @@ def knob_param(knob: registry.Knob) -> Param:
     return Param(knob.default, type=kind, description=knob.description, **extra)
 
 
+def _rules_md(app: registry.App) -> str:
+    """The app's knob rules (registry ``App.rules``) for its DAG's docs: a start that breaks one
+    is refused before anything is recorded, the task failing with the reason."""
+    if not app.rules:
+        return ""
+    rules = "".join(f"\n* {rule.description}" for rule in app.rules)
+    return f"\n\nA start is refused unless its knobs meet these rules:{rules}"
+
+
 def build_app_dag(app: registry.App) -> DAG:
     """Start, stop, restart or show one streaming app. No retry: an action that failed half-way
     is reconciled by the supervisor, not repeated blindly."""
@@ -473,7 +482,7 @@ def build_app_dag(app: registry.App) -> DAG:
         doc_md=f"# {app.name}\n\n{app.description}\n\nTrigger with a form: `action` "
         "(start, stop, restart, status), `trigger` and the app's knobs. The app runs "
         "as a detached process holding an exclusive lock (one instance whatever "
-        "Airflow does); this task only changes its desired state and acts.",
+        "Airflow does); this task only changes its desired state and acts." + _rules_md(app),
     ) as dag:
 
         @task(task_id="act")
