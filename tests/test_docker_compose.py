@@ -449,11 +449,6 @@ def test_init_hands_the_lock_volume_to_the_data_user(settings):
     assert f"chown {SERVICES['airflow-scheduler']['user']} {settings.locks_dir}" in script
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adlake.apps.process.lock_holder opens the lock O_RDWR|O_CREAT: on the api-server's "
-    "read-only mount it must open it O_RDONLY (a missing file: nobody holds it)",
-)
 def test_a_service_with_the_locks_read_only_still_sees_who_holds_one(tmp_path, monkeypatch):
     """The Streaming apps page (the api-server) asks who holds each app's lock: on a read-only
     mount, where opening a file for writing or creating one fails with EROFS."""

@@ -90,10 +90,14 @@ def holder(settings: Settings, app: str, timeout_s: float | None = None) -> Hold
 def lock_holder(path: Path, timeout_s: float | None = None) -> Holder | None:
     """Who holds the lock file ``path`` (an app's, the reconcile loop's), as :func:`holder`
     says."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + (HOLDER_TIMEOUT_S if timeout_s is None else timeout_s)
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        # Read-only: a reader (the api-server's page) may have the locks mounted read-only, and
+        # flock(2) needs no write access. No file: nobody holds it (a launcher creates it first).
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
