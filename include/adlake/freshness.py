@@ -29,6 +29,8 @@ Standard library only: the plugin imports it.
 
 from __future__ import annotations
 
+import logging
+import math
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,6 +38,8 @@ from pathlib import Path
 
 from adlake import atomic, gold, registry
 from adlake.config import Settings
+
+log = logging.getLogger(__name__)
 
 HOUR, DAY = gold.HOUR, gold.DAY
 
@@ -95,6 +99,40 @@ def write_record(settings: Settings, table: str, newest: str | None, version: in
     return record
 
 
+def read_record(settings: Settings, table: str) -> dict | None:
+    """``table``'s record as :func:`write_record` writes it, or None when there is none: no file,
+    unreadable, not a JSON object (:func:`adlake.atomic.read_json`), or a value of the wrong type
+    (``newest`` not text, ``version`` not an integer, ``recorded_at`` not a finite number; each
+    may be null), which is logged: the table shows as never recorded, the other tables as they
+    are."""
+    path = record_path(settings, table)
+    record = atomic.read_json(path)
+    if record is None:
+        return None
+    wrong = [
+        f"{key} {record.get(key)!r}"
+        for key, fits in (
+            ("newest", lambda v: isinstance(v, str)),
+            ("version", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+            ("recorded_at", _finite),
+        )
+        if record.get(key) is not None and not fits(record[key])
+    ]
+    if wrong:
+        log.warning("freshness record %s skipped: %s of the wrong type", path, ", ".join(wrong))
+        return None
+    return record
+
+
+def _finite(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def bound_s(settings: Settings, grain: str) -> int:
     return settings.freshness_hour_max_s if grain == HOUR else settings.freshness_day_max_s
 
@@ -104,7 +142,7 @@ def _epoch(text: str | None) -> float | None:
         return None
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
+    except (ValueError, OverflowError, OSError):  # not a time; out of the platform's range
         return None
 
 
@@ -139,11 +177,12 @@ def row(settings: Settings, src: Source, record: dict | None, now: float) -> dic
 
 def shown(settings: Settings, tables: list[str] | None = None, now: float | None = None) -> list:
     """:func:`row` of every gold table and view (or of ``tables``), in registry order; an
-    unreadable record counts as none (:func:`adlake.atomic.read_json`)."""
+    unreadable record, or one with a value of the wrong type, counts as none
+    (:func:`read_record`)."""
     now = time.time() if now is None else now
     rows = []
     for src in SOURCES:
         if tables is not None and src.table not in tables:
             continue
-        rows.append(row(settings, src, atomic.read_json(record_path(settings, src.table)), now))
+        rows.append(row(settings, src, read_record(settings, src.table), now))
     return rows

@@ -52,17 +52,37 @@ def validations_dir(settings: Settings) -> Path:
 
 
 def read_run(path: Path, root: Path) -> RunSummary:
-    """The summary of one stored validation result at ``path`` (under store ``root``)."""
+    """The summary of one stored validation result at ``path`` (under store ``root``). Raises
+    ``ValueError`` (or ``OSError``, ``LookupError``) for a file that is not one: not JSON, a key
+    missing, or a value of another type than GX writes (the suite's name and the run's name
+    text, the latter or null; the run's time an ISO text; the results a list of objects, each
+    with a boolean ``success`` and an object ``expectation_config``)."""
     doc = json.loads(path.read_text(encoding="utf-8"))
-    failed = [severity_of(r["expectation_config"]) for r in doc["results"] if not r["success"]]
+    results = doc["results"]
+    if not isinstance(results, list) or not all(
+        isinstance(r, dict)
+        and isinstance(r["success"], bool)
+        and isinstance(r["expectation_config"], dict)
+        for r in results
+    ):
+        raise ValueError("results is not a list of results, each with success and its config")
+    failed = [severity_of(r["expectation_config"]) for r in results if not r["success"]]
     errors = failed.count(ERROR)
     run = doc["meta"]["run_id"]
+    suite, run_name, run_time = doc["suite_name"], run["run_name"], run["run_time"]
+    for key, value, types in (
+        ("suite_name", suite, str),
+        ("run_name", run_name, (str, type(None))),
+        ("run_time", run_time, str),
+    ):
+        if not isinstance(value, types):
+            raise ValueError(f"{key} {value!r} is not text")
     return RunSummary(
-        table=doc["suite_name"],
-        run_name=run["run_name"] or "",
-        run_time=datetime.fromisoformat(run["run_time"]),
+        table=suite,
+        run_name=run_name or "",
+        run_time=datetime.fromisoformat(run_time),
         passed=errors == 0,
-        evaluated=len(doc["results"]),
+        evaluated=len(results),
         failed_errors=errors,
         failed_warns=len(failed) - errors,
         page=str(Path("validations") / path.relative_to(root).with_suffix(".html")),

@@ -228,9 +228,9 @@ def site_file(settings: Settings, path: str) -> Path:
     target = (site / path).resolve()
     if target != site and not target.is_relative_to(site):
         raise HTTPException(404, f"{path} is not in the Data Docs site")
-    if target.is_dir():
+    if _is(Path.is_dir, target):
         target = target / "index.html"
-    if not target.is_file():
+    if not _is(Path.is_file, target):
         if not data_docs_index(settings).is_file():
             raise HTTPException(
                 404,
@@ -239,6 +239,16 @@ def site_file(settings: Settings, path: str) -> Path:
             )
         raise HTTPException(404, f"{path or 'index.html'} is not in the Data Docs site")
     return target
+
+
+def _is(test, path: Path) -> bool:
+    """``test(path)`` (``Path.is_file``, ``Path.is_dir``), False where the file system refuses
+    to look the path up (too long in all under its directory: ``ENAMETOOLONG``), as for a path
+    it does not hold: a miss (404), not a server error."""
+    try:
+        return test(path)
+    except OSError:
+        return False
 
 
 def _key() -> bytes:
@@ -361,7 +371,7 @@ def asset(path: str) -> FileResponse:
         raise HTTPException(404, f"{path} is not a vendored Data Docs asset")
     if target.suffix not in ASSET_TYPES:
         raise HTTPException(404, f"{path} is not a vendored Data Docs asset")
-    if not target.is_file():
+    if not _is(Path.is_file, target):
         raise HTTPException(
             404, f"{path} is not vendored: run make setup (it needs npm) to vendor {package}"
         )

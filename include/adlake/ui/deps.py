@@ -16,12 +16,16 @@ MEDIA_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css
 
 # The longest name a file-system path segment can be (NAME_MAX, in bytes).
 NAME_MAX = 255
+# The longest path the file system takes (PATH_MAX, in bytes, its final NUL included).
+PATH_MAX = 4096
 
 
 def plain_path(request: Request) -> None:
     """Refuse with 400 a request whose path parameters (a file's name, a path in a site) no
-    file can have: a NUL byte, or a segment over :data:`NAME_MAX` bytes, which the file system
-    would answer with an error, not a miss. The detail names the parameter, not the value."""
+    file can have: a NUL byte, a segment over :data:`NAME_MAX` bytes, or :data:`PATH_MAX` bytes
+    or more in all, which the file system would answer with an error, not a miss. The detail
+    names the parameter, not the value. (A shorter path can still be too long under the
+    directory it is looked up in: the routes answer that file system error with 404.)"""
     for name, value in request.path_params.items():
         if not isinstance(value, str):
             continue
@@ -31,6 +35,8 @@ def plain_path(request: Request) -> None:
             raise HTTPException(
                 400, f"{name}: a path segment may not be longer than {NAME_MAX} bytes"
             )
+        if len(value.encode()) >= PATH_MAX:
+            raise HTTPException(400, f"{name}: a path may not be longer than {PATH_MAX - 1} bytes")
 
 
 def current_settings(request: Request) -> Settings:

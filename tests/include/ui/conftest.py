@@ -4,11 +4,15 @@ client of the plugin's app mounted as Airflow mounts it, with Airflow's auth man
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 from collections.abc import Iterator
 
 import pytest
 
+from adlake import apps
+from adlake.processes import identity
 from tests.dags.conftest import airflow_db  # noqa: F401  (the fixture; sets AIRFLOW_HOME first)
 
 
@@ -89,3 +93,33 @@ def user(client, token):
     """The same client with the admin's token as the Airflow UI sends it (the _token cookie)."""
     client.cookies.set("_token", token)
     return client
+
+
+@pytest.fixture()
+def hold_lock(runtime):
+    """Hold ``app``'s lock as its launcher does (this process, a file description of its own)."""
+    held = []
+
+    def hold(app: str, mode: str, started_at: float) -> int:
+        path = apps.lock_path(runtime, app)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(
+            fd,
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "mode": mode,
+                    "started_at": started_at,
+                    "argv": ["click_surge"],
+                    **identity(),  # this process, as the launcher identifies itself
+                }
+            ).encode(),
+        )
+        held.append(fd)
+        return os.getpid()
+
+    yield hold
+    for fd in held:
+        os.close(fd)

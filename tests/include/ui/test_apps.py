@@ -5,47 +5,11 @@ real ``flock`` on the app's lock for "running"."""
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
 import time
-
-import pytest
 
 from adlake import apps
 from adlake.apps.state import write_restarts
-from adlake.processes import identity
 from adlake.status import write_status
-
-
-@pytest.fixture()
-def hold_lock(runtime):
-    """Hold ``app``'s lock as its launcher does (this process, a file description of its own)."""
-    held = []
-
-    def hold(app: str, mode: str, started_at: float) -> int:
-        path = apps.lock_path(runtime, app)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.write(
-            fd,
-            json.dumps(
-                {
-                    "pid": os.getpid(),
-                    "mode": mode,
-                    "started_at": started_at,
-                    "argv": ["click_surge"],
-                    **identity(),  # this process, as the launcher identifies itself
-                }
-            ).encode(),
-        )
-        held.append(fd)
-        return os.getpid()
-
-    yield hold
-    for fd in held:
-        os.close(fd)
 
 
 def desire(settings, app: str, state: str, trigger: str, **knobs) -> None:
