@@ -11,6 +11,7 @@ DAG; ``can_act`` says whether the user may run it (:mod:`adlake.ui.access`).
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import datetime
 from typing import Annotated
@@ -29,15 +30,22 @@ AccessDep = Annotated[DagAccess, Depends(dag_access)]
 
 
 def _epoch(value: object) -> float | None:
-    """Epoch seconds of an ISO timestamp (Spark's progress ``timestamp``) or a number."""
-    if value is None:
+    """Epoch seconds of an ISO timestamp (Spark's progress ``timestamp``) or a finite number;
+    None for anything else (a status file's value of another type is unknown, not an error).
+
+    >>> _epoch("2026-11-23T15:00:00Z"), _epoch(1795680000), _epoch(True), _epoch({"t": 1})
+    (1795446000.0, 1795680000.0, None, None)
+    """
+    if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
     try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+        if isinstance(value, (int, float)):
+            return float(value) if math.isfinite(value) else None
+        if isinstance(value, str):
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except (ValueError, OverflowError, OSError):
+        pass
+    return None
 
 
 def _age(now: float, then: float | None) -> float | None:

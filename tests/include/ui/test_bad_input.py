@@ -160,3 +160,15 @@ def test_a_status_whose_written_at_is_a_number_keeps_it(runtime):
     assert read_status(runtime, "click_surge")["written_at"] == 1795680000
     write_status(runtime, "click_surge", {"state": "running"}, now=1795680000.25)
     assert read_status(runtime, "click_surge")["written_at"] == 1795680000.25
+
+
+@pytest.mark.parametrize(
+    "last_batch_at", [10**400, math.inf, "yesterday", {"t": 1}, [1], True, "0001-01-01T00:00:00"]
+)
+def test_a_status_whose_last_batch_time_is_not_a_time_shows_no_progress_age(
+    user, runtime, last_batch_at
+):
+    write_status(runtime, "click_surge", {"state": "running", "last_batch_at": last_batch_at})
+    response = user.get("/adlake/apps/api/status/click_surge")
+    assert response.status_code == 200, response.text
+    assert response.json()["app"]["progress_age_s"] is None
