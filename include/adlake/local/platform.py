@@ -455,10 +455,15 @@ def up(
 def runtime_processes(settings: Settings) -> list[int]:
     """Live processes of this platform's Airflow and of whatever its tasks started (a task's
     spark-submit and its JVM): every process whose environment names this runtime's Airflow
-    home. Airflow starts each task in a session of its own, so stopping a component's process
-    group does not reach them. This process and its ancestors are left out (``make`` and the
-    CLI may carry the same variable)."""
+    home; and of its streaming apps (driver, JVM, Python workers), whose environment names an
+    app lock of this runtime (:data:`adlake.apps.process.APP_LOCK_VAR`): what is left of an app
+    whose graceful stop failed. Airflow starts each task in a session of its own, so stopping a
+    component's process group does not reach them. This process and its ancestors are left out
+    (``make`` and the CLI may carry the same variable)."""
+    from adlake.apps.process import APP_LOCK_VAR
+
     marker = f"AIRFLOW_HOME={airflow_home(settings)}".encode()
+    app_marker = f"{APP_LOCK_VAR}={settings.locks_dir}/".encode()
     mine, pid = set(), os.getpid()
     while pid is not None and pid > 1:  # this process and its ancestors
         mine.add(pid)
@@ -471,15 +476,16 @@ def runtime_processes(settings: Settings) -> list[int]:
             environ = (entry / "environ").read_bytes().split(b"\0")
         except OSError:  # gone, or not ours to read
             continue
-        if marker in environ and alive(int(entry.name)):
+        ours = marker in environ or any(v.startswith(app_marker) for v in environ)
+        if ours and alive(int(entry.name)):
             found.append(int(entry.name))
     return sorted(found)
 
 
 def stop_runtime_processes(settings: Settings, timeout_s: float = 30) -> list[int]:
     """SIGTERM every :func:`runtime_processes` (a task's ``on_kill`` stops its Spark job; the
-    lake's jobs are safe to rerun from any point), SIGKILL what is left after ``timeout_s``;
-    returns the pids it found."""
+    lake's jobs are safe to rerun from any point; an app resumes from its checkpoint), SIGKILL
+    what is left after ``timeout_s``; returns the pids it found."""
     found = runtime_processes(settings)
     for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 10.0)):
         left = [p for p in found if alive(p)]

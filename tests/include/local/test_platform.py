@@ -22,6 +22,7 @@ from collections.abc import Iterator
 import pytest
 
 from adlake import apps
+from adlake.apps.process import APP_LOCK_VAR
 from adlake.local import kafka, platform
 from adlake.processes import alive
 from tests.conftest import private_settings
@@ -134,12 +135,16 @@ def test_down_tries_every_part_after_an_apps_stop_fails_and_exits_non_zero(
 def test_down_leaves_no_process_of_the_runtime_after_an_apps_stop_fails(stand_in, monkeypatch):
     settings, scheduler, task = stand_in
     calls: list[tuple] = []
-    fail_the_stop_of(monkeypatch, platform.ops_apps()[0], calls)
+    failing = platform.ops_apps()[0]
+    fail_the_stop_of(monkeypatch, failing, calls)
+    # the app whose stop failed still runs: detached, in a session of its own, as launched
+    lock = apps.lock_path(settings, failing)
+    app = subprocess.Popen(["sleep", "600"], env={APP_LOCK_VAR: str(lock)}, start_new_session=True)
 
     with pytest.raises(SystemExit, match="still held after SIGKILL"):
         platform.down(settings)
 
     scheduler.wait(timeout=10)
-    assert not alive(task)
+    assert app.wait(timeout=10) < 0 and not alive(task)  # signalled, not left running
     assert platform.runtime_processes(settings) == []
     assert [app for _, app, _ in calls] == platform.ops_apps()
