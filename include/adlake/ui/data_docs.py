@@ -21,7 +21,11 @@ origin, any of those could act with the signed-in user's Airflow session. So:
   a link from one Data Docs page to another could not be signed in by it. The entry,
   ``/adlake/data-docs/<path>``, is behind Airflow's login and redirects to
   ``/adlake/data-docs-signed/<token>/<path>``: the site under a prefix signed by the api-server
-  for as long as an Airflow sign-in lasts (:func:`sign`), which the pages' relative links keep.
+  for :data:`LINK_LIFETIME_S` (10 minutes; :func:`sign`), which the pages' relative links keep.
+  The token is a bearer credential in the URL's path, and the api-server's access log writes
+  URLs out, so it lasts minutes, not an Airflow sign-in's day: the Data quality page links to
+  the entry, which signs a fresh token at every view, and an expired link's page links back
+  to the entry.
   The token opens the Data Docs site and nothing else, and of it what the user it was signed for
   may see: it names them, and each page is authorized as them, as the entry is
   (:func:`adlake.ui.access.may_open_data_docs`: a table's pages for a user who may read a DAG
@@ -38,6 +42,7 @@ import logging
 import mimetypes
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 from urllib.parse import quote
@@ -64,6 +69,10 @@ ASSETS_DIR = DATA_DOCS_ASSETS_DIR
 # The routes, under the plugin's prefix (/adlake): the entry behind the login, the site by a
 # signed link, the vendored assets.
 ENTRY_ROUTE = "/data-docs"
+# How long a signed link opens the site, from the entry's view that signed it (seconds).
+LINK_LIFETIME_S = 10 * 60
+# The time signing and checking links (Unix seconds): a test sets another.
+clock: Callable[[], float] = time.time
 SIGNED_ROUTE = "/data-docs-signed"
 ASSETS_ROUTE = "/data-docs-assets"
 
@@ -272,12 +281,13 @@ def sign(expires: int, subject: str) -> str:
     return f"{expires}.{subject}.{_signature(expires, subject)}"
 
 
-def signed_for(token: str) -> str | None:
+def signed_for(token: str, now: float | None = None) -> str | None:
     """The user (``subject``) ``token`` opens the site for, or None if it is not one the
-    api-server signed or has expired."""
+    api-server signed or has expired by ``now`` (default: :data:`clock`)."""
+    now = clock() if now is None else now
     expires, _, rest = token.partition(".")
     subject, _, signature = rest.partition(".")
-    if not expires.isdigit() or int(expires) < time.time():
+    if not expires.isdigit() or int(expires) < now:
         return None
     valid = hmac.compare_digest(signature, _signature(int(expires), subject))
     return subject if valid else None
@@ -290,12 +300,6 @@ def _refuse_unless(allowed: bool) -> None:
             "you may not see this Data Docs page: its table is validated by DAGs you may not "
             "read (the index, which lists every table, needs all of them)",
         )
-
-
-def _lifetime_s() -> int:
-    from airflow.configuration import conf
-
-    return conf.getint("api_auth", "jwt_expiration_time", fallback=86400)
 
 
 def _up(path: str) -> str:
@@ -324,7 +328,7 @@ def entry(
             "Data Docs are served without %s (not vendored: run make setup, which needs npm)",
             ", ".join(missing),
         )
-    token = sign(int(time.time()) + _lifetime_s(), user_subject(access.user))
+    token = sign(int(clock()) + LINK_LIFETIME_S, user_subject(access.user))
     target = f"{_up(path)}..{SIGNED_ROUTE}/{token}/{quote(path)}"
     return RedirectResponse(target, status_code=307, headers={"Cache-Control": "no-store"})
 

@@ -196,3 +196,52 @@ def test_every_script_and_stylesheet_gx_templates_name_is_vendored():
     for url in sorted(named):
         tag = f'<script src="{url}"></script><link rel="stylesheet" href="{url}">'
         assert [u for u in loads(rewrite(tag, "", "assets/")) if off_origin(u)] == [], url
+
+
+def test_a_signed_link_lasts_minutes_and_is_refused_once_older(user, token, site, monkeypatch):
+    """The link's token is a bearer credential in the URL (the api-server's access log writes
+    it out): it opens the site for :data:`LINK_LIFETIME_S` (minutes, not a sign-in's day), then
+    is refused; the entry, behind the login, signs a fresh one at every view."""
+    from adlake.ui import data_docs
+
+    before = time.time()
+    first = user.get(f"/adlake/data-docs/{site}", follow_redirects=False)
+    assert first.status_code == 307
+    expires = int(first.headers["location"].split("/data-docs-signed/")[1].split(".")[0])
+    assert expires <= before + 15 * 60, f"a link lasts {expires - before:.0f}s"
+
+    assert data_docs.LINK_LIFETIME_S == 10 * 60
+    signed_at = 1795680000.0
+    monkeypatch.setattr(data_docs, "clock", lambda: signed_at)
+    location = user.get(f"/adlake/data-docs/{site}", follow_redirects=False).headers["location"]
+    link = location.split("/data-docs-signed/")[1].split("/")[0]
+    assert int(link.split(".")[0]) == signed_at + data_docs.LINK_LIFETIME_S
+    user.cookies.clear()  # the sandboxed page's requests carry no session
+    for age, code in (
+        (0, 200),
+        (data_docs.LINK_LIFETIME_S - 1, 200),
+        (data_docs.LINK_LIFETIME_S, 200),
+        (data_docs.LINK_LIFETIME_S + 1, 403),
+        (24 * 3600 - 1, 403),  # what a link lasted before
+    ):
+        monkeypatch.setattr(data_docs, "clock", lambda age=age: signed_at + age)
+        response = user.get(f"/adlake/data-docs-signed/{link}/{site}")
+        assert response.status_code == code, age
+        assert ("never be null" in response.text) == (code == 200)
+    # each view of the entry signs anew: a link from a later view lasts from then on
+    monkeypatch.setattr(data_docs, "clock", lambda: signed_at + 3600)
+    user.cookies.set("_token", token)
+    again = user.get(f"/adlake/data-docs/{site}")
+    assert again.status_code == 200 and "never be null" in again.text
+    assert f"/data-docs-signed/{int(signed_at) + 3600 + data_docs.LINK_LIFETIME_S}." in str(
+        again.url
+    )
+
+
+def test_signed_for_takes_the_clock_it_is_given(auth_manager):
+    from adlake.ui.data_docs import LINK_LIFETIME_S, sign, signed_for
+
+    token = sign(1795680000 + LINK_LIFETIME_S, "subject")
+    assert signed_for(token, now=1795680000) == "subject"
+    assert signed_for(token, now=1795680000 + LINK_LIFETIME_S) == "subject"
+    assert signed_for(token, now=1795680000 + LINK_LIFETIME_S + 1) is None
