@@ -80,3 +80,40 @@ def test_airflow_refuses_the_buttons_of_a_user_who_may_not_run_the_dag(
 
 def runs_of(airflow_api, dag_id: str) -> list[dict]:
     return airflow_api.get(f"/api/v2/dags/{dag_id}/dagRuns").json()["dag_runs"]
+
+
+def test_the_plugin_asks_airflow_what_its_dag_and_trigger_routes_ask(
+    airflow_api, auth_manager, runtime, monkeypatch
+):
+    """``can_act`` and an app's card are Airflow's own answers: the plugin's questions
+    (:class:`adlake.ui.access.DagAccess`) are those of ``GET /api/v2/dags/<dag_id>`` and of the
+    trigger route its buttons post to, recorded here from both."""
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    from adlake.ui.access import DagAccess
+
+    real = auth_manager.is_authorized_dag
+    asked: list[tuple] = []
+
+    def recording(*, method, user, access_entity=None, details=None) -> bool:
+        asked.append((user.get_name(), method, access_entity, details))
+        return real(method=method, user=user, access_entity=access_entity, details=details)
+
+    monkeypatch.setattr(auth_manager, "is_authorized_dag", recording)
+    viewer = SimpleAuthManagerUser(username="viewer", role="VIEWER")
+    bearer = {"Authorization": f"Bearer {jwt_for(auth_manager, 'viewer', 'VIEWER')}"}
+    start = buttons("click_surge", apps.app_status(runtime, "click_surge"))[0]
+
+    assert airflow_api.get("/api/v2/dags/app_click_surge", headers=bearer).status_code == 200
+    airflows, asked[:] = asked[:], []
+    assert DagAccess(viewer).may_read("app_click_surge") is True
+    assert asked == airflows and len(asked) == 1
+    asked.clear()
+
+    refused = airflow_api.post(
+        "/" + start["path"], json=start["body"], headers=bearer
+    )  # a viewer may not run it: no run is made
+    assert refused.status_code == 403
+    airflows, asked[:] = asked[:], []
+    assert DagAccess(viewer).may_trigger("app_click_surge") is False
+    assert asked == airflows and len(asked) == 1
