@@ -53,13 +53,13 @@ HOUR = timedelta(hours=1)
 
 def gold_partitions(spark, settings: Settings) -> dict[str, float]:
     """Files per day-partition of the gold table (its latest version): mean, max, partitions."""
-    from pyspark.sql import DataFrame
-    from pyspark.sql import functions as F
+    from collections import Counter
 
-    from spark_apps.lake.tables import delta_snapshot, table_path
+    from spark_apps.lake.delta_log import log_state
+    from spark_apps.lake.tables import table_path
 
-    files = DataFrame(delta_snapshot(spark, table_path(settings, GOLD)).allFiles().toDF(), spark)
-    counts = [r["count"] for r in files.groupBy(F.to_json("partitionValues")).count().collect()]
+    files = log_state(table_path(settings, GOLD), with_files=True).files or []
+    counts = list(Counter(json.dumps(f["partitionValues"], sort_keys=True) for f in files).values())
     return {
         "partitions": len(counts),
         "mean": round(statistics.fmean(counts), 2) if counts else 0.0,
@@ -169,28 +169,31 @@ def clustering(spark, settings: Settings, repeats: int, files_per_day: int = 8) 
     (unclustered: rows spread at random), then after ``OPTIMIZE … ZORDER BY (page_id)`` with
     files of that size. Gold's data is unchanged throughout (every rewrite is ``dataChange``
     false or replaces a day by itself)."""
-    from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
     from spark_apps.lake import maintenance
-    from spark_apps.lake.tables import delta_snapshot, read_table, table_path
+    from spark_apps.lake.delta_log import log_state
+    from spark_apps.lake.tables import read_table, table_path
 
     path = table_path(settings, GOLD)
     key = registry.table(GOLD).keys[0]
     page = read_table(spark, settings, GOLD).groupBy(key).count().orderBy("count").first()[key]
 
     def measure() -> dict:
-        files = DataFrame(delta_snapshot(spark, path).allFiles().toDF(), spark)
-        bounds = files.select(
-            F.get_json_object("stats", f"$.minValues.{key}").alias("lo"),
-            F.get_json_object("stats", f"$.maxValues.{key}").alias("hi"),
+        files = log_state(path, with_files=True).files or []
+        stats = [json.loads(f["stats"] or "{}") for f in files]
+        opened = sum(
+            1
+            for s in stats
+            if s.get("minValues", {}).get(key, page)
+            <= page
+            <= s.get("maxValues", {}).get(key, page)
         )
-        opened = bounds.where((F.col("lo") <= page) & (F.col("hi") >= page)).count()
 
         def read() -> object:
             return read_table(spark, settings, GOLD).where(F.col(key) == page).count()
 
-        return {"files": files.count(), "files_opened": opened, "read_s": median_s(read, repeats)}
+        return {"files": len(files), "files_opened": opened, "read_s": median_s(read, repeats)}
 
     one_file = measure()
     days = gold_partitions(spark, settings)["partitions"]

@@ -29,3 +29,18 @@ def null_safe_join(left: str, right: str, keys: Sequence[str]) -> Column:
         lambda a, b: a & b,
         [F.col(f"{left}.`{k}`").eqNullSafe(F.col(f"{right}.`{k}`")) for k in keys],
     )
+
+
+def null_safe_sql(left: str, right: str, keys: Sequence[str]) -> str:
+    """:func:`null_safe_join` as SQL text, for a statement (a Delta ``MERGE INTO``).
+
+    >>> null_safe_sql("t", "s", ["request_id", "impression_id"])
+    't.`request_id` <=> s.`request_id` AND t.`impression_id` <=> s.`impression_id`'
+    """
+    return " AND ".join(f"{left}.`{k}` <=> {right}.`{k}`" for k in keys)
+
+
+def is_connect(spark: object) -> bool:
+    """Whether ``spark`` is a Spark Connect session (a client of the lake engine): no JVM on
+    this side, so nothing may reach for one (``sparkContext``, ``_jvm``)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")

@@ -220,7 +220,7 @@ def check_sink_caught_up(spark: SparkSession, settings: Settings, table: registr
     batches its checkpoint committed (see :func:`spark_apps.lake.errors.sink_behind`): the one
     damage no file shows, a newest commit deleted together with its checksum."""
     from spark_apps.lake import errors
-    from spark_apps.lake.tables import delta_snapshot
+    from spark_apps.lake.delta_log import log_state
 
     query_id, committed = errors.committed_batch(settings.checkpoint_path(table.name))
     if query_id is None or committed is None:
@@ -230,8 +230,7 @@ def check_sink_caught_up(spark: SparkSession, settings: Settings, table: registr
         return
     recorded = None
     if (path / "_delta_log").is_dir():
-        txn = delta_snapshot(spark, str(path)).transactions().get(query_id)
-        recorded = int(txn.get()) if txn.isDefined() else None
+        recorded = log_state(path).transactions.get(query_id)
     problem = errors.sink_behind(path, query_id, committed, recorded)
     if problem:
         raise errors.DeltaLogCorrupted(

@@ -21,11 +21,12 @@ def record(spark: SparkSession, settings: Settings, table: str) -> dict:
     """Compute and record ``table``'s newest data time as of its latest Delta version."""
     from pyspark.sql import functions as F
 
-    from spark_apps.lake.tables import delta_snapshot, table_path
+    from spark_apps.lake.delta_log import latest_version
+    from spark_apps.lake.tables import table_path
 
     src = freshness.source(table)
     path = table_path(settings, table)
-    version = delta_snapshot(spark, path).version()
+    version = latest_version(path)
     rows = spark.read.format("delta").option("versionAsOf", version).load(path)
     if src.partition is not None:
         newest_partition = rows.agg(F.max(src.partition)).first()[0]

@@ -38,6 +38,7 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,7 +47,8 @@ from adlake import maintenance, registry
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.quality import history
-from spark_apps.lake.tables import delta_snapshot, ensure_table, table_path
+from spark_apps.lake.delta_log import log_state
+from spark_apps.lake.tables import ensure_table, table_path
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -92,24 +94,18 @@ def disk_usage(path: Path) -> tuple[int, int]:
 
 def live(spark: SparkSession, path: str) -> tuple[int, int]:
     """The latest version's files and bytes (from the log: no Spark job)."""
-    snapshot = delta_snapshot(spark, path)
-    return int(snapshot.numOfFiles()), int(snapshot.sizeInBytes())
+    state = log_state(path)
+    return state.num_files, state.size_bytes
 
 
 def crowded_partitions(spark: SparkSession, path: str) -> dict[str, int]:
     """The table's partitions (their values as JSON; ``{}`` unpartitioned) holding more than
     one file in the latest version, and how many: what OPTIMIZE would compact."""
-    from pyspark.sql import DataFrame
-    from pyspark.sql import functions as F
-
-    files = DataFrame(delta_snapshot(spark, path).allFiles().toDF(), spark)
-    rows = (
-        files.groupBy(F.to_json("partitionValues").alias("partition"))
-        .count()
-        .where("count > 1")
-        .collect()
+    counts = Counter(
+        json.dumps(f["partitionValues"], separators=(",", ":"))
+        for f in log_state(path, with_files=True).files or []
     )
-    return {r["partition"]: int(r["count"]) for r in rows}
+    return {partition: count for partition, count in counts.items() if count > 1}
 
 
 # -- the readers' needs ----------------------------------------------------------------------
@@ -191,9 +187,8 @@ def delta_needs(spark: SparkSession, settings: Settings, tables: list[str]) -> l
     """Delta's own minimum on each table: its ``delta.deletedFileRetentionDuration``."""
     needs = []
     for table in tables:
-        conf = delta_snapshot(spark, table_path(settings, table)).metadata().configuration()
+        conf = log_state(table_path(settings, table)).configuration
         value = conf.get("delta.deletedFileRetentionDuration")
-        value = None if value.isEmpty() else value.get()
         needs.append(
             maintenance.Need(
                 table,

@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING
 
 from adlake import registry
 from adlake.config import Settings, load_settings
-from spark_apps.common.frames import null_safe_join
-from spark_apps.lake.tables import ensure_table, read_table, table_path
+from spark_apps.common.frames import null_safe_join, null_safe_sql
+from spark_apps.lake.tables import ensure_table, merge_into, read_table, table_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -136,19 +136,13 @@ def write_batch(spark: SparkSession, settings: Settings, topic: str, batch: Data
 
 
 def _write_batch(spark: SparkSession, settings: Settings, topic: str, batch: DataFrame) -> None:
-    from delta.tables import DeltaTable
-    from pyspark.sql import functions as F
-
     valid, quarantine = transform_validate(batch, topic)
-    (
-        DeltaTable.forPath(spark, table_path(settings, QUARANTINE))
-        .alias("t")
-        .merge(
-            quarantine.alias("s"),
-            null_safe_join("t", "s", ["source_table", *registry.BRONZE_COORDINATES]),
-        )
-        .whenNotMatchedInsertAll()
-        .execute()
+    merge_into(
+        spark,
+        table_path(settings, QUARANTINE),
+        quarantine,
+        null_safe_sql("t", "s", ["source_table", *registry.BRONZE_COORDINATES]),
+        "WHEN NOT MATCHED THEN INSERT *",
     )
     rows = transform_dedup_batch(valid, topic).persist()
     try:
@@ -157,20 +151,18 @@ def _write_batch(spark: SparkSession, settings: Settings, topic: str, batch: Dat
             return
         # The literal date list lets Delta prune the target to the batch's own partitions.
         in_dates = ", ".join(f"DATE'{d.isoformat()}'" for d in dates)
-        target = DeltaTable.forPath(spark, table_path(settings, silver_table(topic)))
-        stored = target.toDF().where(f"event_date IN ({in_dates})")
+        target = table_path(settings, silver_table(topic))
+        stored = spark.read.format("delta").load(target).where(f"event_date IN ({in_dates})")
         # Only new events and earlier records of stored ones reach the MERGE, so it rewrites
         # no file for a plain duplicate (a matched row would make Delta rewrite its file).
         changes = transform_supersede(rows, stored, topic)
-        condition = F.expr(f"t.event_date IN ({in_dates})") & null_safe_join(
-            "t", "s", event_key(topic)
-        )
-        (
-            target.alias("t")
-            .merge(changes.alias("s"), condition)
-            .whenMatchedUpdateAll(condition=_earlier("s", "t"))
-            .whenNotMatchedInsertAll()
-            .execute()
+        merge_into(
+            spark,
+            target,
+            changes,
+            f"t.event_date IN ({in_dates}) AND {null_safe_sql('t', 's', event_key(topic))}",
+            f"WHEN MATCHED AND {_earlier('s', 't')} THEN UPDATE SET * "
+            "WHEN NOT MATCHED THEN INSERT *",
         )
     finally:
         rows.unpersist()
@@ -190,8 +182,10 @@ def start_refine(
         reader = reader.option("maxFilesPerTrigger", str(max_files))
     return (
         reader.load(source)
+        # the batch's own session: over Spark Connect this function runs in the engine's
+        # Python worker, where the client's session does not exist
         .writeStream.foreachBatch(
-            lambda batch, _batch_id: write_batch(spark, settings, topic, batch)
+            lambda batch, _batch_id: write_batch(batch.sparkSession, settings, topic, batch)
         )
         .option("checkpointLocation", str(settings.checkpoint_path(silver_table(topic).name)))
         .queryName(silver_table(topic).name)
@@ -246,14 +240,14 @@ def nothing_new(spark: SparkSession, settings: Settings, topic: str) -> bool:
     """Whether ``topic``'s silver query would read no bronze row (see :func:`bronze_read_to_end`);
     asks the bronze table's Delta log for its latest version, no Spark job."""
     from spark_apps.lake.bronze import bronze_table, committed_source_offset
-    from spark_apps.lake.tables import delta_snapshot
+    from spark_apps.lake.delta_log import log_state
 
     offset = committed_source_offset(settings.checkpoint_path(silver_table(topic).name))
     path = settings.table_path(bronze_table(topic).name)
     if offset is None or not (path / "_delta_log").is_dir():
         return False
-    snapshot = delta_snapshot(spark, str(path))
-    return bronze_read_to_end(offset, snapshot.metadata().id(), snapshot.version())
+    state = log_state(path)
+    return bronze_read_to_end(offset, state.table_id, state.version)
 
 
 def latest_from_files(table: Path) -> tuple[str, int] | None:

@@ -9,13 +9,16 @@ registry schema with its partitioning and, for the sources of views, Change Data
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from adlake import registry
 from adlake.config import Settings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 
 def table_path(settings: Settings, table: registry.Table | str) -> str:
@@ -25,29 +28,59 @@ def table_path(settings: Settings, table: registry.Table | str) -> str:
 
 def ensure_table(spark: SparkSession, settings: Settings, table: registry.Table) -> str:
     """Create ``table`` (empty) if it does not exist; return its path. Idempotent."""
-    from delta.tables import DeltaTable
-
-    path = table_path(settings, table)
     if table.schema is None:
         raise ValueError(f"table {table.name!r} has no schema in the registry")
-    builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(table.schema.spark())
-    if table.partition_by:
-        builder = builder.partitionedBy(*table.partition_by)
-    if table.change_feed:
-        builder = builder.property("delta.enableChangeDataFeed", "true")
-    builder.execute()
+    path = table_path(settings, table)
+    create_table(
+        spark,
+        path,
+        table.schema.spark(),
+        table.partition_by,
+        {"delta.enableChangeDataFeed": "true"} if table.change_feed else {},
+    )
     return path
 
 
-def delta_snapshot(spark: SparkSession, path: str) -> Any:
-    """The latest snapshot (JVM ``Snapshot``) of the Delta table at ``path``: Delta lists the log
-    and reuses the state it already holds for the table, so this runs no Spark job, where reading
-    ``history()`` costs a DataFrame and half a second."""
-    jvm = spark._jvm
-    none = jvm.scala.Option.empty()
-    return jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path).update(
-        False, none, none
+def create_table(
+    spark: SparkSession,
+    path: str,
+    schema: StructType,
+    partition_by: Sequence[str] = (),
+    properties: dict[str, str] | None = None,
+) -> None:
+    """``CREATE TABLE IF NOT EXISTS`` a Delta table at ``path``: Delta SQL, which runs the same
+    in a session of its own and over Spark Connect (Delta's Python ``DeltaTable`` needs Delta's
+    Connect plugin in the engine there)."""
+    columns = ", ".join(
+        f"`{f.name}` {f.dataType.simpleString()}{'' if f.nullable else ' NOT NULL'}"
+        for f in schema.fields
     )
+    sql = f"CREATE TABLE IF NOT EXISTS delta.`{path}` ({columns}) USING DELTA"
+    if partition_by:
+        sql += " PARTITIONED BY (" + ", ".join(f"`{c}`" for c in partition_by) + ")"
+    if properties:
+        sql += " TBLPROPERTIES (" + ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+        sql += ")"
+    spark.sql(sql).collect()
+
+
+def merge_into(
+    spark: SparkSession, path: str, source: DataFrame, on: str, clauses: str
+) -> list[dict]:
+    """``MERGE INTO`` the Delta table at ``path`` (alias ``t``) ``source`` (alias ``s``) ``ON``
+    the SQL condition ``on``, with the ``WHEN ...`` ``clauses``; returns Delta's metrics rows
+    (``num_affected_rows``, ``num_inserted_rows`` ...; none when Delta skipped a commit its
+    ``txnAppId``/``txnVersion`` says it holds). Delta SQL, for the reason :func:`create_table`
+    gives; the source is a temporary view of the session for the statement's time."""
+    view = f"adlake_merge_source_{uuid.uuid4().hex}"
+    source.createOrReplaceTempView(view)
+    try:
+        rows = spark.sql(
+            f"MERGE INTO delta.`{path}` AS t USING {view} AS s ON {on} {clauses}"
+        ).collect()
+    finally:
+        spark.catalog.dropTempView(view)
+    return [row.asDict() for row in rows]
 
 
 def read_table(spark: SparkSession, settings: Settings, name: str) -> DataFrame:

@@ -9,17 +9,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import reduce
 from typing import TYPE_CHECKING
 
 from adlake import registry
 from adlake.config import Settings
-from spark_apps.lake.tables import delta_snapshot as _snapshot
-from spark_apps.lake.tables import table_path
+from spark_apps.common.frames import null_safe_sql
+from spark_apps.lake.delta_log import DeltaLogError, log_state
+from spark_apps.lake.delta_log import latest_version as _latest
+from spark_apps.lake.tables import create_table, merge_into, table_path
 from spark_apps.lake.views.layout import COUNT, view_columns
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 PROGRESS_TABLE = "_view_progress"
 # How far back in the view's history to look for the last commit of this engine.
@@ -33,15 +34,17 @@ _MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 
 def latest_version(spark: SparkSession, path: str) -> int:
     """The latest committed version of the Delta table at ``path``."""
-    return int(_snapshot(spark, path).version())
+    version = _latest(path)
+    if version is None:
+        raise DeltaLogError(f"no Delta table at {path}")
+    return version
 
 
 def table_version(spark: SparkSession, path: str) -> int | None:
     """The latest committed version of the Delta table at ``path``, or None when there is no
     Delta table there: one listing of its log, no Spark job (an existence check and a version
     read in one)."""
-    version = int(_snapshot(spark, path).version())
-    return None if version < 0 else version
+    return _latest(path)
 
 
 def read_version(spark: SparkSession, path: str, version: int) -> DataFrame:
@@ -62,10 +65,8 @@ def read_changes(spark: SparkSession, path: str, start: int, end: int) -> DataFr
 
 
 def is_delta(spark: SparkSession, path: str) -> bool:
-    """Whether there is a Delta table at ``path``."""
-    from delta.tables import DeltaTable
-
-    return DeltaTable.isDeltaTable(spark, path)
+    """Whether there is a Delta table at ``path`` (a commit in its log)."""
+    return _latest(path) is not None
 
 
 def _progress_path(settings: Settings) -> str:
@@ -107,12 +108,12 @@ def view_state(
     ``view:<name>``. A table without it (last written before full refreshes recorded it) falls
     back to the ``userMetadata`` of its commits."""
     path = table_path(settings, view.name)
-    snapshot = _snapshot(spark, path)
-    if snapshot.version() < 0:  # no Delta table there
+    if _latest(path) is None:  # no Delta table there
         return None, None
-    txn = snapshot.transactions().get(_txn_app_id(view))
-    if txn.isDefined():
-        return int(txn.get()), int(snapshot.version())
+    state = log_state(path)
+    recorded = state.transactions.get(_txn_app_id(view))
+    if recorded is not None:
+        return recorded, state.version
     return _view_history(spark, path, view)
 
 
@@ -121,11 +122,8 @@ def _view_history(
 ) -> tuple[int | None, int | None]:
     """``(source version in the userMetadata of the engine's newest commit among the last
     ``HISTORY_LOOKBACK``, latest version of the view table)``."""
-    from delta.tables import DeltaTable
-
     rows = (
-        DeltaTable.forPath(spark, path)
-        .history(HISTORY_LOOKBACK)
+        spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT {HISTORY_LOOKBACK}")
         .select("version", "userMetadata")
         .orderBy("version", ascending=False)
         .collect()
@@ -145,7 +143,6 @@ def record_progress(
 ) -> None:
     """Append ``(view, source_version, refreshed_at)`` to the progress table (an append-only log:
     appends of different views never conflict; the newest row of a view is its state)."""
-    from delta.tables import DeltaTable
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -158,7 +155,7 @@ def record_progress(
     )
     path = _progress_path(settings)
     if table_version(spark, path) is None:
-        DeltaTable.createIfNotExists(spark).location(path).addColumns(schema).execute()
+        create_table(spark, path, schema)
     # refreshed_at is Spark's clock, never a Python datetime: PySpark would read a naive one in
     # the driver's local zone (TZ), an hour or two off UTC and not even monotonic across a DST
     # change, and the newest row is found by it.
@@ -214,32 +211,25 @@ def merge_into_view(
     source_version: int,
     *,
     local: bool = False,
-    target_filter: Column | None = None,
+    target_filter: str | None = None,
 ) -> dict[str, int] | None:
     """MERGE ``new_state`` (``transform_new_state``) into the view at ``path``: update the
     matched groups, insert the new ones, delete the groups whose count is 0. Returns Delta's
     metrics row, or None when Delta skipped the MERGE because a commit with the same
     ``txnAppId``/``txnVersion`` (``view:<name>``, ``source_version``) is already in the view.
-    ``local``: ``new_state`` is a local relation (collected rows). ``target_filter``: a
+    ``local``: ``new_state`` is a local relation (collected rows). ``target_filter``: a SQL
     condition on the view's rows (alias ``t``) that every row a source row matches satisfies;
     added to the join condition, it lets Delta skip the files no source row can match.
     """
-    from delta.tables import DeltaTable
-    from pyspark.sql import functions as F
-
-    cond = reduce(
-        lambda a, b: a & b, [F.col(f"t.`{k}`").eqNullSafe(F.col(f"s.`{k}`")) for k in view.keys]
-    )
+    cond = null_safe_sql("t", "s", view.keys)
     if target_filter is not None:
-        cond = cond & target_filter
-    values = {f"`{c}`": f"s.`{c}`" for c in view_columns(view)}
-    merge = (
-        DeltaTable.forPath(spark, path)
-        .alias("t")
-        .merge(new_state.alias("s"), cond)
-        .whenMatchedDelete(condition=f"s.{COUNT} = 0")
-        .whenMatchedUpdate(set=values)
-        .whenNotMatchedInsert(condition=f"s.{COUNT} > 0", values=values)
+        cond = f"{cond} AND ({target_filter})"
+    columns = [f"`{c}`" for c in view_columns(view)]
+    clauses = (
+        f"WHEN MATCHED AND s.{COUNT} = 0 THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET {', '.join(f'{c} = s.{c}' for c in columns)} "
+        f"WHEN NOT MATCHED AND s.{COUNT} > 0 THEN INSERT ({', '.join(columns)}) "
+        f"VALUES ({', '.join(f's.{c}' for c in columns)})"
     )
     options = {
         _TXN_APP_ID: _txn_app_id(view),
@@ -250,5 +240,5 @@ def merge_into_view(
         # A local relation is deterministic and already in memory: nothing to materialize.
         options[_MATERIALIZE_SOURCE] = "none"
     with _commit_options(spark, options):
-        rows = merge.execute().collect()
-    return rows[0].asDict() if rows else None
+        rows = merge_into(spark, path, new_state, cond, clauses)
+    return rows[0] if rows else None

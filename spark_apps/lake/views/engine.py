@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from adlake import registry
 from adlake.config import Settings
-from spark_apps.common.frames import null_safe_join
+from spark_apps.common.frames import is_connect, null_safe_join
 from spark_apps.lake.tables import table_path
 from spark_apps.lake.views.bookkeeping import (
     committed_version,
@@ -54,9 +54,12 @@ KEY_FILTER_LIMIT = 1000
 LOCAL_MERGE_GROUPS = 10_000
 
 
-def jobs_started(spark: SparkSession) -> int:
+def jobs_started(spark: SparkSession) -> int | None:
     """How many Spark jobs this application has started so far (the scheduler's next job id):
-    the difference around a step is the number of jobs it ran."""
+    the difference around a step is the number of jobs it ran. None over Spark Connect (the
+    lake engine), where the client has no JVM to ask."""
+    if is_connect(spark):
+        return None
     return int(spark.sparkContext._jsc.sc().dagScheduler().nextJobId())
 
 
@@ -153,6 +156,28 @@ def _view_filter(
     return _in_value_set(F.col(f"{alias}.{key}" if alias else key), dtype, stats, "touched")
 
 
+def _view_filter_sql(
+    view: registry.View, types: dict[str, DataType], stats: Any, alias: str
+) -> str | None:
+    """:func:`_view_filter` as SQL text, for the MERGE's condition (Delta SQL)."""
+    from pyspark.sql import types as T
+
+    values = stats["__values_touched"]
+    if len(values) > KEY_FILTER_LIMIT:
+        return None
+    dtype, column = types[view.time_key], f"{alias}.`{view.time_key}`"
+    if isinstance(dtype, T.TimestampType):  # epoch microseconds: no zone on the way
+        literals = [f"timestamp_micros({int(v)})" for v in values]
+    elif isinstance(dtype, T.DateType):
+        literals = [f"DATE'{v.isoformat()}'" for v in values]
+    elif isinstance(dtype, T.StringType):
+        literals = ["'" + str(v).replace("\\", "\\\\").replace("'", "\\'") + "'" for v in values]
+    else:
+        literals = [repr(v) for v in values]
+    cond = f"{column} IN ({', '.join(literals)})" if literals else "false"
+    return f"({cond} OR {column} IS NULL)" if stats["__null_touched"] else cond
+
+
 def _types(df: DataFrame) -> dict[str, DataType]:
     return {f.name: f.dataType for f in df.schema}
 
@@ -229,7 +254,8 @@ def refresh(
     def mark(phase: str) -> None:
         now, started = time.monotonic(), jobs_started(spark)
         phases[phase] = round(now - lap[0], 3)
-        jobs[phase] = started - lap[1]
+        if started is not None:
+            jobs[phase] = started - lap[1]
         lap[:] = [now, started]
 
     mark("bookkeeping")
@@ -307,7 +333,7 @@ def refresh(
                     new_state,
                     v1,
                     local=local,
-                    target_filter=_view_filter(view, types, stats, "t"),
+                    target_filter=_view_filter_sql(view, types, stats, "t"),
                 )
                 if stats.groups
                 else None
