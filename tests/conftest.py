@@ -8,6 +8,7 @@ a test using ``spark`` or ``kafka`` (or a fixture built on them) is an integrati
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from adlake.local.kafka import LocalKafka
 
 pytest_plugins = ["tests.runtimes", "tests.tiers", "pytester"]
+ENGINE_VARS = ("ADLAKE_LAKE_ENGINE", "ADLAKE_LAKE_ENGINE_PORT")
 
 
 @pytest.fixture(scope="session")
@@ -46,6 +48,8 @@ def private_settings(runtime_dir: Path) -> Settings:
             # profile's 2; a test of the partition settings sets its own.
             "ADLAKE_TOPIC_PARTITIONS": str(registry.topic("page_clicks").partitions),
             "ADLAKE_DRIVER_MEMORY": "2g",
+            # where the lake's sessions run: the test session's engine, when one is shared
+            **{k: os.environ[k] for k in ENGINE_VARS if k in os.environ},
         }
     )
 

@@ -9,6 +9,7 @@ from tests.support.help import assert_help_runs, assert_help_shows_defaults
 COMMANDS = [
     "adlake.generator",
     "adlake.local.kafka",
+    "adlake.local.engine",
     "adlake.apps.cli",
     "adlake.local.compose_versions",
     "adlake.local.locks",

@@ -185,6 +185,12 @@ class Settings:
     # boundary, while no input is read: off locally, where it cost 0.1-0.15 s a boundary
     # (docs/bench/attribution-boundary.md); Spark's default, on, in compose.
     checkpoint_checksums: bool = True
+    # Where the lake's jobs run (adlake.local.engine): "connect", as sessions of the lake engine,
+    # one long-lived Spark Connect server on loopback at lake_engine_port (its JVM, Delta's plans
+    # and Python workers stay warm between jobs); "local", each job in a Spark session of its
+    # own (a new JVM per job: what spark-submit does).
+    lake_engine: str = "local"
+    lake_engine_port: int = 15002
 
     # Every path below derives from runtime_dir, so one setting moves all state.
     @property
@@ -320,6 +326,9 @@ _METRICS_TEXT = {
         "expected a letter, then up to 63 letters, digits, _ or .",
     ),
 }
+# Where the lake's jobs run (Settings.lake_engine).
+LAKE_ENGINES = ("connect", "local")
+_ENGINE_DEFAULTS = {"lake_engine": "local", "lake_engine_port": "15002"}
 # Empty: the registry's partition counts (Settings.topic_partitions).
 _TOPIC_DEFAULTS = {"topic_partitions": ""}
 MAX_TOPIC_PARTITIONS = 1_000
@@ -359,6 +368,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         **_METRICS_DEFAULTS,
         **_TOPIC_DEFAULTS,
         "topic_partitions": "2",
+        **_ENGINE_DEFAULTS,
     },
     "compose": {
         "runtime_dir": "/opt/adlake/data",
@@ -381,6 +391,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {
         **_PAGE_DEFAULTS,
         **_METRICS_DEFAULTS,
         **_TOPIC_DEFAULTS,
+        **_ENGINE_DEFAULTS,
     },
 }
 
@@ -570,6 +581,13 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         topic_partitions=_optional_int(
             "topic_partitions", raw["topic_partitions"], 1, MAX_TOPIC_PARTITIONS
         ),
+        lake_engine=_match(
+            "lake_engine",
+            raw["lake_engine"],
+            re.compile("^(" + "|".join(LAKE_ENGINES) + ")$"),
+            f"allowed values are {', '.join(LAKE_ENGINES)}",
+        ),
+        lake_engine_port=_int("lake_engine_port", raw["lake_engine_port"], 1, 65535),
     )
     if settings.app_backoff_min_s > settings.app_backoff_max_s:
         raise ConfigError(
@@ -580,5 +598,6 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
 
 # Variables with the prefix that are not settings of this module (read by other tools).
-# ADLAKE_APP_LOCK: the lock an app's processes were started for (adlake.apps.process.APP_LOCK_VAR).
-_NON_SETTINGS = frozenset({"ADLAKE_APP_LOCK"})
+# ADLAKE_APP_LOCK: the lock an app's processes were started for (adlake.apps.process.APP_LOCK_VAR);
+# ADLAKE_LAKE_SESSION_ID: a task try's engine session (adlake.airflow.engine_task.SESSION_VAR).
+_NON_SETTINGS = frozenset({"ADLAKE_APP_LOCK", "ADLAKE_LAKE_SESSION_ID"})

@@ -109,14 +109,18 @@ def runtime_jars(runtime: str, settings: Settings) -> list[Path]:
     return jars
 
 
-def configure_builder(
-    builder: SparkSession.Builder, runtime: str, settings: Settings
-) -> SparkSession.Builder:
-    """Add Adlake's settings for ``runtime`` to ``builder`` and return it."""
+def session_conf(
+    runtime: str, settings: Settings, submitted_driver: bool = False
+) -> dict[str, str]:
+    """Adlake's Spark settings for ``runtime``, as ``spark.*`` keys: the one list a session's
+    builder (:func:`configure_builder`) and the lake engine's command line
+    (:mod:`adlake.local.engine`) are given. Empty values are left to Spark. With
+    ``submitted_driver`` (spark-submit started the JVM: :func:`submitted`), without the master
+    and jars, which a running driver cannot take."""
     check_runtime(runtime)
     conf = (
         {}
-        if submitted()
+        if submitted_driver
         else {
             "spark.master": settings.spark_master(runtime),
             "spark.jars": ",".join(str(p) for p in runtime_jars(runtime, settings)),
@@ -167,9 +171,16 @@ def configure_builder(
             }
         )
     conf.update(metrics_conf(settings))
-    for key, value in conf.items():
-        if value:
-            builder = builder.config(key, value)
+    return {key: value for key, value in conf.items() if value}
+
+
+def configure_builder(
+    builder: SparkSession.Builder, runtime: str, settings: Settings
+) -> SparkSession.Builder:
+    """Add Adlake's settings for ``runtime`` (:func:`session_conf`) to ``builder`` and return
+    it."""
+    for key, value in session_conf(runtime, settings, submitted()).items():
+        builder = builder.config(key, value)
     return builder
 
 
@@ -224,6 +235,9 @@ def get_session(
 
     settings = settings or load_settings()
     settings.runtime_dir.mkdir(parents=True, exist_ok=True)
+    if runtime == "lake" and settings.lake_engine == "connect" and not submitted():
+        # a task's try runs under its own session id (adlake.airflow.engine_task)
+        return engine_session(settings, extra_conf, os.environ.get("ADLAKE_LAKE_SESSION_ID"))
     if settings.spark_master(runtime).startswith("local"):
         # Python workers (UDFs, transformWithState) must run this interpreter, the one with the
         # runtime's packages (pyarrow); Spark reads the variable when it starts a worker.
@@ -239,6 +253,34 @@ def get_session(
     spark.sparkContext.setLogLevel(settings.log_level)
     quiet_loggers(spark)
     return spark
+
+
+def engine_session(
+    settings: Settings, extra_conf: dict[str, str] | None = None, session_id: str | None = None
+) -> SparkSession:
+    """A session of the lake engine (:mod:`adlake.local.engine`): a Spark Connect client of the
+    long-lived server at ``settings.lake_engine_port``, which holds the lake's settings already;
+    ``extra_conf`` are set on this session only. The token is ``SPARK_CONNECT_AUTHENTICATE_TOKEN``
+    when set, else the runtime's (``<runtime>/engine/token``).
+    :class:`adlake.local.engine.EngineError` when the engine does not answer."""
+    from pyspark.sql import SparkSession
+
+    from adlake.local.engine import EngineError, client_token, remote_url
+    from adlake.local.kafka import port_open
+
+    url = remote_url(settings, client_token(settings), session_id)
+    if not port_open("127.0.0.1", settings.lake_engine_port):
+        # (a client would retry an unreachable server for minutes before failing)
+        raise EngineError(
+            f"the lake engine at localhost:{settings.lake_engine_port} does not answer: start "
+            "it (`python -m adlake.local.engine up`, which `make up` does), or run the job in "
+            "a session of its own with ADLAKE_LAKE_ENGINE=local"
+        )
+    builder = SparkSession.builder.remote(url)
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, value)
+    # a named session is that one (getOrCreate would hand back this process's earlier session)
+    return builder.create() if session_id else builder.getOrCreate()
 
 
 # Loggers held at ERROR whatever the log level. The Python state server of transformWithState

@@ -331,3 +331,21 @@ def test_a_tables_verdict_task_passes_or_fails_it_by_the_gates_outcome(
     else:
         with pytest.raises(AirflowFailException, match="clear quality_gold"):
             verdict.python_callable(dag_run=run)
+
+
+def test_on_the_lake_engine_every_lake_task_runs_its_command_line_as_a_client(monkeypatch):
+    # ADLAKE_LAKE_ENGINE=connect: the same jobs, the same arguments, no spark-submit
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from adlake.airflow import factory
+
+    submitted = {t.task_id: t.application_args for t in factory.build_lake_dag().tasks
+                 if isinstance(t, SparkSubmitOperator)}  # fmt: skip
+    monkeypatch.setenv("ADLAKE_LAKE_ENGINE", "connect")
+    dag = factory.build_lake_dag()
+    on_engine = {t.task_id: t for t in dag.tasks if t.task_id in submitted}
+    assert set(on_engine) == set(submitted) and submitted
+    for task_id, task in on_engine.items():
+        assert type(task).__name__ == "LakeEngineJobOperator", task_id
+        assert task.application_args == submitted[task_id]
+        assert task.pool == factory.LAKE_POOL

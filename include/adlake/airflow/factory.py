@@ -212,20 +212,33 @@ def spark_task(job: registry.Job):
     tasks' (:func:`table_verdict`)."""
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+    application_args = [
+        job.module,
+        *job.args,
+        *(INTERVAL_ARGS if job.takes_interval else ()),
+        *(RUN_ARGS if job.gate or job.runs("maintenance") else ()),
+        *(OUTCOME_ARGS if job.gate and job.takes_interval else ()),
+        *(a for k in job.params for a in (k.flag, f"{{{{ params.{k.name} }}}}")),
+    ]
+    if job.runtime == "lake" and load_settings().lake_engine == "connect":
+        from adlake.airflow.engine_task import engine_operator
+
+        return engine_operator()(
+            task_id=job.name,
+            application_args=application_args,
+            gate=job.gate and not job.takes_interval,
+            doc_md=job.description,
+            retries=job.retries,
+            pool=LAKE_POOL,
+            outlets=[asset(t) for t in published(job)],
+        )
     python = sys.executable  # the lake environment is Airflow's: its interpreter runs the jobs
     operator = _gate_operator() if job.gate and not job.takes_interval else SparkSubmitOperator
     return operator(
         task_id=job.name,
         conn_id=spark_conn_id(job.runtime),
         application=str(SUBMIT),
-        application_args=[
-            job.module,
-            *job.args,
-            *(INTERVAL_ARGS if job.takes_interval else ()),
-            *(RUN_ARGS if job.gate or job.runs("maintenance") else ()),
-            *(OUTCOME_ARGS if job.gate and job.takes_interval else ()),
-            *(a for k in job.params for a in (k.flag, f"{{{{ params.{k.name} }}}}")),
-        ],
+        application_args=application_args,
         jars=f"{{{{ adlake_jars('{job.runtime}') }}}}",
         name=f"adlake-{job.name}",
         conf={"spark.pyspark.python": python, "spark.pyspark.driver.python": python},

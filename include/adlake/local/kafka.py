@@ -87,7 +87,7 @@ def scratch_broker(base: Settings, runtime_dir: Path) -> Iterator[Settings]:
         broker.stop()
 
 
-def _port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return True
@@ -218,7 +218,7 @@ class LocalKafka:
         if self.is_running():
             return False
         host, port = self.settings.kafka_host, self.settings.kafka_port
-        if _port_open(host, port):
+        if port_open(host, port):
             raise KafkaError(
                 f"{host}:{port} is already in use by another process; stop it or set "
                 "ADLAKE_KAFKA_BOOTSTRAP to a free port"
@@ -243,7 +243,7 @@ class LocalKafka:
                     f"the broker exited with code {process.returncode}; "
                     f"last lines of {self.log_file}:\n{self._tail()}"
                 )
-            if _port_open(host, port) and self._ready():
+            if port_open(host, port) and self._ready():
                 return True
             time.sleep(0.2)
         self.stop()

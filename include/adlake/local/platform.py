@@ -399,6 +399,8 @@ def up(
     broker = LocalKafka(settings)
     broker.start()
     broker.create_topics()
+    if settings.lake_engine == "connect":
+        start_engine(settings)
     _, new_password = credentials.ensure_admin_password(settings)
     # Before Airflow starts: SimpleAuthManager would generate a missing one and log it.
     new_users = credentials.ensure_user_passwords(settings, [n for n, _ in settings.airflow_users])
@@ -506,6 +508,7 @@ def down(settings: Settings) -> None:
     signalled) is named with its error when it fails, and once every other part has been
     tried, SystemExit lists them (``make down`` exits non-zero)."""
     from adlake import apps
+    from adlake.local.engine import LakeEngine
     from adlake.local.kafka import LocalKafka
 
     failed: list[str] = []
@@ -524,6 +527,10 @@ def down(settings: Settings) -> None:
             result = apps.act(settings, app, "stop", reason="make down")
             log(f"{app} stopped: {result.get('result', result)}")
 
+    def stop_engine() -> None:
+        if LakeEngine(settings).stop():
+            log("lake engine stopped")
+
     def stop_broker() -> None:
         broker = LocalKafka(settings)
         if broker.is_running():
@@ -539,6 +546,7 @@ def down(settings: Settings) -> None:
     for component in reversed(AIRFLOW_COMPONENTS):
         attempt(f"airflow {component}", lambda c=component: stop_component(settings, c))
     attempt("the processes of Airflow's tasks", lambda: stop_runtime_processes(settings))
+    attempt("the lake engine", stop_engine)
     attempt("the Kafka broker", stop_broker)
     if failed:
         raise SystemExit(
@@ -546,6 +554,28 @@ def down(settings: Settings) -> None:
             "still run:\n  " + "\n  ".join(failed)
         )
     log("platform stopped")
+
+
+def start_engine(settings: Settings) -> None:
+    """Start the lake engine (:mod:`adlake.local.engine`), or keep the one running when it runs
+    the project's current code; one started before a code change is restarted (its Python
+    workers would run the old code)."""
+    from adlake.local.engine import LakeEngine
+
+    engine = LakeEngine(settings)
+    state = engine.status()
+    if state["running"] and state["current_code"]:
+        log(f"lake engine already running (pid {state['pid']}, port {state['port']})")
+        return
+    if state["running"]:
+        log("the project's code changed since the lake engine started: restarting it")
+        engine.stop()
+    begun = time.monotonic()
+    engine.start()
+    log(
+        f"lake engine ready in {time.monotonic() - begun:.0f}s "
+        f"(localhost:{settings.lake_engine_port}, log {engine.log_path})"
+    )
 
 
 def _describe(error: BaseException) -> str:
@@ -557,10 +587,12 @@ def _describe(error: BaseException) -> str:
 
 def status(settings: Settings) -> dict:
     from adlake import apps
+    from adlake.local.engine import LakeEngine
 
     return {
         "airflow": {c: running_pid(settings, c) for c in AIRFLOW_COMPONENTS},
         "url": airflow_url(),
+        "lake_engine": {"mode": settings.lake_engine, **LakeEngine(settings).status()},
         "apps": {a: apps.app_status(settings, a) for a in ops_apps()},
     }
 

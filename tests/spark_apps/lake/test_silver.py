@@ -92,12 +92,10 @@ def refine(spark, lake, batches: list[list[str]]):
 
 def merge_metrics(spark, lake, since: int = -1) -> list[dict[str, str]]:
     """Rows inserted, rows updated and files removed by each silver commit after ``since``."""
-    from delta.tables import DeltaTable
-
     from spark_apps.lake.tables import table_path
 
-    table = DeltaTable.forPath(spark, table_path(lake, "silver_page_clicks"))
-    commits = sorted(table.history().where(f"version > {since}").collect(), key=lambda c: c.version)
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{table_path(lake, 'silver_page_clicks')}`")
+    commits = sorted(history.where(f"version > {since}").collect(), key=lambda c: c.version)
     return [
         {
             k: c.operationMetrics[k]
@@ -109,12 +107,10 @@ def merge_metrics(spark, lake, since: int = -1) -> list[dict[str, str]]:
 
 
 def silver_version(spark, lake) -> int:
-    from delta.tables import DeltaTable
-
+    from spark_apps.lake.delta_log import latest_version
     from spark_apps.lake.tables import table_path
 
-    path = table_path(lake, "silver_page_clicks")
-    return DeltaTable.forPath(spark, path).history(1).collect()[0].version
+    return latest_version(table_path(lake, "silver_page_clicks"))
 
 
 def expected_silver(spark):

@@ -18,7 +18,7 @@ from pyspark.testing import assertDataFrameEqual
 from adlake import registry
 from adlake.registry import Aggregate, View
 from spark_apps.lake import views
-from spark_apps.lake.tables import ensure_table, table_path
+from spark_apps.lake.tables import create_table, ensure_table, merge_into, table_path
 
 pytest.importorskip("delta")
 
@@ -63,16 +63,8 @@ def lake(settings, tmp_path):
 
 
 def create_source(spark, lake, rows, name=SOURCE):
-    from delta.tables import DeltaTable
-
     path = table_path(lake, name)
-    (
-        DeltaTable.create(spark)
-        .location(path)
-        .addColumns(SOURCE_SCHEMA)
-        .property("delta.enableChangeDataFeed", "true")
-        .execute()
-    )
+    create_table(spark, path, SOURCE_SCHEMA, properties={"delta.enableChangeDataFeed": "true"})
     if rows:
         insert(spark, path, rows)
     return path
@@ -484,8 +476,6 @@ def python_view(rows):
 def upsert(spark, path, rng, rows, next_id):
     """One MERGE into the source: some rows deleted, some rewritten (new values, maybe another
     group), some inserted — every kind of change in one source version."""
-    from delta.tables import DeltaTable
-
     ids = rng.sample(sorted(rows), min(len(rows), rng.randint(1, 4)))
     deleted, rewritten = ids[: len(ids) // 2], ids[len(ids) // 2 :]
     new = [random_row(rng, next_id + i) for i in range(rng.randint(0, 2))]
@@ -495,15 +485,16 @@ def upsert(spark, path, rng, rows, next_id):
         + [(*r, "I") for r in new]
     )
     schema = T.StructType([*SOURCE_SCHEMA.fields, T.StructField("op", T.StringType())])
-    values = {c: f"s.`{c}`" for c in SOURCE_SCHEMA.names}
-    (
-        DeltaTable.forPath(spark, path)
-        .alias("t")
-        .merge(spark.createDataFrame(batch, schema).alias("s"), "t.id = s.id")
-        .whenMatchedDelete("s.op = 'D'")
-        .whenMatchedUpdate(set=values)
-        .whenNotMatchedInsert(values=values)
-        .execute()
+    columns = [f"`{c}`" for c in SOURCE_SCHEMA.names]
+    merge_into(
+        spark,
+        path,
+        spark.createDataFrame(batch, schema),
+        "t.id = s.id",
+        "WHEN MATCHED AND s.op = 'D' THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET {', '.join(f'{c} = s.{c}' for c in columns)} "
+        f"WHEN NOT MATCHED THEN INSERT ({', '.join(columns)}) "
+        f"VALUES ({', '.join(f's.{c}' for c in columns)})",
     )
     for r in batch:
         if r[-1] == "D":

@@ -1,0 +1,378 @@
+"""The lake engine: one long-lived Spark Connect server that runs the lake's jobs as sessions, so
+a job pays for its rows, not for a JVM, a Spark context and cold Delta plans.
+
+One JVM (``SparkConnectServer``, shipped with PySpark) on the lake's jar set with the settings
+every lake session needs (:func:`adlake.spark_session.session_conf`: Delta's extension and
+catalog, UTC, shuffle partitions), listening on loopback at ``settings.lake_engine_port``.
+Clients authenticate with a pre-shared token (Spark Connect's
+``SPARK_CONNECT_AUTHENTICATE_TOKEN``), generated once under ``<runtime>/engine/token`` (mode 600)
+and given to the server in its environment, never on its command line. PySpark sends a token
+without TLS only to ``localhost``, so clients connect to that name.
+
+The Python code a job hands the engine (``foreachBatch`` functions, ``transformWithState``
+processors) runs in the engine's own Python workers: the lake interpreter with the project on
+its path. Those workers import the project as it was when they started: after a code change the
+engine is restarted (:func:`source_stamp` tells whether it must be).
+
+    python -m adlake.local.engine up        # start, wait until it answers a query
+    python -m adlake.local.engine status
+    python -m adlake.local.engine down
+
+>>> from adlake.config import load_settings
+>>> remote_url(load_settings({"ADLAKE_LAKE_ENGINE_PORT": "15010"}), "t0k3n")
+'sc://localhost:15010/;token=t0k3n'
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from adlake.config import REPO_ROOT, Settings, load_settings
+from adlake.helpformat import HelpFormatter
+from adlake.local.credentials import PRIVATE, create_private
+from adlake.processes import alive, started_at
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+TOKEN_VAR = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+START_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 60.0
+# The engine's own loggers: Spark's INFO lines of every client's operation would fill its log.
+# The Python state server of transformWithState warns once per key whose state is empty (gold's
+# reconciliation reads a million keys a day): nothing in it is to act on.
+LOG4J2 = """\
+rootLogger.level = WARN
+rootLogger.appenderRef.stdout.ref = STDOUT
+appender.stdout.type = Console
+appender.stdout.name = STDOUT
+appender.stdout.layout.type = PatternLayout
+appender.stdout.layout.pattern = %d{yyyy-MM-dd'T'HH:mm:ss.SSSX}{UTC} %p %c{1}: %m%n
+logger.connect.name = org.apache.spark.sql.connect.service.SparkConnectServer
+logger.connect.level = INFO
+logger.tws.name = org.apache.spark.sql.execution.python.streaming.TransformWithStateInPySparkStateServer
+logger.tws.level = ERROR
+"""
+
+
+class EngineError(RuntimeError):
+    """The lake engine could not be started, reached or stopped."""
+
+
+def engine_dir(settings: Settings) -> Path:
+    return settings.runtime_dir / "engine"
+
+
+def token_path(settings: Settings) -> Path:
+    return engine_dir(settings) / "token"
+
+
+def ensure_token(settings: Settings) -> str:
+    """The engine's client token, generated at the first call (mode 600, never rewritten)."""
+    path = token_path(settings)
+    create_private(path, secrets.token_urlsafe(32))
+    if path.stat().st_mode & 0o077:
+        path.chmod(PRIVATE)
+    return path.read_text().strip()
+
+
+def client_token(settings: Settings) -> str:
+    """The token a client sends: ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` when set (a test's shared
+    engine), else this runtime's; :class:`EngineError` when neither exists (no engine was ever
+    started here)."""
+    if os.environ.get(TOKEN_VAR):
+        return os.environ[TOKEN_VAR]
+    try:
+        return token_path(settings).read_text().strip()
+    except OSError:
+        raise EngineError(
+            f"no lake engine token at {token_path(settings)}: the engine was never started in "
+            "this runtime (`python -m adlake.local.engine up`)"
+        ) from None
+
+
+def remote_url(settings: Settings, token: str, session_id: str | None = None) -> str:
+    """The Spark Connect URL of this runtime's engine, with ``token`` (and ``session_id``: a
+    client naming its session, so that a later client can find and release it)."""
+    url = f"sc://localhost:{settings.lake_engine_port}/;token={token}"
+    return f"{url};session_id={session_id}" if session_id else url
+
+
+def release_sessions(settings: Settings, session_ids: list[str]) -> list[str]:
+    """Stop what the engine sessions ``session_ids`` still run (their streaming queries, which
+    outlive a dead client; their running operations), then release each session. A session the
+    engine does not know is created and released at once: nothing to stop. Returns a line per
+    session that still ran something."""
+    if not session_ids:
+        return []
+    from pyspark.sql import SparkSession
+
+    token, said = client_token(settings), []
+    for sid in session_ids:
+        spark = SparkSession.builder.remote(remote_url(settings, token, sid)).create()
+        try:
+            queries = [q.name or q.id for q in spark.streams.active]
+            for query in spark.streams.active:
+                query.stop()
+            interrupted = spark.interruptAll()
+            spark.stop()  # releases the session in the engine
+        except Exception as error:
+            if "SESSION_CLOSED" not in str(error):
+                raise
+            continue  # released already: the engine keeps a closed id closed
+        if queries or interrupted:
+            said.append(
+                f"session {sid}: stopped {len(queries)} streaming queries {queries} and "
+                f"interrupted {len(interrupted)} operations"
+            )
+    return said
+
+
+def source_stamp() -> str:
+    """A hash of the project's Python sources (``include/`` and ``spark_apps/``): what the
+    engine's Python workers import. An engine started under another stamp runs older code."""
+    digest = hashlib.sha256()
+    for root in ("include", "spark_apps"):
+        for path in sorted((REPO_ROOT / root).rglob("*.py")):
+            digest.update(str(path.relative_to(REPO_ROOT)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _pyspark_home() -> Path:
+    from adlake.spark_session import _pyspark_dir
+
+    return _pyspark_dir()
+
+
+@dataclass
+class LakeEngine:
+    """The lake engine of one runtime directory (its record: ``<runtime>/engine/engine.json``,
+    its log: ``<runtime>/logs/lake-engine.log``)."""
+
+    settings: Settings
+
+    @property
+    def record_path(self) -> Path:
+        return engine_dir(self.settings) / "engine.json"
+
+    @property
+    def log_path(self) -> Path:
+        return self.settings.logs_dir / "lake-engine.log"
+
+    # -- the process -----------------------------------------------------------------------------
+
+    def argv(self) -> list[str]:
+        """The engine's command line: spark-submit of the Connect server with the lake's
+        settings. No secret in it (``ps`` shows it to everyone)."""
+        from adlake.spark_session import session_conf
+
+        conf = session_conf("lake", self.settings)
+        jars = conf.pop("spark.jars")
+        conf.update(
+            {
+                "spark.app.name": "adlake-lake-engine",
+                "spark.connect.grpc.binding.address": "127.0.0.1",
+                "spark.connect.grpc.binding.port": str(self.settings.lake_engine_port),
+                "spark.driver.extraJavaOptions": conf.get("spark.driver.extraJavaOptions", "")
+                + f" -Dlog4j2.configurationFile={engine_dir(self.settings) / 'log4j2.properties'}",
+            }
+        )
+        argv = [str(_pyspark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS]
+        argv += ["--jars", jars]
+        for key, value in sorted(conf.items()):
+            argv += ["--conf", f"{key}={value}"]
+        return argv
+
+    def env(self, token: str) -> dict[str, str]:
+        """The engine's environment: the token, and for its Python workers the lake interpreter
+        with the project on its path."""
+        path = os.pathsep.join([str(REPO_ROOT / "include"), str(REPO_ROOT)])
+        return {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))},
+            TOKEN_VAR: token,
+            "PYSPARK_PYTHON": sys.executable,
+            "PYTHONPATH": path,
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYTHONUNBUFFERED": "1",
+        }
+
+    def record(self) -> dict | None:
+        """The running engine's record (pid, start, port, source stamp), None when it does not
+        run (no record, or its process is gone or another)."""
+        try:
+            record = json.loads(self.record_path.read_text())
+        except (OSError, ValueError):
+            return None
+        pid = record.get("pid") if isinstance(record, dict) else None
+        if not isinstance(pid, int) or not alive(pid):
+            return None
+        start = started_at(pid)
+        if start is None or abs(start - float(record.get("proc_started_at", 0))) > 5:
+            return None  # the pid was reused
+        return record
+
+    def is_running(self) -> bool:
+        return self.record() is not None
+
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> bool:
+        """Start the engine and wait until it answers a query; False (nothing changed) when
+        this runtime's engine runs already. :class:`EngineError` if it exits or does not
+        answer in time (its log's last lines in the message)."""
+        if self.is_running():
+            return False
+        token = ensure_token(self.settings)
+        directory = engine_dir(self.settings)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "log4j2.properties").write_text(LOG4J2)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        stamp = source_stamp()
+        with open(self.log_path, "ab") as log:
+            log.write(
+                f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} start\n".encode()
+            )
+            log.flush()
+            process = subprocess.Popen(
+                self.argv(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env(token),
+                cwd=self.settings.runtime_dir,
+                start_new_session=True,
+            )
+        record = {
+            "pid": process.pid,
+            "proc_started_at": started_at(process.pid),
+            "started_at": time.time(),
+            "port": self.settings.lake_engine_port,
+            "source_stamp": stamp,
+        }
+        self.record_path.write_text(json.dumps(record))
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                self.record_path.unlink(missing_ok=True)
+                raise EngineError(
+                    f"the lake engine exited with code {process.returncode}; last lines of "
+                    f"{self.log_path}:\n{self._tail()}"
+                )
+            if self.answers(token):
+                return True
+            time.sleep(0.5)
+        self.stop()
+        raise EngineError(
+            f"the lake engine did not answer within {timeout_s:.0f}s; see {self.log_path}:\n"
+            f"{self._tail()}"
+        )
+
+    def answers(self, token: str | None = None, timeout_s: float = 5.0) -> bool:
+        """Whether the engine answers ``SELECT 1`` from a client with ``token`` (the runtime's,
+        when None)."""
+        code = (
+            "import sys\nfrom pyspark.sql import SparkSession\n"
+            "s = SparkSession.builder.remote(sys.argv[1]).getOrCreate()\n"
+            "assert s.sql('SELECT 1').collect()[0][0] == 1\n"
+        )
+        url = remote_url(self.settings, token or ensure_token(self.settings))
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", code, url],
+                capture_output=True,
+                timeout=timeout_s + 30,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return False
+        return done.returncode == 0
+
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> bool:
+        """Stop the engine (SIGTERM: Spark's shutdown hooks stop its sessions), SIGKILL its
+        process group after ``timeout_s``; False if it did not run."""
+        record = self.record()
+        if record is None:
+            self.record_path.unlink(missing_ok=True)
+            return False
+        pid = record["pid"]
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while alive(pid) and time.monotonic() < deadline:
+            _reap(pid)
+            time.sleep(0.1)
+        with suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)  # its Python workers too
+        while alive(pid):
+            _reap(pid)
+            time.sleep(0.05)
+        self.record_path.unlink(missing_ok=True)
+        return True
+
+    def status(self) -> dict:
+        """JSON-able: running, pid, up since, port, resident memory, and whether it runs the
+        project's current code."""
+        record = self.record()
+        if record is None:
+            return {"running": False, "port": self.settings.lake_engine_port}
+        return {
+            "running": True,
+            "pid": record["pid"],
+            "up_since": record.get("started_at"),
+            "port": record.get("port"),
+            "rss_mb": _rss_mb(record["pid"]),
+            "current_code": record.get("source_stamp") == source_stamp(),
+        }
+
+    def _tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+def _reap(pid: int) -> None:
+    with suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _rss_mb(pid: int) -> float | None:
+    """Resident memory of ``pid`` and everything below it would be the JVM's; the JVM is the
+    process spark-submit execs, so its own ``VmRSS`` (MB)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m adlake.local.engine",
+        formatter_class=HelpFormatter,
+        description="Start, stop or show the lake engine (a Spark Connect server on loopback).",
+    )
+    parser.add_argument("action", choices=("up", "status", "down"))
+    args = parser.parse_args(argv)
+    engine = LakeEngine(load_settings())
+    if args.action == "up":
+        started = engine.start()
+        print(f"[engine] {'started' if started else 'already running'}: {engine.status()}")
+    elif args.action == "down":
+        print(f"[engine] {'stopped' if engine.stop() else 'was not running'}")
+    else:
+        print(json.dumps(engine.status(), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""The lake engine (``adlake.local.engine``): a real Spark Connect server of the lake runtime,
+started once for this module. Its clients need the token; a try's session is released with
+whatever it left running; it stops leaving no process behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from adlake.local.engine import (
+    LakeEngine,
+    client_token,
+    ensure_token,
+    release_sessions,
+    remote_url,
+)
+from adlake.local.kafka import free_port
+from adlake.processes import alive
+from adlake.spark_session import engine_session
+from tests.conftest import private_settings
+
+pytestmark = pytest.mark.integration
+
+CONNECTS = """
+import sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+print(spark.sql("SELECT 40 + 2").first()[0])
+"""
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    settings = private_settings(tmp_path_factory.mktemp("engine")).with_overrides(
+        lake_engine="connect", lake_engine_port=free_port()
+    )
+    engine = LakeEngine(settings)
+    assert engine.start() is True
+    try:
+        yield engine
+    finally:
+        engine.stop()
+
+
+def client(url: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_CONNECT_AUTHENTICATE_TOKEN"}
+    return subprocess.run(
+        [sys.executable, "-c", CONNECTS, url],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_the_engine_answers_its_token_only_and_keeps_it_off_its_command_line(engine):
+    settings = engine.settings
+    token = ensure_token(settings)
+    assert (ensure_token(settings), client_token(settings)) == (token, token)  # made once
+    assert oct(engine_token_mode(settings)) == "0o600"
+    assert client(remote_url(settings, token)).stdout.strip() == "42"
+    refused = client(remote_url(settings, "not-the-token"))
+    assert refused.returncode != 0 and "Invalid authentication token" in refused.stderr
+    pid = engine.record()["pid"]
+    with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+        assert token.encode() not in cmdline.read()
+    assert "spark.connect.grpc.binding.address=127.0.0.1" in " ".join(engine.argv())
+    status = engine.status()
+    assert status["running"] and status["current_code"] and status["rss_mb"] > 100
+    assert engine.start() is False  # running already: nothing started
+
+
+def engine_token_mode(settings) -> int:
+    from adlake.local.engine import token_path
+
+    return token_path(settings).stat().st_mode & 0o777
+
+
+def test_a_later_try_releases_what_an_earlier_one_left_running(engine, tmp_path):
+    # A client that dies leaves its streaming query running in the engine, under its session;
+    # the next try releases that session first: the query stops, the session is gone.
+    settings = engine.settings
+    sid = "0b6f1f1e-7c1d-4f3e-9d55-3b7f2a9c0001"
+    spark = engine_session(settings, session_id=sid)
+    query = (
+        spark.readStream.format("rate").option("rowsPerSecond", 5).load()
+        .writeStream.format("noop").queryName("left_behind").start()
+    )  # fmt: skip
+    assert query.isActive
+    said = release_sessions(settings, [sid])
+    assert said and "stopped 1 streaming queries ['left_behind']" in said[0]
+    again = engine_session(settings, session_id="0b6f1f1e-7c1d-4f3e-9d55-3b7f2a9c0002")
+    assert again.streams.active == []
+    assert release_sessions(settings, [sid]) == []  # nothing left under it
+
+
+def test_a_job_without_the_engine_is_told_how_to_start_it(tmp_path):
+    from adlake.local.engine import EngineError, ensure_token
+
+    settings = private_settings(tmp_path / "rt").with_overrides(
+        lake_engine="connect", lake_engine_port=free_port()
+    )
+    ensure_token(settings)
+    with pytest.raises(
+        EngineError, match="does not answer: start it .*python -m adlake.local.engine up"
+    ):
+        engine_session(settings)
+
+
+def test_the_engine_stops_leaving_no_process(engine):
+    # (last in this module: it stops the module's engine)
+    pid = engine.record()["pid"]
+    begun = time.monotonic()
+    assert engine.stop() is True
+    assert not alive(pid) and not engine.is_running() and time.monotonic() - begun < 60
+    assert engine.stop() is False
