@@ -307,7 +307,7 @@ def _run(
             queries[t] = start_ingest(spark, settings, t, max_offsets)
         for topic, query in queries.items():
             query.awaitTermination()
-            rows = sum(p["numInputRows"] for p in query.recentProgress)
+            rows = sum(p.numInputRows for p in query.recentProgress)
             written[bronze_table(topic).name] = rows
             print(
                 f"[bronze] {topic} -> {table_path(settings, bronze_table(topic))}: {rows} "

@@ -298,7 +298,7 @@ def _run(
             continue
         query = start_refine(spark, settings, topic, max_files)
         query.awaitTermination()
-        read[topic] = sum(p["numInputRows"] for p in query.recentProgress)
+        read[topic] = sum(p.numInputRows for p in query.recentProgress)
         print(
             f"[silver] {topic}: {read[topic]} bronze rows read in "
             f"{len(query.recentProgress)} batches",
