@@ -71,7 +71,7 @@ def _artifact(jar: Path) -> str:
     return match.group("artifact") if match else jar.stem
 
 
-def _pyspark_dir() -> Path:
+def pyspark_dir() -> Path:
     """PySpark's install directory, found without importing it (the DAG layer renders a job's
     ``--jars`` with :func:`runtime_jars` and must not import PySpark)."""
     spec = importlib.util.find_spec("pyspark")
@@ -98,7 +98,7 @@ def runtime_jars(runtime: str, settings: Settings) -> list[Path]:
     jars = sorted(jar_dir.glob("*.jar"))
     if not jars:
         raise MissingJarsError(f"no jars for runtime {runtime!r} in {jar_dir}; run `make setup`")
-    shipped = {_artifact(p) for p in _pyspark_dir().joinpath("jars").glob("*.jar")}
+    shipped = {_artifact(p) for p in pyspark_dir().joinpath("jars").glob("*.jar")}
     jars = [jar for jar in jars if _artifact(jar) not in shipped]
     if runtime == "ops":
         # The ops runtime's own classes (the JVM attribution processor), built by `make setup`.
@@ -262,10 +262,10 @@ def engine_session(
     long-lived server at ``settings.lake_engine_port``, which holds the lake's settings already;
     ``extra_conf`` are set on this session only. The token is ``SPARK_CONNECT_AUTHENTICATE_TOKEN``
     when set, else the runtime's (``<runtime>/engine/token``).
-    :class:`adlake.local.engine.EngineError` when the engine does not answer."""
+    :class:`adlake.local.engine_client.EngineError` when the engine does not answer."""
     from pyspark.sql import SparkSession
 
-    from adlake.local.engine import EngineError, client_token, remote_url
+    from adlake.local.engine_client import EngineError, client_token, remote_url
     from adlake.local.kafka import port_open
 
     url = remote_url(settings, client_token(settings), session_id)

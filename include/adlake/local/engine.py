@@ -29,7 +29,6 @@ import argparse
 import hashlib
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -40,11 +39,17 @@ from pathlib import Path
 
 from adlake.config import REPO_ROOT, Settings, load_settings
 from adlake.helpformat import HelpFormatter
-from adlake.local.credentials import PRIVATE, create_private
+from adlake.local.engine_client import (
+    TOKEN_VAR,
+    EngineError,
+    client_token,
+    engine_dir,
+    ensure_token,
+    remote_url,
+)
 from adlake.processes import alive, started_at
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
-TOKEN_VAR = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
 # The engine's own loggers: Spark's INFO lines of every client's operation would fill its log.
@@ -62,49 +67,6 @@ logger.connect.level = INFO
 logger.tws.name = org.apache.spark.sql.execution.python.streaming.TransformWithStateInPySparkStateServer
 logger.tws.level = ERROR
 """
-
-
-class EngineError(RuntimeError):
-    """The lake engine could not be started, reached or stopped."""
-
-
-def engine_dir(settings: Settings) -> Path:
-    return settings.runtime_dir / "engine"
-
-
-def token_path(settings: Settings) -> Path:
-    return engine_dir(settings) / "token"
-
-
-def ensure_token(settings: Settings) -> str:
-    """The engine's client token, generated at the first call (mode 600, never rewritten)."""
-    path = token_path(settings)
-    create_private(path, secrets.token_urlsafe(32))
-    if path.stat().st_mode & 0o077:
-        path.chmod(PRIVATE)
-    return path.read_text().strip()
-
-
-def client_token(settings: Settings) -> str:
-    """The token a client sends: ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` when set (a test's shared
-    engine), else this runtime's; :class:`EngineError` when neither exists (no engine was ever
-    started here)."""
-    if os.environ.get(TOKEN_VAR):
-        return os.environ[TOKEN_VAR]
-    try:
-        return token_path(settings).read_text().strip()
-    except OSError:
-        raise EngineError(
-            f"no lake engine token at {token_path(settings)}: the engine was never started in "
-            "this runtime (`python -m adlake.local.engine up`)"
-        ) from None
-
-
-def remote_url(settings: Settings, token: str, session_id: str | None = None) -> str:
-    """The Spark Connect URL of this runtime's engine, with ``token`` (and ``session_id``: a
-    client naming its session, so that a later client can find and release it)."""
-    url = f"sc://localhost:{settings.lake_engine_port}/;token={token}"
-    return f"{url};session_id={session_id}" if session_id else url
 
 
 def release_sessions(settings: Settings, session_ids: list[str]) -> list[str]:
@@ -149,9 +111,9 @@ def source_stamp() -> str:
 
 
 def _pyspark_home() -> Path:
-    from adlake.spark_session import _pyspark_dir
+    from adlake.spark_session import pyspark_dir
 
-    return _pyspark_dir()
+    return pyspark_dir()
 
 
 @dataclass

@@ -11,13 +11,7 @@ import time
 
 import pytest
 
-from adlake.local.engine import (
-    LakeEngine,
-    client_token,
-    ensure_token,
-    release_sessions,
-    remote_url,
-)
+from adlake.local.engine import LakeEngine, client_token, ensure_token, remote_url
 from adlake.local.kafka import free_port
 from adlake.processes import alive
 from adlake.spark_session import engine_session
@@ -76,31 +70,66 @@ def test_the_engine_answers_its_token_only_and_keeps_it_off_its_command_line(eng
 
 
 def engine_token_mode(settings) -> int:
-    from adlake.local.engine import token_path
+    from adlake.local.engine_client import token_path
 
     return token_path(settings).stat().st_mode & 0o777
 
 
-def test_a_later_try_releases_what_an_earlier_one_left_running(engine, tmp_path):
+# Connect clients run in processes of their own: a Spark Connect session in this process would
+# switch PySpark here to Connect mode, under the classic session the other tests share.
+LEAVES_A_STREAM = """
+import os, sys
+from adlake.config import load_settings
+from adlake.spark_session import engine_session
+settings = load_settings()
+spark = engine_session(settings, session_id=sys.argv[1])
+query = (spark.readStream.format("rate").option("rowsPerSecond", 5).load()
+         .writeStream.format("noop").queryName("left_behind").start())
+print("running", query.isActive, flush=True)
+os._exit(9)  # the client dies; its stream is the engine's
+"""
+RELEASES = """
+import sys
+from adlake.config import load_settings
+from adlake.local.engine import release_sessions
+from adlake.spark_session import engine_session
+settings = load_settings()
+print(release_sessions(settings, [sys.argv[1]]))
+print(engine_session(settings, session_id=sys.argv[2]).streams.active)
+print(release_sessions(settings, [sys.argv[1]]))
+"""
+
+
+def run_client(engine, code: str, *args: str) -> subprocess.CompletedProcess:
+    from adlake.apps.process import settings_env
+
+    env = {**os.environ, **settings_env(engine.settings)}
+    env.pop("SPARK_CONNECT_AUTHENTICATE_TOKEN", None)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
+
+
+def test_a_later_try_releases_what_an_earlier_one_left_running(engine):
     # A client that dies leaves its streaming query running in the engine, under its session;
     # the next try releases that session first: the query stops, the session is gone.
-    settings = engine.settings
     sid = "0b6f1f1e-7c1d-4f3e-9d55-3b7f2a9c0001"
-    spark = engine_session(settings, session_id=sid)
-    query = (
-        spark.readStream.format("rate").option("rowsPerSecond", 5).load()
-        .writeStream.format("noop").queryName("left_behind").start()
-    )  # fmt: skip
-    assert query.isActive
-    said = release_sessions(settings, [sid])
-    assert said and "stopped 1 streaming queries ['left_behind']" in said[0]
-    again = engine_session(settings, session_id="0b6f1f1e-7c1d-4f3e-9d55-3b7f2a9c0002")
-    assert again.streams.active == []
-    assert release_sessions(settings, [sid]) == []  # nothing left under it
+    died = run_client(engine, LEAVES_A_STREAM, sid)
+    assert died.returncode == 9 and "running True" in died.stdout, died.stderr[-2000:]
+    released = run_client(engine, RELEASES, sid, "0b6f1f1e-7c1d-4f3e-9d55-3b7f2a9c0002")
+    assert released.returncode == 0, released.stderr[-2000:]
+    said, active, again = released.stdout.splitlines()
+    assert "stopped 1 streaming queries ['left_behind']" in said
+    assert (active, again) == ("[]", "[]")  # nothing left under it
 
 
 def test_a_job_without_the_engine_is_told_how_to_start_it(tmp_path):
-    from adlake.local.engine import EngineError, ensure_token
+    from adlake.local.engine import EngineError
 
     settings = private_settings(tmp_path / "rt").with_overrides(
         lake_engine="connect", lake_engine_port=free_port()
