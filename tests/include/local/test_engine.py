@@ -40,25 +40,13 @@ def engine(tmp_path_factory):
         engine.stop()
 
 
-def client(url: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "SPARK_CONNECT_AUTHENTICATE_TOKEN"}
-    return subprocess.run(
-        [sys.executable, "-c", CONNECTS, url],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-
-
 def test_the_engine_answers_its_token_only_and_keeps_it_off_its_command_line(engine):
     settings = engine.settings
     token = ensure_token(settings)
     assert (ensure_token(settings), client_token(settings)) == (token, token)  # made once
     assert oct(engine_token_mode(settings)) == "0o600"
-    assert client(remote_url(settings, token)).stdout.strip() == "42"
-    refused = client(remote_url(settings, "not-the-token"))
+    assert run_client(engine, CONNECTS, remote_url(settings, token)).stdout.strip() == "42"
+    refused = run_client(engine, CONNECTS, remote_url(settings, "not-the-token"))
     assert refused.returncode != 0 and "Invalid authentication token" in refused.stderr
     pid = engine.record()["pid"]
     with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
