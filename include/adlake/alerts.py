@@ -75,6 +75,7 @@ RUNBOOK = {
     "supervisor_failed": "the-supervisor-could-not-act-on-an-app",
     "app_restarted": "crashed-killed-or-stale-app",
     "app_given_up": "the-supervisor-could-not-act-on-an-app",
+    "engine_restarted": "the-lake-engine-is-down",
 }
 _TITLES = {
     "quality_failed": "failed its quality gate",
@@ -86,6 +87,7 @@ _TITLES = {
     "supervisor_failed": "the apps' supervisor failed",
     "app_restarted": "restarted by the supervisor",
     "app_given_up": "not restarted: the supervisor could not act",
+    "engine_restarted": "the lake engine died and was started again",
 }
 _ERROR_CHARS = 1500
 DEFAULT_BASE_URL = "http://localhost:8080"
@@ -385,6 +387,8 @@ def decide_group(
 def text_of(alert: Mapping[str, Any], window_s: int) -> str:
     """The alert as one Slack message (``text``)."""
     subject = alert.get("table") or alert.get("app") or alert.get("task_id") or ""
+    if alert["kind"] == "engine_restarted":
+        subject = "lake engine"
     where = " / ".join(str(alert[k]) for k in ("dag_id", "task_id") if alert.get(k))
     lines = [f":rotating_light: [adlake] {subject}: {_TITLES[alert['kind']]}"]
     if where:
@@ -398,7 +402,12 @@ def text_of(alert: Mapping[str, Any], window_s: int) -> str:
         lines.append(f"why: {str(alert['error']).splitlines()[-1][:300]}")
     for f in alert.get("failed_expectations") or []:
         lines.append(f"• [{f.get('severity')}] {f.get('expectation')}: {f.get('observed_value')}")
-    for label, key in (("log", "log_url"), ("Data Docs", "data_docs_url"), ("app log", "app_log")):
+    for label, key in (
+        ("log", "log_url"),
+        ("Data Docs", "data_docs_url"),
+        ("app log", "app_log"),
+        ("engine log", "engine_log"),
+    ):
         if alert.get(key):
             lines.append(f"{label}: {alert[key]}")
     lines.append(f"runbook: {alert['runbook']}")

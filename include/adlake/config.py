@@ -601,3 +601,22 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 # ADLAKE_APP_LOCK: the lock an app's processes were started for (adlake.apps.process.APP_LOCK_VAR);
 # ADLAKE_LAKE_SESSION_ID: a task try's engine session (adlake.airflow.engine_task.SESSION_VAR).
 _NON_SETTINGS = frozenset({"ADLAKE_APP_LOCK", "ADLAKE_LAKE_SESSION_ID"})
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """``settings`` as the ``ADLAKE_*`` variables that make ``load_settings()`` return them."""
+    env = {}
+    for f in dataclasses.fields(settings):
+        value = getattr(settings, f.name)
+        if isinstance(value, bool):
+            text = str(value).lower()
+        elif isinstance(
+            value, tuple
+        ):  # name:role pairs (airflow_users), as the variable lists them
+            text = ",".join(":".join(pair) for pair in value)
+        elif value is None:  # an optional setting left to its default (topic_partitions)
+            text = ""
+        else:
+            text = str(value)
+        env["ADLAKE_" + f.name.upper()] = text
+    return env

@@ -36,7 +36,7 @@ from adlake.apps.state import (
     log_path,
     read_json,
 )
-from adlake.config import REPO_ROOT, Settings
+from adlake.config import REPO_ROOT, Settings, settings_env
 from adlake.processes import boot_time, holds_flock, is_process, seen_here
 from adlake.status import read_status, stop_marker
 
@@ -237,25 +237,6 @@ def _reap_leftovers(sid: int, since: float, lock: Path, grace_s: float | None = 
 
 
 # -- start -----------------------------------------------------------------------------------------
-
-
-def settings_env(settings: Settings) -> dict[str, str]:
-    """``settings`` as the ``ADLAKE_*`` variables that make ``load_settings()`` return them."""
-    env = {}
-    for f in dataclasses.fields(settings):
-        value = getattr(settings, f.name)
-        if isinstance(value, bool):
-            text = str(value).lower()
-        elif isinstance(
-            value, tuple
-        ):  # name:role pairs (airflow_users), as the variable lists them
-            text = ",".join(":".join(pair) for pair in value)
-        elif value is None:  # an optional setting left to its default (topic_partitions)
-            text = ""
-        else:
-            text = str(value)
-        env["ADLAKE_" + f.name.upper()] = text
-    return env
 
 
 # Settings an app never uses and must not see: a secret-bearing URL (the webhook's address may

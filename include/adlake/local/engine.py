@@ -186,18 +186,13 @@ class LakeEngine:
     def is_running(self) -> bool:
         return self.record() is not None
 
-    def start(self, timeout_s: float = START_TIMEOUT_S) -> bool:
-        """Start the engine and wait until it answers a query; False (nothing changed) when
-        this runtime's engine runs already. :class:`EngineError` if it exits or does not
-        answer in time (its log's last lines in the message)."""
-        if self.is_running():
-            return False
-        token = ensure_token(self.settings)
+    def spawn(self, token: str) -> subprocess.Popen:
+        """Start the engine's JVM (in a process group of its own) and write its record; what
+        the keeper (:mod:`adlake.local.engine_keeper`) runs, and starts again."""
         directory = engine_dir(self.settings)
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "log4j2.properties").write_text(LOG4J2)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        stamp = source_stamp()
         with open(self.log_path, "ab") as log:
             log.write(
                 f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} start\n".encode()
@@ -217,18 +212,40 @@ class LakeEngine:
             "proc_started_at": started_at(process.pid),
             "started_at": time.time(),
             "port": self.settings.lake_engine_port,
-            "source_stamp": stamp,
+            "source_stamp": source_stamp(),
+            "keeper_pid": os.getpid(),
         }
         self.record_path.write_text(json.dumps(record))
+        return process
+
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> bool:
+        """Start the engine under its keeper and wait until it answers a query; False (nothing
+        changed) when this runtime's engine runs already. :class:`EngineError` if the keeper
+        exits or the engine does not answer in time (its log's last lines in the message)."""
+        if self.is_running():
+            return False
+        from adlake.config import settings_env
+
+        token = ensure_token(self.settings)
+        self.settings.logs_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.settings.logs_dir / "lake-engine-keeper.log", "ab") as log:
+            keeper = subprocess.Popen(
+                [sys.executable, "-m", "adlake.local.engine_keeper"],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **settings_env(self.settings)},
+                cwd=self.settings.runtime_dir,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if process.poll() is not None:
-                self.record_path.unlink(missing_ok=True)
+            if keeper.poll() is not None:
                 raise EngineError(
-                    f"the lake engine exited with code {process.returncode}; last lines of "
-                    f"{self.log_path}:\n{self._tail()}"
+                    f"the lake engine's keeper exited with code {keeper.returncode}; last lines "
+                    f"of {self.log_path}:\n{self._tail()}"
                 )
-            if self.answers(token):
+            if self.is_running() and self.answers(token):
                 return True
             time.sleep(0.5)
         self.stop()
@@ -258,25 +275,45 @@ class LakeEngine:
         return done.returncode == 0
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> bool:
-        """Stop the engine (SIGTERM: Spark's shutdown hooks stop its sessions), SIGKILL its
-        process group after ``timeout_s``; False if it did not run."""
+        """Stop the engine: SIGTERM to its keeper, which stops the JVM (Spark's shutdown hooks
+        end its sessions) and exits; the JVM's process group is killed after ``timeout_s`` if
+        it is still there (a keeper killed with -9 leaves its JVM). False if it did not run."""
         record = self.record()
-        if record is None:
+        keeper = self._keeper_pid(record)
+        if record is None and keeper is None:
             self.record_path.unlink(missing_ok=True)
             return False
-        pid = record["pid"]
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        while alive(pid) and time.monotonic() < deadline:
-            _reap(pid)
-            time.sleep(0.1)
-        with suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)  # its Python workers too
-        while alive(pid):
-            _reap(pid)
-            time.sleep(0.05)
+        deadline = time.monotonic() + timeout_s + 5
+        if keeper is not None:
+            os.kill(keeper, signal.SIGTERM)
+            while alive(keeper) and time.monotonic() < deadline:
+                _reap(keeper)
+                time.sleep(0.1)
+        if record is not None:
+            pid = record["pid"]
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            while alive(pid) and time.monotonic() < deadline:
+                _reap(pid)
+                time.sleep(0.1)
+            with suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)  # its Python workers too
+            while alive(pid):
+                _reap(pid)
+                time.sleep(0.05)
         self.record_path.unlink(missing_ok=True)
         return True
+
+    def _keeper_pid(self, record: dict | None) -> int | None:
+        """The keeper's pid, believed only if the kernel says it holds the keeper's lock."""
+        from adlake.processes import holds_flock
+
+        pid = (record or {}).get("keeper_pid")
+        if pid is None:  # the JVM is gone; its record may still name the keeper
+            with suppress(OSError, ValueError):
+                pid = json.loads(self.record_path.read_text()).get("keeper_pid")
+        lock = engine_dir(self.settings) / "keeper.lock"
+        return pid if isinstance(pid, int) and holds_flock(pid, lock) else None
 
     def status(self) -> dict:
         """JSON-able: running, pid, up since, port, resident memory, and whether it runs the
@@ -290,6 +327,7 @@ class LakeEngine:
             "up_since": record.get("started_at"),
             "port": record.get("port"),
             "rss_mb": _rss_mb(record["pid"]),
+            "keeper_pid": self._keeper_pid(record),
             "current_code": record.get("source_stamp") == source_stamp(),
         }
 

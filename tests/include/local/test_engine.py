@@ -4,13 +4,16 @@ whatever it left running; it stops leaving no process behind."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import time
 
 import pytest
 
+from adlake.config import settings_env
 from adlake.local.engine import LakeEngine, client_token, ensure_token, remote_url
 from adlake.local.kafka import free_port
 from adlake.processes import alive
@@ -89,8 +92,6 @@ print(release_sessions(settings, [sys.argv[1]]))
 
 
 def run_client(engine, code: str, *args: str) -> subprocess.CompletedProcess:
-    from adlake.apps.process import settings_env
-
     env = {**os.environ, **settings_env(engine.settings)}
     env.pop("SPARK_CONNECT_AUTHENTICATE_TOKEN", None)
     return subprocess.run(
@@ -129,10 +130,27 @@ def test_a_job_without_the_engine_is_told_how_to_start_it(tmp_path):
         engine_session(settings)
 
 
+def test_the_engine_killed_with_9_answers_again_within_a_minute_with_an_alert(engine):
+    # Its keeper starts the JVM again and says so; the token and the port stay the same.
+    from adlake.alerts import alerts_file
+
+    before = engine.record()
+    os.kill(before["pid"], signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while not ((now := engine.record()) and now["pid"] != before["pid"] and engine.answers()):
+        assert time.monotonic() < deadline, f"not answering 60 s after kill -9: {engine._tail()}"
+        time.sleep(1)
+    assert now["keeper_pid"] == before["keeper_pid"] and not alive(before["pid"])
+    sent = [json.loads(line) for line in alerts_file(engine.settings).read_text().splitlines()]
+    assert [a["kind"] for a in sent] == ["engine_restarted"]
+    assert "killed by signal 9" in sent[0]["error"] and "lake engine" in sent[0]["text"]
+
+
 def test_the_engine_stops_leaving_no_process(engine):
-    # (last in this module: it stops the module's engine)
-    pid = engine.record()["pid"]
+    # (last in this module: it stops the module's engine, and its keeper)
+    record = engine.record()
     begun = time.monotonic()
     assert engine.stop() is True
-    assert not alive(pid) and not engine.is_running() and time.monotonic() - begun < 60
+    assert time.monotonic() - begun < 60 and not engine.is_running()
+    assert not alive(record["pid"]) and not alive(record["keeper_pid"])
     assert engine.stop() is False
