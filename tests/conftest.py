@@ -26,6 +26,14 @@ pytest_plugins = ["tests.runtimes", "tests.tiers", "pytester"]
 ENGINE_VARS = ("ADLAKE_LAKE_ENGINE", "ADLAKE_LAKE_ENGINE_PORT")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # The lake pass's jobs started as processes (Airflow's tasks, the jobs' command lines) are
+    # clients of one lake engine of this test run (the lake_engine fixture), on a port chosen
+    # now so that every test's settings name it. An engine given by the caller (the port and
+    # SPARK_CONNECT_AUTHENTICATE_TOKEN both set) is used instead.
+    os.environ.setdefault("ADLAKE_LAKE_ENGINE_PORT", str(free_ports(1)[0]))
+
+
 @pytest.fixture(scope="session")
 def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     """Local-profile settings with all state under a temporary directory and a broker address on
@@ -70,10 +78,44 @@ def kafka(settings: Settings) -> Iterator[LocalKafka]:
 
 @pytest.fixture(scope="session")
 def spark(settings: Settings):
-    """The session of this interpreter's runtime, built by the one session factory."""
+    """The session of this interpreter's runtime, built by the one session factory: a classic
+    session in this process (its tests look into its JVM), in which a job called in-process
+    runs too (:func:`adlake.spark_session.get_session`)."""
     from adlake.spark_session import get_session
     from tests.runtimes import current_runtime
 
-    session = get_session(current_runtime(), "adlake-tests", settings)
+    local = settings.with_overrides(lake_engine="local")
+    session = get_session(current_runtime(), "adlake-tests", local)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def lake_engine(tmp_path_factory: pytest.TempPathFactory):
+    """The lake engine the lake jobs of this test run's processes are sessions of (started once,
+    in a runtime directory of its own; every test's settings name its port, its token is in
+    this process's environment). None when the caller gave one."""
+    from adlake.local.engine import LakeEngine
+    from adlake.local.engine_client import TOKEN_VAR, ensure_token
+
+    if os.environ.get(TOKEN_VAR):
+        yield None
+        return
+    engine = LakeEngine(private_settings(tmp_path_factory.mktemp("lake-engine")))
+    engine.start()
+    os.environ[TOKEN_VAR] = ensure_token(engine.settings)
+    try:
+        yield engine
+    finally:
+        os.environ.pop(TOKEN_VAR, None)
+        engine.stop()
+
+
+@pytest.fixture(autouse=True)
+def _lake_engine_for_integration(request: pytest.FixtureRequest) -> None:
+    """Every test of the lake pass that may start a lake job (an integration or end-to-end
+    test) has the shared engine running; a unit test starts nothing."""
+    from tests.runtimes import current_runtime
+
+    if not request.node.get_closest_marker("unit") and current_runtime() == "lake":
+        request.getfixturevalue("lake_engine")

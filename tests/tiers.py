@@ -27,6 +27,7 @@ SERVER_FIXTURES = frozenset(
     {
         "spark",  # tests/conftest.py: the interpreter's SparkSession
         "kafka",  # tests/conftest.py: the session's broker
+        "lake_engine",  # tests/conftest.py: the session's lake engine (a Spark Connect JVM)
         "fresh_kafka",  # tests/spark_apps/ops/conftest.py: a broker per test
         "own_broker",  # tests/include/local/test_kafka.py: a broker per test
     }

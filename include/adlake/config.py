@@ -188,8 +188,9 @@ class Settings:
     # Where the lake's jobs run (adlake.local.engine): "connect", as sessions of the lake engine,
     # one long-lived Spark Connect server on loopback at lake_engine_port (its JVM, Delta's plans
     # and Python workers stay warm between jobs); "local", each job in a Spark session of its
-    # own (a new JVM per job: what spark-submit does).
-    lake_engine: str = "local"
+    # own (a new JVM per job: what spark-submit does). A job started in a process that runs a
+    # classic lake session already (a notebook, a test) runs in that session either way.
+    lake_engine: str = "connect"
     lake_engine_port: int = 15002
 
     # Every path below derives from runtime_dir, so one setting moves all state.
@@ -328,7 +329,7 @@ _METRICS_TEXT = {
 }
 # Where the lake's jobs run (Settings.lake_engine).
 LAKE_ENGINES = ("connect", "local")
-_ENGINE_DEFAULTS = {"lake_engine": "local", "lake_engine_port": "15002"}
+_ENGINE_DEFAULTS = {"lake_engine": "connect", "lake_engine_port": "15002"}
 # Empty: the registry's partition counts (Settings.topic_partitions).
 _TOPIC_DEFAULTS = {"topic_partitions": ""}
 MAX_TOPIC_PARTITIONS = 1_000

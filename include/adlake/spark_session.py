@@ -235,7 +235,7 @@ def get_session(
 
     settings = settings or load_settings()
     settings.runtime_dir.mkdir(parents=True, exist_ok=True)
-    if runtime == "lake" and settings.lake_engine == "connect" and not submitted():
+    if runtime == "lake" and settings.lake_engine == "connect" and not (submitted() or _classic()):
         # a task's try runs under its own session id (adlake.airflow.engine_task)
         return engine_session(settings, extra_conf, os.environ.get("ADLAKE_LAKE_SESSION_ID"))
     if settings.spark_master(runtime).startswith("local"):
@@ -253,6 +253,15 @@ def get_session(
     spark.sparkContext.setLogLevel(settings.log_level)
     quiet_loggers(spark)
     return spark
+
+
+def _classic() -> bool:
+    """Whether this process runs a classic Spark session already. A job called in it (a
+    notebook, a test) runs there: PySpark cannot hold a Connect session beside a classic one
+    (the first Connect session switches the process's DataFrame functions to Connect)."""
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
 
 
 def engine_session(

@@ -5,7 +5,6 @@ command line, the lock and who holds it, the per-app control lock, the leftovers
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
 import fcntl
 import os

@@ -225,7 +225,18 @@ class LakeEngine:
         if self.is_running():
             return False
         from adlake.config import settings_env
+        from adlake.local.kafka import port_open
 
+        port = self.settings.lake_engine_port
+        if port_open("127.0.0.1", port):
+            # an engine of another runtime directory, whose token this process was given (a
+            # test run's shared engine): its clients are this runtime's too
+            if os.environ.get(TOKEN_VAR) and self.answers(os.environ[TOKEN_VAR]):
+                return False
+            raise EngineError(
+                f"localhost:{port} is taken by another process: stop it, or give the lake "
+                "engine another port (ADLAKE_LAKE_ENGINE_PORT)"
+            )
         token = ensure_token(self.settings)
         self.settings.logs_dir.mkdir(parents=True, exist_ok=True)
         with open(self.settings.logs_dir / "lake-engine-keeper.log", "ab") as log:
