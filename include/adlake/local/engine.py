@@ -29,9 +29,11 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from contextlib import suppress
 from dataclasses import dataclass
@@ -188,25 +190,28 @@ class LakeEngine:
 
     def spawn(self, token: str) -> subprocess.Popen:
         """Start the engine's JVM (in a process group of its own) and write its record; what
-        the keeper (:mod:`adlake.local.engine_keeper`) runs, and starts again."""
+        the keeper (:mod:`adlake.local.engine_keeper`) runs, and starts again. Its output goes
+        to the log through :func:`copy_redacted`: PySpark's streaming workers print the URL
+        they connect with, token included."""
         directory = engine_dir(self.settings)
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "log4j2.properties").write_text(LOG4J2)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            log.write(
-                f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} start\n".encode()
-            )
-            log.flush()
-            process = subprocess.Popen(
-                self.argv(),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=self.env(token),
-                cwd=self.settings.runtime_dir,
-                start_new_session=True,
-            )
+        log = open(self.log_path, "ab")  # noqa: SIM115 - the copying thread closes it
+        with suppress(OSError):
+            self.log_path.chmod(0o600)
+        log.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} start\n".encode())
+        log.flush()
+        process = subprocess.Popen(
+            self.argv(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=self.env(token),
+            cwd=self.settings.runtime_dir,
+            start_new_session=True,
+        )
+        threading.Thread(target=copy_redacted, args=(process.stdout, log), daemon=True).start()
         record = {
             "pid": process.pid,
             "proc_started_at": started_at(process.pid),
@@ -347,6 +352,26 @@ class LakeEngine:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
+
+
+TOKEN_IN_URL = re.compile(rb"token=[^;\s]+")
+
+
+def copy_redacted(source, log) -> None:
+    r"""Copy the engine's output to its log, line by line, with every ``token=...`` of a Connect
+    URL replaced; closes both at the end of the output.
+
+    >>> import io
+    >>> out = io.BytesIO()
+    >>> out.close = lambda: None
+    >>> copy_redacted(io.BytesIO(b"url sc://localhost:1/;user_id=;token=s3cret and x\n"), out)
+    >>> out.getvalue()
+    b'url sc://localhost:1/;user_id=;token=<redacted> and x\n'
+    """
+    with source, log:
+        for line in source:
+            log.write(TOKEN_IN_URL.sub(b"token=<redacted>", line))
+            log.flush()
 
 
 def _reap(pid: int) -> None:

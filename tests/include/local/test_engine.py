@@ -43,7 +43,8 @@ def engine(tmp_path_factory):
         engine.stop()
 
 
-def test_the_engine_answers_its_token_only_and_keeps_it_off_its_command_line(engine):
+def test_the_engine_answers_its_token_only_and_keeps_it_off_its_command_line(engine, monkeypatch):
+    monkeypatch.delenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", raising=False)  # the test run's engine's
     settings = engine.settings
     token = ensure_token(settings)
     assert (ensure_token(settings), client_token(settings)) == (token, token)  # made once
@@ -75,7 +76,8 @@ from adlake.spark_session import engine_session
 settings = load_settings()
 spark = engine_session(settings, session_id=sys.argv[1])
 query = (spark.readStream.format("rate").option("rowsPerSecond", 5).load()
-         .writeStream.format("noop").queryName("left_behind").start())
+         .writeStream.foreachBatch(lambda df, n: None).queryName("left_behind").start())
+query.processAllAvailable()  # its Python worker in the engine runs (and prints its URL)
 print("running", query.isActive, flush=True)
 os._exit(9)  # the client dies; its stream is the engine's
 """
@@ -115,6 +117,9 @@ def test_a_later_try_releases_what_an_earlier_one_left_running(engine):
     said, active, again = released.stdout.splitlines()
     assert "stopped 1 streaming queries ['left_behind']" in said
     assert (active, again) == ("[]", "[]")  # nothing left under it
+    # the streaming worker's URL reached the engine's log without its token
+    log = engine.log_path.read_text()
+    assert "ForeachBatch worker" in log and ensure_token(engine.settings) not in log
 
 
 def test_a_job_without_the_engine_is_told_how_to_start_it(tmp_path):
