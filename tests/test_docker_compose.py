@@ -30,7 +30,8 @@ AIRFLOW_SERVICES = sorted(s for s in SERVICES if s.startswith("airflow-"))
 # The streaming apps' service: their reconcile loop, on the Airflow image (Adlake and both
 # runtimes), without Airflow.
 APPS_SERVICE = "streaming-apps"
-ADLAKE_IMAGE_SERVICES = sorted([*AIRFLOW_SERVICES, APPS_SERVICE])
+ENGINE_SERVICE = "lake-engine"
+ADLAKE_IMAGE_SERVICES = sorted([*AIRFLOW_SERVICES, APPS_SERVICE, ENGINE_SERVICE])
 LONG_RUNNING = sorted(set(SERVICES) - ONE_SHOT)
 BUILT = sorted(s for s in SERVICES if "build" in SERVICES[s])
 CONDITIONS = {"service_healthy", "service_started", "service_completed_successfully"}
@@ -75,6 +76,7 @@ def test_the_platform_services_are_declared():
         "airflow-scheduler",
         "airflow-dag-processor",
         "airflow-triggerer",
+        "lake-engine",
     }
     assert expected <= set(SERVICES), f"missing services: {sorted(expected - set(SERVICES))}"
 
@@ -619,3 +621,19 @@ def test_the_airflow_images_ops_environment_is_built_from_its_lock_by_bootstrap(
     lines = (REPO_ROOT / "include" / "docker" / "airflow.Dockerfile").read_text().splitlines()
     run = next(i for i, line in enumerate(lines) if "bootstrap.py --envs-only --env ops" in line)
     assert any(line.startswith("COPY") and " include/adlake " in line for line in lines[:run])
+
+
+def test_the_lake_engine_runs_under_its_keeper_beside_the_tasks(settings):
+    # The tasks run in the scheduler and reach the engine at localhost (PySpark sends the
+    # token without TLS to localhost only), so the engine shares the scheduler's network.
+    engine = SERVICES[ENGINE_SERVICE]
+    assert settings.lake_engine == "connect"
+    assert engine["network_mode"] == "service:airflow-scheduler"
+    assert (
+        env_of(ENGINE_SERVICE)["SPARK_LOCAL_HOSTNAME"] == SERVICES["airflow-scheduler"]["hostname"]
+    )
+    assert engine["command"] == ["python", "-m", "adlake.local.engine_keeper"]
+    assert engine["depends_on"]["spark-lake-master"]["condition"] == "service_healthy"
+    assert engine["healthcheck"]["test"] == ["CMD", "python", "-m", "adlake.local.engine", "check"]
+    assert settings.spark_master("lake") == "spark://spark-lake-master:7077"
+    assert not secrets_of(ENGINE_SERVICE)

@@ -161,14 +161,20 @@ class LakeEngine:
         """The engine's environment: the token, and for its Python workers the lake interpreter
         with the project on its path."""
         path = os.pathsep.join([str(REPO_ROOT / "include"), str(REPO_ROOT)])
-        return {
+        env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))},
             TOKEN_VAR: token,
             "PYSPARK_PYTHON": sys.executable,
             "PYTHONPATH": path,
-            "SPARK_LOCAL_IP": "127.0.0.1",
             "PYTHONUNBUFFERED": "1",
         }
+        if self.settings.spark_master("lake").startswith("local"):
+            env["SPARK_LOCAL_IP"] = "127.0.0.1"  # its UI and block manager on loopback too
+        elif os.environ.get("SPARK_LOCAL_HOSTNAME"):
+            # on a cluster: the name its executors reach its driver by (compose: the
+            # scheduler's, whose network the engine shares)
+            env["SPARK_LOCAL_HOSTNAME"] = os.environ["SPARK_LOCAL_HOSTNAME"]
+        return env
 
     def record(self) -> dict | None:
         """The running engine's record (pid, start, port, source stamp), None when it does not
@@ -397,7 +403,11 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=HelpFormatter,
         description="Start, stop or show the lake engine (a Spark Connect server on loopback).",
     )
-    parser.add_argument("action", choices=("up", "status", "down"))
+    parser.add_argument(
+        "action",
+        choices=("up", "status", "down", "check"),
+        help="check: exit 0 when the engine runs and listens (a container's health check)",
+    )
     args = parser.parse_args(argv)
     engine = LakeEngine(load_settings())
     if args.action == "up":
@@ -405,6 +415,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[engine] {'started' if started else 'already running'}: {engine.status()}")
     elif args.action == "down":
         print(f"[engine] {'stopped' if engine.stop() else 'was not running'}")
+    elif args.action == "check":
+        from adlake.local.kafka import port_open
+
+        listening = port_open("127.0.0.1", engine.settings.lake_engine_port)
+        return 0 if engine.is_running() and listening else 1
     else:
         print(json.dumps(engine.status(), indent=2))
     return 0
