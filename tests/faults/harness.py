@@ -222,9 +222,18 @@ def job_argv(job: str, report: dict) -> list[str]:
     }[job]
 
 
-def job_env(settings: Settings) -> dict[str, str]:
-    """This interpreter's environment with ``settings`` as ``ADLAKE_*`` variables."""
+def job_env(settings: Settings, engine_token: str | None = None) -> dict[str, str]:
+    """This interpreter's environment with ``settings`` as ``ADLAKE_*`` variables. The job runs
+    in a Spark session of its own (``lake_engine=local``): killing its process kills its
+    writes. With ``engine_token``, a session of the engine at ``settings.lake_engine_port``
+    instead (a dead client's stream runs on there; the engine's own kill is
+    :mod:`tests.faults.test_engine_kill`'s)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ADLAKE_")}
+    if engine_token is None:
+        settings = settings.with_overrides(lake_engine="local")
+    else:
+        settings = settings.with_overrides(lake_engine="connect")
+        env["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = engine_token
     env.update(settings_env(settings))
     env["PYTHONUNBUFFERED"] = "1"
     # A job killed after seconds gains nothing from the JIT's optimizing compiler: C1 only
@@ -234,15 +243,18 @@ def job_env(settings: Settings) -> dict[str, str]:
     return env
 
 
-def start_job(settings: Settings, argv: list[str], log_name: str) -> subprocess.Popen:
+def start_job(
+    settings: Settings, argv: list[str], log_name: str, engine_token: str | None = None
+) -> subprocess.Popen:
     """``python -m <argv>`` with ``settings``, output in ``<runtime>/logs/<log_name>.log``, in a
-    process group of its own (the JVM it starts is killed with it)."""
+    process group of its own (the JVM it starts is killed with it); on the engine with
+    ``engine_token`` (:func:`job_env`)."""
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
     log = open(settings.logs_dir / f"{log_name}.log", "ab")  # noqa: SIM115 - the child owns it
     try:
         return subprocess.Popen(
             [sys.executable, "-m", *argv],
-            env=job_env(settings),
+            env=job_env(settings, engine_token),
             cwd=REPO_ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         report = generator.run(
             harness.traffic(args.seed, args.count), settings.kafka_bootstrap, progress=False
         )
-        spark = get_session("lake", "faults", settings)
+        spark = get_session("lake", "faults", settings.with_overrides(lake_engine="local"))
         lake = harness.Lake(settings, report)
         started = time.monotonic()
         lake.build(spark)
