@@ -284,6 +284,7 @@ class Bronze:
     batches: list[tuple[int, float]]  # (records, seconds)
     fixed_cost_s: dict[str, float]
     load: tuple[float, float]
+    fixed_cost_engine_s: dict[str, float] = field(default_factory=dict)
 
 
 def read_bronze(node: Node) -> tuple[Bronze, list[Goal]]:
@@ -296,6 +297,7 @@ def read_bronze(node: Node) -> tuple[Bronze, list[Goal]]:
         [(int(b.num("records")), b.num("seconds")) for b in node.items("batches")],
         node.mapping("fixed_cost_s"),
         load_average(node),
+        node.mapping("fixed_cost_engine_s") if node.has("fixed_cost_engine_s") else {},
     )
     return bronze, [Goal.read("bronze", node.get("goal"))]
 
@@ -991,11 +993,15 @@ def bronze_section(bronze: Bronze | None) -> str:
     if bronze.fixed_cost_s:
         out += [
             "",
-            "Each job's fixed cost (a run over an empty interval):",
+            "Each job's fixed cost (a run over an empty interval, as a process of its own): in a "
+            "Spark session of its own (what spark-submit pays) and as a client of the lake engine:",
             "",
             table(
-                ["job", "seconds"],
-                [[f"`{job}`", fmt(s, " s", 2)] for job, s in bronze.fixed_cost_s.items()],
+                ["job", "own session", "on the engine"],
+                [
+                    [f"`{job}`", fmt(s, " s", 2), fmt(bronze.fixed_cost_engine_s.get(job), " s", 2)]
+                    for job, s in bronze.fixed_cost_s.items()
+                ],
             ),
         ]
     if bronze.batches:

@@ -327,7 +327,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     report: dict = {"errors": []}
     with harness.private_broker("backfill", base, workdir) as (settings, work):
         say(f"scratch runtime {work}; {args.days} days {first} to {args.last_day}")
-        spark = get_session("lake", "backfill-benchmark", settings)
+        # the data is written from a session of this process; Airflow's tasks use the engine
+        spark = get_session(
+            "lake", "backfill-benchmark", settings.with_overrides(lake_engine="local")
+        )
         try:
             rows, silver_s = timed(scale.write_days, spark, settings, (0, args.days), args)
             say(f"silver written in {silver_s:.0f} s: {rows}")

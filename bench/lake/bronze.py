@@ -19,8 +19,12 @@ On a broker of its own (free loopback ports, runtime under a temporary directory
    tables and checkpoints, as the first hourly run does), each job of the hourly chain run as
    Airflow runs it, a process of its own, on an empty hour (yesterday's last: the clicks are
    today's): nothing new in Kafka for bronze, nothing new in bronze for silver, no row for gold's
-   hour tables and their quality gate (``--no-gold`` skips those two). The process's wall time
-   is the figure, and ``chain`` their sum. ``--no-fixed-costs`` skips this step.
+   hour tables and their quality gate (``--no-gold`` skips those two), then a refresh of
+   ``page_clicks_hourly`` with no change in its source. The process's wall time is the figure,
+   and ``chain`` the hourly jobs' sum; each is measured twice: in a Spark session of its own
+   (``fixed_cost_s``: what spark-submit pays, a JVM per job) and as a client of the lake engine
+   (``fixed_cost_engine_s``; the engine is started first, its start not counted).
+   ``--no-fixed-costs`` skips this step.
 
 ``--out-dir DIR`` writes ``DIR/bronze.json`` (the report's contract, :mod:`bench.report`).
 ``--quick`` is a smoke run of the tool (``make bench-quick``): steps 1 and 2 on 2,000 records
@@ -56,8 +60,9 @@ TOPIC = "page_clicks"
 QUICK_RECORDS = 2_000
 
 
-def fill_topic(spark, settings: Settings, topic: str, records: int) -> None:
-    """``records`` valid clicks into ``topic``, spread over its partitions by key."""
+def fill_topic(spark, settings: Settings, topic: str, records: int, first_id: int = 0) -> None:
+    """``records`` valid clicks into ``topic``, spread over its partitions by key, their ids
+    from ``first_id`` on."""
     from pyspark.sql import functions as F
 
     fields = {
@@ -71,7 +76,7 @@ def fill_topic(spark, settings: Settings, topic: str, records: int) -> None:
     if missing:
         raise RuntimeError(f"fill_topic does not know how to fill {sorted(missing)} of {topic}")
     (
-        spark.range(records, numPartitions=settings.shuffle_partitions)
+        spark.range(first_id, first_id + records, numPartitions=settings.shuffle_partitions)
         .select(
             fields["click_id"].alias("key"),
             F.to_json(F.struct(*(fields[n].alias(n) for n in names))).alias("value"),
@@ -198,7 +203,7 @@ def bench(spark, settings: Settings, args: argparse.Namespace, session_s: float)
     """Steps 1 to 4 on ``spark`` against the broker and runtime of ``settings`` (a private
     one: see :func:`session_and_broker`)."""
     progress = Progress(spark)
-    fixed: dict[str, float] = {}
+    fixed: dict[str, dict[str, float]] = {}
     logs: dict[str, list[str]] = {}
     started = time.monotonic()
     fill_topic(spark, settings, TOPIC, args.records)
@@ -243,40 +248,121 @@ def bench(spark, settings: Settings, args: argparse.Namespace, session_s: float)
     if args.fixed_costs:
         fixed, logs = fixed_costs(spark, settings, args.gold)
     spark.streams.removeListener(progress.listener)
-    return {"ingest": ingest, "silver": refine, "fixed_cost_s": fixed, "fixed_cost_logs": logs}
+    return {
+        "ingest": ingest,
+        "silver": refine,
+        "fixed_cost_s": fixed.get("fixed_cost_s", {}),
+        "fixed_cost_engine_s": fixed.get("fixed_cost_engine_s", {}),
+        "fixed_cost_logs": logs,
+    }
+
+
+# How a lake job runs, by its fixed-cost key: "local", a process with a Spark session of its own
+# (what spark-submit does: a JVM per task); "engine", a client process of the lake engine.
+MODES = {"local": "fixed_cost_s", "engine": "fixed_cost_engine_s"}
+# The view whose no-change refresh is measured beside the chain.
+FIXED_COST_VIEW = "page_clicks_hourly"
 
 
 def fixed_costs(spark, settings: Settings, gold: bool) -> tuple[dict, dict]:
-    """Step 4: each job's wall time as a process of its own on an empty interval, and its
-    progress lines, by job."""
+    """Step 4: each job's wall time as a process of its own on an empty interval, in each mode
+    of :data:`MODES` (the engine started here, its start not counted), and their progress
+    lines, by mode and job."""
+    from adlake.local.engine import LakeEngine
+    from spark_apps.lake import views
+
     # Hourly runs find every table and checkpoint in place: the first run of the other
-    # topics (nothing in them) is not what is measured.
+    # topics (nothing in them) is not what is measured; nor is the view's first refresh.
     started = time.monotonic()
     bronze.run(spark, settings, list(registry.TOPICS))
     silver.run(spark, settings, list(registry.SILVER_TOPICS))
+    views.refresh_view(spark, settings, registry.view(FIXED_COST_VIEW))
     say(f"first run of every topic's bronze and silver ({time.monotonic() - started:.1f} s)")
-    fixed: dict[str, float] = {}
-    logs: dict[str, list[str]] = {}
     # The hourly chain's jobs as its DAG runs them (registry order: bronze, silver, gold's hour
     # tables, their one quality gate), over yesterday's last hour: the clicks are all today's,
     # so no interval holds a row. Their sum is the chain's compute floor, without Airflow.
     jobs = [
-        j
+        (j.name, j.module, [*j.args, *(["--outcome-dir", "{outcomes}"] if j.gate else [])])
         for j in registry.JOBS.values()
         if j.runs("hourly") and (gold or j.name in ("bronze", "silver"))
     ]
+    view_job = ("view_refresh", "spark_apps.lake.views", ["--view", FIXED_COST_VIEW])
     hour = datetime.combine(date.today(), datetime.min.time(), tzinfo=UTC) - timedelta(hours=1)
     interval = ["--start", hour.isoformat(), "--end", (hour + timedelta(hours=1)).isoformat()]
-    outcomes = settings.runtime_dir / "bench-outcomes"
-    for job in jobs:
-        say(f"fixed cost: {job.name} on an empty hour (a process of its own)")
-        gate = ["--outcome-dir", str(outcomes)] if job.gate else []
-        run = harness.run_module(settings, job.module, *job.args, *interval, *gate)
-        fixed[job.name], logs[job.name] = run["seconds"], run["log"]
-        say(f"fixed cost: {job.name} {run['seconds']:.1f} s")
-    fixed["chain"] = round(sum(fixed.values()), 2)
-    say(f"fixed cost: the hourly chain's jobs in sequence {fixed['chain']:.1f} s")
+    outcomes = str(settings.runtime_dir / "bench-outcomes")
+    fixed: dict[str, dict[str, float]] = {}
+    logs: dict[str, list[str]] = {}
+    engine = LakeEngine(settings.with_overrides(lake_engine="connect"))
+    for mode, key in MODES.items():
+        run_settings = settings.with_overrides(
+            lake_engine="connect" if mode == "engine" else "local"
+        )
+        if mode == "engine":
+            began = time.monotonic()
+            engine.start()
+            say(f"fixed cost: the lake engine started in {time.monotonic() - began:.1f} s")
+        fixed[key] = {}
+        for name, module, args in [*jobs, view_job]:
+            argv = [a.replace("{outcomes}", outcomes) for a in args]
+            argv += interval if name != view_job[0] else []
+            run = harness.run_module(run_settings, module, *argv)
+            fixed[key][name], logs[f"{mode}:{name}"] = run["seconds"], run["log"]
+            say(f"fixed cost ({mode}): {name} {run['seconds']:.1f} s")
+        chain = [fixed[key][name] for name, _, _ in jobs]
+        fixed[key]["chain"] = round(sum(chain), 2)
+        say(f"fixed cost ({mode}): the hourly chain's jobs in sequence {fixed[key]['chain']:.1f} s")
+        one_row = one_row_refresh(spark, settings, run_settings, 10**9 + len(fixed))
+        fixed[key]["view_refresh_1_row_to_commit"] = one_row["to_commit_s"]
+        say(f"fixed cost ({mode}): a 1-row view refresh, process start to commit {one_row}")
+    engine.stop()
     return fixed, logs
+
+
+def one_row_refresh(spark, settings: Settings, run_settings: Settings, click_id: int) -> dict:
+    """One new click in the view's source (bronze and silver run here), then the view's refresh
+    as its Airflow task runs it (``spark_apps/submit.py`` under a try's session id): seconds from
+    the process's start to the view's Delta commit, and to the process's exit."""
+    import subprocess
+    import uuid
+
+    from adlake.config import REPO_ROOT
+
+    fill_topic(spark, settings, TOPIC, 1, click_id)
+    bronze.run(spark, settings, [TOPIC])
+    silver.run(spark, settings, [TOPIC])
+    view = settings.table_path(FIXED_COST_VIEW)
+    before, _ = latest_commit(view)
+    env = harness.process_env(run_settings, {"ADLAKE_LAKE_SESSION_ID": str(uuid.uuid4())})
+    argv = [sys.executable, str(REPO_ROOT / "spark_apps" / "submit.py"), "spark_apps.lake.views"]
+    started = time.time()
+    done = subprocess.run(
+        [*argv, "--view", FIXED_COST_VIEW],
+        check=False,
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
+    ended = time.time()
+    version, committed_ms = latest_commit(view)
+    if done.returncode or version <= before:
+        raise RuntimeError(
+            f"the 1-row refresh did not commit (v{before}→v{version}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+        )
+    return {
+        "to_commit_s": round(committed_ms / 1000 - started, 2),
+        "process_s": round(ended - started, 2),
+    }
+
+
+def latest_commit(table: Path) -> tuple[int, int]:
+    """The newest version of a Delta table and its commit's timestamp (ms), from its log."""
+    newest = max(table.glob("_delta_log/*.json"), key=lambda p: int(p.stem))
+    for line in newest.read_text().splitlines():
+        action = json.loads(line)
+        if "commitInfo" in action:
+            return int(newest.stem), int(action["commitInfo"]["timestamp"])
+    raise RuntimeError(f"{newest} holds no commitInfo")
 
 
 def bound(ingest: dict, load: list) -> str:
@@ -316,6 +402,7 @@ def report(args: argparse.Namespace, session_s: float, measured: dict, load: lis
         "batches": ingest["batches"],
         "silver": measured["silver"],
         "fixed_cost_s": measured["fixed_cost_s"],
+        "fixed_cost_engine_s": measured["fixed_cost_engine_s"],
         "fixed_cost_logs": measured["fixed_cost_logs"],
         "goal": {
             "goal": "bronze steady-state ingest on 2 cores",
@@ -406,7 +493,9 @@ def session_and_broker(base: Settings) -> Iterator[tuple[object, float, Settings
 
     with ExitStack() as stack, ThreadPoolExecutor(1) as pool:
         broker = pool.submit(stack.enter_context, harness.private_broker("bronze", base))
-        spark, session_s = harness.timed(get_session, "lake", "lake-benchmark", base)
+        spark, session_s = harness.timed(
+            get_session, "lake", "lake-benchmark", base.with_overrides(lake_engine="local")
+        )
         settings, _ = broker.result()
         yield spark, session_s, settings
 

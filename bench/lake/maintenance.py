@@ -292,7 +292,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     work = Path(args.work_dir) if args.work_dir else harness.work_dir("maintenance")
     settings = base.with_overrides(runtime_dir=work, lake_retention_hours=0)
-    spark = get_session("lake", "maintenance-benchmark", settings)
+    spark = get_session(
+        "lake", "maintenance-benchmark", settings.with_overrides(lake_engine="local")
+    )
     days = args.hours // 24 + 2
     last_day = date.fromisoformat(scale.LAST_DAY)
     first_hour = datetime.combine(

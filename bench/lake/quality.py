@@ -125,7 +125,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     base = load_settings()
     load_start = harness.load_average()
     with tempfile.TemporaryDirectory(prefix="adlake-quality-bench-") as tmp:
-        spark = get_session("lake", "quality-benchmark", base.with_overrides(runtime_dir=Path(tmp)))
+        spark = get_session(
+            "lake",
+            "quality-benchmark",
+            base.with_overrides(runtime_dir=Path(tmp), lake_engine="local"),
+        )
         result = bench(spark, base, args.events, args.rate, args.view, Path(tmp))
     result.update(cores=harness.cores(), load_average=[load_start, harness.load_average()])
     out = harness.write_json(
