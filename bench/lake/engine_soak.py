@@ -68,7 +68,9 @@ def soak(args: argparse.Namespace) -> dict:
             f"engine up in {time.monotonic() - began:.1f} s on :{settings.lake_engine_port}; work {work}"
         )
         total_s = args.minutes * 60
-        traffic = generator.GeneratorConfig(rate=args.rate, duration_s=total_s, seed=3)
+        traffic = generator.GeneratorConfig(
+            rate=args.rate, duration_s=total_s, seed=3, topic_partitions=settings.topic_partitions
+        )
         producer = threading.Thread(
             target=generator.run,
             args=(traffic, settings.kafka_bootstrap),
