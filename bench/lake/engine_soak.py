@@ -18,6 +18,7 @@ the work directory (engine and job logs) is kept.
 from __future__ import annotations
 
 import argparse
+import signal
 import statistics
 import sys
 import threading
@@ -146,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=50, help="generated events/s")
     parser.add_argument("--out", help="the JSON's path (unset: <reports>/bench/engine-soak.json)")
     args = parser.parse_args(argv)
+    # SIGTERM ends the run through its cleanup (the engine, its keeper and the broker stopped)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     result = soak(args)
     out = Path(args.out) if args.out else harness.report_dir(load_settings()) / "engine-soak.json"
     harness.write_json(out, result)
