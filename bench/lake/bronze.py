@@ -293,6 +293,11 @@ def fixed_costs(spark, settings: Settings, gold: bool) -> tuple[dict, dict]:
     outcomes = str(settings.runtime_dir / "bench-outcomes")
     fixed: dict[str, dict[str, float]] = {}
     logs: dict[str, list[str]] = {}
+
+    def command(name: str, args: list[str]) -> list[str]:
+        argv = [a.replace("{outcomes}", outcomes) for a in args]
+        return argv if name == view_job[0] else [*argv, *interval]
+
     engine = LakeEngine(settings.with_overrides(lake_engine="connect"))
     for mode, key in MODES.items():
         run_settings = settings.with_overrides(
@@ -305,15 +310,11 @@ def fixed_costs(spark, settings: Settings, gold: bool) -> tuple[dict, dict]:
             # A running engine has run the chain before (every hour): its classes loaded and its
             # code compiled. One unmeasured round brings a new one there (its seconds said).
             for name, module, args in [*jobs, view_job]:
-                argv = [a.replace("{outcomes}", outcomes) for a in args]
-                argv += interval if name != view_job[0] else []
-                warm = harness.run_module(run_settings, module, *argv)["seconds"]
+                warm = harness.run_module(run_settings, module, *command(name, args))["seconds"]
                 say(f"fixed cost (engine, warming up): {name} {warm:.1f} s")
         fixed[key] = {}
         for name, module, args in [*jobs, view_job]:
-            argv = [a.replace("{outcomes}", outcomes) for a in args]
-            argv += interval if name != view_job[0] else []
-            run = harness.run_module(run_settings, module, *argv)
+            run = harness.run_module(run_settings, module, *command(name, args))
             fixed[key][name], logs[f"{mode}:{name}"] = run["seconds"], run["log"]
             say(f"fixed cost ({mode}): {name} {run['seconds']:.1f} s")
         chain = [fixed[key][name] for name, _, _ in jobs]
