@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 
@@ -147,9 +148,11 @@ def test_producers_declare_their_tables_as_outlets(dagbag):
             assert {a.name for a in task.outlets} == expected, task.task_id
 
 
-def test_every_lake_spark_task_shares_one_pool(dagbag):
-    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+# A lake job's task: a client of the lake engine (the default), or a spark-submit (local).
+JOB_OPERATORS = ("LakeEngineJobOperator", "SparkSubmitOperator")
 
+
+def test_every_lake_spark_task_shares_one_pool(dagbag):
     spark_tasks = [
         t
         for dag_id in [
@@ -158,7 +161,7 @@ def test_every_lake_spark_task_shares_one_pool(dagbag):
             *(j.name for j in factory.view_jobs()),
         ]
         for t in dagbag.dags[dag_id].tasks
-        if isinstance(t, SparkSubmitOperator)
+        if type(t).__name__ in JOB_OPERATORS
     ]
     assert len(spark_tasks) > 8
     assert {t.pool for t in spark_tasks} == {factory.LAKE_POOL}
@@ -241,8 +244,6 @@ def test_rendered_arguments_carry_the_data_interval(dagbag, dag_id, task_id):
     assert args[: 1 + len(job.args)] == [job.module, *job.args]
     assert args[args.index("--start") + 1] == "2026-11-21T13:00:00+00:00"
     assert args[args.index("--end") + 1] == "2026-11-21T14:00:00+00:00"
-    assert task._conn_id == factory.spark_conn_id("lake")
-    assert task.application == str(factory.SUBMIT)
 
 
 def test_a_view_dag_form_chooses_the_refresh_mode(dagbag):
@@ -288,21 +289,43 @@ def test_a_quality_gate_records_its_results_under_its_run(dagbag):
         (1, False),  # anything else (the JVM, the cluster, the disk) keeps the task's retries
     ],
 )
-def test_a_failed_expectation_is_not_retried_but_another_failure_is(dagbag, status, fails_at_once):
-    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+def test_a_failed_expectation_is_not_retried_but_another_failure_is(
+    dagbag, monkeypatch, status, fails_at_once
+):
     from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+    from adlake.airflow import engine_task
+    from adlake.local import engine
 
     view = factory.view_jobs()[0].writes[0]
     task = dagbag.dags[factory.view_jobs()[0].name].get_task(f"quality_{view}")
-    assert task.retries > 0
+    assert task.retries > 0 and type(task).__name__ == "LakeEngineJobOperator"
+
+    class Exits:  # the job's process, exiting with ``status``
+        def __init__(self, *args, **kwargs):
+            self.stdout, self.pid = iter(["[quality] ..."]), 0
+
+        def wait(self):
+            return status
+
+    monkeypatch.setattr(engine_task.subprocess, "Popen", Exits)
+    monkeypatch.setattr(engine, "release_sessions", lambda settings, ids: [])
+    ti = SimpleNamespace(dag_id="d", task_id=task.task_id, run_id="r", map_index=-1, try_number=1)
+    with pytest.raises(AirflowException) as raised:
+        task.execute({"ti": ti})
+    assert isinstance(raised.value, AirflowFailException) is fails_at_once
+
+    # its spark-submit form (ADLAKE_LAKE_ENGINE=local) decides the same from the hook's message
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
     def submit_exits(self, context):  # the hook's message for a spark-submit's exit status
         raise AirflowException(f"Cannot execute: spark-submit …. Error code is: {status}.")
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(SparkSubmitOperator, "execute", submit_exits)
-        with pytest.raises(AirflowException) as raised:
-            task.execute({})
+    monkeypatch.setenv("ADLAKE_LAKE_ENGINE", "local")
+    local = factory.build_view_dag(factory.view_jobs()[0]).get_task(f"quality_{view}")
+    monkeypatch.setattr(SparkSubmitOperator, "execute", submit_exits)
+    with pytest.raises(AirflowException) as raised:
+        local.execute({})
     assert isinstance(raised.value, AirflowFailException) is fails_at_once
 
 
@@ -334,18 +357,18 @@ def test_a_tables_verdict_task_passes_or_fails_it_by_the_gates_outcome(
 
 
 def test_on_the_lake_engine_every_lake_task_runs_its_command_line_as_a_client(monkeypatch):
-    # ADLAKE_LAKE_ENGINE=connect: the same jobs, the same arguments, no spark-submit
+    # The default (the lake engine) and ADLAKE_LAKE_ENGINE=local: the same jobs, the same
+    # arguments, the same pool; spark-submit only in the second.
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-    from adlake.airflow import factory
-
-    submitted = {t.task_id: t.application_args for t in factory.build_lake_dag().tasks
-                 if isinstance(t, SparkSubmitOperator)}  # fmt: skip
-    monkeypatch.setenv("ADLAKE_LAKE_ENGINE", "connect")
-    dag = factory.build_lake_dag()
-    on_engine = {t.task_id: t for t in dag.tasks if t.task_id in submitted}
-    assert set(on_engine) == set(submitted) and submitted
-    for task_id, task in on_engine.items():
-        assert type(task).__name__ == "LakeEngineJobOperator", task_id
-        assert task.application_args == submitted[task_id]
-        assert task.pool == factory.LAKE_POOL
+    on_engine = {t.task_id: t for t in factory.build_lake_dag().tasks
+                 if type(t).__name__ == "LakeEngineJobOperator"}  # fmt: skip
+    monkeypatch.setenv("ADLAKE_LAKE_ENGINE", "local")
+    submitted = {t.task_id: t for t in factory.build_lake_dag().tasks if t.task_id in on_engine}
+    assert set(on_engine) == set(submitted) and on_engine
+    for task_id, task in submitted.items():
+        assert isinstance(task, SparkSubmitOperator), task_id
+        assert task.application_args == on_engine[task_id].application_args
+        assert task.pool == on_engine[task_id].pool == factory.LAKE_POOL
+        assert task._conn_id == factory.spark_conn_id("lake")
+        assert task.application == str(factory.SUBMIT)
