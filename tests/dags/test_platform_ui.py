@@ -548,11 +548,11 @@ def dag_runs(settings, dag_id: str) -> list[dict]:
 
 
 def test_down_while_a_lake_task_runs_leaves_no_process_of_the_runtime(running):
-    """``down`` while a Spark task runs (``lake_maintenance``'s dry run, triggered as a person
-    would): Airflow starts each task in a session of its own, which stopping the components'
-    process groups does not reach; ``down`` stops the task's processes too, and nothing whose
-    environment names this runtime's Airflow is left. The last test of the module: the platform
-    is down after it."""
+    """``down`` while a lake task runs (``lake_maintenance``'s dry run, triggered as a person
+    would; its job a client process of the lake engine): Airflow starts each task in a session
+    of its own, which stopping the components' process groups does not reach; ``down`` stops the
+    task's processes too, and nothing whose environment names this runtime's Airflow is left.
+    The last test of the module: the platform is down after it."""
     from adlake.airflow.factory import MAINTENANCE_DAG_ID
 
     settings, _ = running
@@ -565,13 +565,13 @@ def test_down_while_a_lake_task_runs_leaves_no_process_of_the_runtime(running):
         return [
             pid
             for pid in platform.runtime_processes(settings)
-            if b"submit.py" in cmdline(pid) and b"java" in cmdline(pid)
+            if b"submit.py" in cmdline(pid) and b"spark_apps.lake.maintenance" in cmdline(pid)
         ]
 
     wait_for(
         submitting,
         300,
-        "the maintenance task's spark-submit JVM runs",
+        "the maintenance task's job process runs",
         lambda: json.dumps(dag_runs(settings, MAINTENANCE_DAG_ID), indent=1),
     )
     quietly(platform.down, settings)
