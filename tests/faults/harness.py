@@ -244,17 +244,25 @@ def job_env(settings: Settings, engine_token: str | None = None) -> dict[str, st
 
 
 def start_job(
-    settings: Settings, argv: list[str], log_name: str, engine_token: str | None = None
+    settings: Settings,
+    argv: list[str],
+    log_name: str,
+    engine_token: str | None = None,
+    session_id: str | None = None,
 ) -> subprocess.Popen:
     """``python -m <argv>`` with ``settings``, output in ``<runtime>/logs/<log_name>.log``, in a
     process group of its own (the JVM it starts is killed with it); on the engine with
-    ``engine_token`` (:func:`job_env`)."""
+    ``engine_token`` (:func:`job_env`), under the engine session ``session_id`` if given (as a
+    task's try runs it: :mod:`adlake.airflow.engine_task`)."""
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
     log = open(settings.logs_dir / f"{log_name}.log", "ab")  # noqa: SIM115 - the child owns it
     try:
         return subprocess.Popen(
             [sys.executable, "-m", *argv],
-            env=job_env(settings, engine_token),
+            env={
+                **job_env(settings, engine_token),
+                **({"ADLAKE_LAKE_SESSION_ID": session_id} if session_id else {}),
+            },
             cwd=REPO_ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,
