@@ -196,6 +196,13 @@ def process_env(settings: Settings, extra: dict[str, str] | None = None) -> dict
     return {**os.environ, **settings_env(settings), **(extra or {})}
 
 
+def own_session(settings: Settings) -> Settings:
+    """``settings`` with the lake's jobs each in a Spark session of its own (a JVM per process,
+    as spark-submit): what the benchmarks that start no lake engine measure. The engine's
+    figures are :mod:`bench.lake.bronze`'s and :mod:`bench.lake.engine_soak`'s, which start one."""
+    return settings.with_overrides(lake_engine="local")
+
+
 def run_module(settings: Settings, module: str, *args: str) -> dict:
     """``python -m module args`` as Airflow runs a lake job: a process of its own, against
     ``settings``, from the repository. Its wall time (``seconds``) and its ``[...]`` progress

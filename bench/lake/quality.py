@@ -80,6 +80,7 @@ def bench(spark, base: Settings, events: int, rate: float, view: str, workdir: P
     in_process = {name: validate(name, *interval) for name in GOLD_TABLES}
     in_process[view] = validate(view, None, None)
     span = ["--start", interval[0].isoformat(), "--end", interval[1].isoformat()]
+    settings = harness.own_session(settings)
     processes = {
         "gold (all tables)": harness.run_module(settings, "spark_apps.lake.gold", *span),
         "quality page_traffic": harness.run_module(

@@ -589,7 +589,7 @@ def as_process(settings: Settings, tables: Sequence[str], start: datetime, end: 
     (JVM and session start included) and each table's in-process seconds."""
     load = load_average()
     job = harness.run_module(
-        settings,
+        harness.own_session(settings),
         "spark_apps.lake.gold",
         "--start",
         _iso(start),
@@ -891,7 +891,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = Path(args.work_dir) if args.work_dir else harness.work_dir("scale")
     settings = base.with_overrides(runtime_dir=work)
     say(f"scratch runtime (ADLAKE_RUNTIME_DIR): {work}; load {load_start:.2f}")
-    spark, session_s = timed(get_session, "lake", "scale-benchmark", settings)
+    spark, session_s = timed(get_session, "lake", "scale-benchmark", harness.own_session(settings))
     say(f"session started in {session_s:.1f} s; {plan(args.rows_per_day)} a day")
     try:
         measured = bench(spark, settings, args, say)

@@ -92,7 +92,7 @@ class Chain(threading.Thread):
                             *map(str, interval),
                             *gate,
                         ],
-                        env=harness.process_env(self.settings),
+                        env=harness.process_env(harness.own_session(self.settings)),
                         cwd=REPO_ROOT,
                         stdout=out,
                         stderr=subprocess.STDOUT,
