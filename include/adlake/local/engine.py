@@ -39,6 +39,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from adlake.atomic import write_json
 from adlake.config import REPO_ROOT, Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.local.engine_client import (
@@ -49,6 +50,8 @@ from adlake.local.engine_client import (
     ensure_token,
     remote_url,
 )
+from adlake.local.engine_report import running_work
+from adlake.local.kafka import free_port
 from adlake.processes import alive, started_at
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -135,9 +138,10 @@ class LakeEngine:
 
     # -- the process -----------------------------------------------------------------------------
 
-    def argv(self) -> list[str]:
+    def argv(self, ui_port: int = 0) -> list[str]:
         """The engine's command line: spark-submit of the Connect server with the lake's
-        settings. No secret in it (``ps`` shows it to everyone)."""
+        settings, its UI at ``ui_port`` (unless ``spark_metrics`` sets the UI's port). No secret
+        in it (``ps`` shows it to everyone)."""
         from adlake.spark_session import session_conf
 
         conf = session_conf("lake", self.settings)
@@ -147,6 +151,14 @@ class LakeEngine:
                 "spark.app.name": "adlake-lake-engine",
                 "spark.connect.grpc.binding.address": "127.0.0.1",
                 "spark.connect.grpc.binding.port": str(self.settings.lake_engine_port),
+                # Its UI's REST API says what it runs (adlake.local.engine_report). It keeps
+                # fewer finished jobs than Spark's default: its memory must stay flat for months.
+                "spark.ui.enabled": "true",
+                "spark.ui.port": conf.get("spark.ui.port", str(ui_port)),
+                "spark.ui.killEnabled": "false",
+                "spark.ui.retainedJobs": "200",
+                "spark.ui.retainedStages": "200",
+                "spark.sql.ui.retainedExecutions": "200",
                 "spark.driver.extraJavaOptions": conf.get("spark.driver.extraJavaOptions", "")
                 + f" -Dlog4j2.configurationFile={engine_dir(self.settings) / 'log4j2.properties'}",
             }
@@ -208,8 +220,9 @@ class LakeEngine:
             self.log_path.chmod(0o600)
         log.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} start\n".encode())
         log.flush()
+        ui_port = self.settings.spark_ui_port if self.settings.spark_metrics else free_port()
         process = subprocess.Popen(
-            self.argv(),
+            self.argv(ui_port),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -217,7 +230,6 @@ class LakeEngine:
             cwd=self.settings.runtime_dir,
             start_new_session=True,
         )
-        threading.Thread(target=copy_redacted, args=(process.stdout, log), daemon=True).start()
         record = {
             "pid": process.pid,
             "proc_started_at": started_at(process.pid),
@@ -225,8 +237,12 @@ class LakeEngine:
             "port": self.settings.lake_engine_port,
             "source_stamp": source_stamp(),
             "keeper_pid": os.getpid(),
+            # its UI's REST API, on loopback whatever the master (a cluster's driver binds every
+            # interface; the keeper runs beside it)
+            "ui_url": f"http://127.0.0.1:{ui_port}",
         }
-        self.record_path.write_text(json.dumps(record))
+        write_json(self.record_path, record)
+        threading.Thread(target=copy_redacted, args=(process.stdout, log), daemon=True).start()
         return process
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> bool:
@@ -338,8 +354,9 @@ class LakeEngine:
         return pid if isinstance(pid, int) and holds_flock(pid, lock) else None
 
     def status(self) -> dict:
-        """JSON-able: running, pid, up since, port, resident memory, and whether it runs the
-        project's current code."""
+        """JSON-able: running, pid, up since, port, resident memory, whether it runs the
+        project's current code, and the operations it runs now
+        (:func:`adlake.local.engine_report.running_work`)."""
         record = self.record()
         if record is None:
             return {"running": False, "port": self.settings.lake_engine_port}
@@ -351,6 +368,8 @@ class LakeEngine:
             "rss_mb": _rss_mb(record["pid"]),
             "keeper_pid": self._keeper_pid(record),
             "current_code": record.get("source_stamp") == source_stamp(),
+            "ui_url": record.get("ui_url"),
+            **running_work(record.get("ui_url")),
         }
 
     def _tail(self, lines: int = 30) -> str:

@@ -33,6 +33,7 @@ from contextlib import suppress
 from adlake import alerts
 from adlake.config import Settings
 from adlake.local.engine_client import engine_dir, ensure_token
+from adlake.local.engine_report import REPORT_EVERY_S, write_report
 from adlake.local.kafka import port_open
 
 # Seconds a restarted JVM waits after dying young (within HEALTHY_AFTER_S of its start), by the
@@ -129,6 +130,12 @@ def keep(settings: Settings) -> int:
         signal.signal(signum, lambda signum, frame: stop.set())
     engine, token = LakeEngine(settings), ensure_token(settings)
     first, young_deaths = True, 0
+    restarts: dict = {"count": 0, "last_at": None, "last_reason": None}
+
+    def report(**extra: object) -> None:
+        with suppress(OSError):  # a full disk must not stop the keeper
+            write_report(settings, {**engine.status(), **extra}, restarts)
+
     try:
         while not stop.is_set():
             process = engine.spawn(token)
@@ -140,7 +147,11 @@ def keep(settings: Settings) -> int:
                 return 1
             first = False
             say(f"engine pid {process.pid} started on localhost:{settings.lake_engine_port}")
+            reported = 0.0
             while process.poll() is None and not stop.is_set():
+                if time.monotonic() - reported >= REPORT_EVERY_S:
+                    report()
+                    reported = time.monotonic()
                 stop.wait(0.5)
             if stop.is_set():
                 say(f"stopping the engine (exit code {_end(process, STOP_TIMEOUT_S)})")
@@ -151,10 +162,15 @@ def keep(settings: Settings) -> int:
             say(
                 f"the engine exited unasked with code {code} after {up_for:.0f}s: starting it again"
             )
+            restarts.update(
+                count=restarts["count"] + 1, last_at=time.time(), last_reason=ended(code)
+            )
+            report()
             alerts.send(settings, engine_alert(settings, code, up_for, engine._tail(5)))
             stop.wait(restart_delay(young_deaths))
     finally:
         engine.record_path.unlink(missing_ok=True)
+        report(stopped_at=time.time())
         os.close(fd)
     return 0
 

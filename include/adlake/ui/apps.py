@@ -6,7 +6,9 @@ last report, and how to act on it (its DAG, triggers, knobs).
 The buttons do not act here: the browser triggers the app's DAG (``app_<name>``) through Airflow's
 REST API with the user's own session, so every action is a DAG run with an audit trail, which
 Airflow allows only a user who may run that DAG. An app is shown only to a user who may read its
-DAG; ``can_act`` says whether the user may run it (:mod:`adlake.ui.access`).
+DAG; ``can_act`` says whether the user may run it (:mod:`adlake.ui.access`). Above the apps, the
+lake engine the lake's jobs run on: state, uptime, memory, its running operations (shown to every
+user of the page: it names no data).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from fastapi.responses import FileResponse
 
 from adlake import apps, registry
 from adlake.config import Settings
+from adlake.local.engine_report import engine_view
 from adlake.ui.access import DagAccess, Grants, dag_access
 from adlake.ui.deps import current_settings, page
 
@@ -153,7 +156,8 @@ def shown_app(access: DagAccess | Grants, settings: Settings, app: str, now: flo
 
 
 def apps_status(settings: Settings, access: DagAccess | Grants, now: float | None = None) -> dict:
-    """Every ops app of the registry whose DAG the user may read, in registry order.
+    """Every ops app of the registry whose DAG the user may read, in registry order, and the
+    lake engine (:func:`adlake.local.engine_report.engine_view`; None without one).
 
     >>> from adlake.config import load_settings
     >>> s = apps_status(load_settings({"ADLAKE_RUNTIME_DIR": "/nonexistent"}),
@@ -169,6 +173,7 @@ def apps_status(settings: Settings, access: DagAccess | Grants, now: float | Non
             for name, spec in registry.APPS.items()
             if spec.runtime == "ops" and access.may_read(dag_id_of(name))
         ],
+        "lake_engine": engine_view(settings, now),
     }
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from adlake.config import settings_env
 from adlake.local.engine import LakeEngine, client_token, ensure_token, remote_url
+from adlake.local.engine_report import engine_view, report_path
 from adlake.local.kafka import free_port
 from adlake.processes import alive
 from adlake.spark_session import engine_session
@@ -122,6 +123,52 @@ def test_a_later_try_releases_what_an_earlier_one_left_running(engine):
     assert "ForeachBatch worker" in log and ensure_token(engine.settings) not in log
 
 
+RUNS_LONG = """
+import sys
+from adlake.config import load_settings
+from adlake.spark_session import engine_session
+spark = engine_session(load_settings(), session_id=sys.argv[1])
+print("started", flush=True)
+spark.range(0, 10**13, numPartitions=2).selectExpr("sum(id % 7)").collect()  # until interrupted
+"""
+
+
+def test_the_engine_reports_the_operations_its_sessions_run(engine):
+    # What `make status` and the page show: the running operation and its session, from the
+    # engine's UI; the client's death does not end it, releasing its session does.
+    sid = "0b6f1f1e-7c1d-4f3e-9d55-3b7f2a9c0003"
+    env = {**os.environ, **settings_env(engine.settings)}
+    env.pop("SPARK_CONNECT_AUTHENTICATE_TOKEN", None)
+    client = subprocess.Popen(
+        [sys.executable, "-c", RUNS_LONG, sid], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert client.stdout.readline().strip() == "started"
+        deadline = time.monotonic() + 60
+        while sid not in (status := engine.status()).get("sessions", []):
+            assert time.monotonic() < deadline, f"the operation never showed: {status}"
+            time.sleep(0.5)
+        assert status["operations"] == 1 and status["running_jobs"] >= 1
+        assert status["ui_url"].startswith("http://")
+    finally:
+        client.kill()
+        client.wait()
+    released = run_client(engine, RELEASES_ONLY, sid)
+    assert "interrupted 1 operations" in released.stdout, released.stderr[-2000:]
+    deadline = time.monotonic() + 30
+    while engine.status().get("operations"):
+        assert time.monotonic() < deadline, "the released session's operation still runs"
+        time.sleep(0.5)
+
+
+RELEASES_ONLY = """
+import sys
+from adlake.config import load_settings
+from adlake.local.engine import release_sessions
+print(release_sessions(load_settings(), [sys.argv[1]]))
+"""
+
+
 def test_a_job_without_the_engine_is_told_how_to_start_it(tmp_path):
     from adlake.local.engine import EngineError
 
@@ -149,6 +196,10 @@ def test_the_engine_killed_with_9_answers_again_within_a_minute_with_an_alert(en
     sent = [json.loads(line) for line in alerts_file(engine.settings).read_text().splitlines()]
     assert [a["kind"] for a in sent] == ["engine_restarted"]
     assert "killed by signal 9" in sent[0]["error"] and "lake engine" in sent[0]["text"]
+    # the keeper's report (what the page shows) counts it
+    report = json.loads(report_path(engine.settings).read_text())
+    assert report["restarts"]["count"] == 1
+    assert report["restarts"]["last_reason"] == "was killed by signal 9"
 
 
 def test_the_engine_stops_leaving_no_process(engine):
@@ -159,3 +210,4 @@ def test_the_engine_stops_leaving_no_process(engine):
     assert time.monotonic() - begun < 60 and not engine.is_running()
     assert not alive(record["pid"]) and not alive(record["keeper_pid"])
     assert engine.stop() is False
+    assert engine_view(engine.settings)["state"] == "stopped"

@@ -5,6 +5,7 @@ real ``flock`` on the app's lock for "running"."""
 
 from __future__ import annotations
 
+import json
 import time
 
 from adlake import apps
@@ -203,3 +204,29 @@ def test_apps_page_and_its_scripts_are_served(user):
     script = user.get("/adlake/static/apps.js").text
     # the buttons post the status's requests to Airflow's REST API, never into the plugin
     assert "AIRFLOW_ROOT + b.path" in script and 'method: "POST"' in script
+
+
+def test_the_lake_engine_as_its_keeper_last_reported_it(user, runtime):
+    """Above the apps: the engine's state from its keeper's report (running while the report is
+    fresh, "not reporting" once the keeper has been silent too long, stopped after ``down``)."""
+    from adlake.local.engine_report import STALE_AFTER_S, report_path, write_report
+
+    assert user.get("/adlake/apps/api/status").json()["lake_engine"]["state"] == "stopped"
+    now = time.time()
+    status = {"running": True, "pid": 4242, "up_since": now - 3600, "rss_mb": 812.5}
+    work = {"running_jobs": 3, "operations": 2, "sessions": ["a", "b"]}
+    write_report(runtime, {**status, **work}, {"count": 1, "last_at": now - 60, "last_reason": "x"})
+    engine = user.get("/adlake/apps/api/status").json()["lake_engine"]
+    assert (engine["state"], engine["operations"], engine["restarts"]["count"]) == (
+        "running",
+        2,
+        1,
+    )
+    assert 3590 < engine["uptime_s"] < 3700
+    report = json.loads(report_path(runtime).read_text())
+    report["reported_at"] = now - STALE_AFTER_S - 5
+    report_path(runtime).write_text(json.dumps(report))
+    engine = user.get("/adlake/apps/api/status").json()["lake_engine"]
+    assert (engine["state"], engine["uptime_s"]) == ("not reporting", None)
+    write_report(runtime, {"running": False, "stopped_at": now}, {"count": 1})
+    assert user.get("/adlake/apps/api/status").json()["lake_engine"]["state"] == "stopped"

@@ -311,8 +311,44 @@ async function poll(name) {
   await refresh();
 }
 
+// The lake engine the lake's jobs run on (adlake.local.engine_report.engine_view), as its
+// keeper last reported it: one line above the apps, a warning when it is not running.
+const ENGINE_LEVEL = {running: "running", down: "failed", "not reporting": "stale",
+                      stopped: "stopped"};
+
+function engineLine(e) {
+  if (!e) return [];
+  const parts = [];
+  if (e.state === "running") {
+    parts.push(`pid ${e.pid} · up ${fmtDuration(e.uptime_s)}`,
+               `memory ${fmt(e.rss_mb, 0, " MB")}`,
+               e.work_error ? `operations: ${e.work_error}` :
+                 `${fmt(e.operations)} operations running in ${fmt((e.sessions || []).length)}` +
+                 " sessions");
+    if (e.current_code === false) parts.push("runs older code: `make up` restarts it");
+  } else if (e.state === "not reporting") {
+    parts.push(`its keeper has not reported for ${fmtDuration(e.report_age_s)}`);
+  } else if (e.state === "down") {
+    parts.push("its JVM is down; the keeper starts it again");
+  } else {
+    parts.push("lake tasks fail until `make up` starts it");
+  }
+  const restarts = e.restarts || {};
+  if (restarts.count) {
+    parts.push(`restarted ${restarts.count}× · last ${fmtTime(restarts.last_at)}: ` +
+               `${restarts.last_reason}`);
+  }
+  return [el("section", {class: "engine", id: "lake-engine", "data-state": e.state,
+                         title: "The Spark Connect server the lake's jobs run on as sessions " +
+                                "(docs/runbook.md: the lake engine is down)"},
+    el("strong", {}, "lake engine"), " ",
+    el("span", {class: `badge ${ENGINE_LEVEL[e.state] || ""}`}, e.state), " ",
+    el("span", {class: "muted small"}, parts.join(" · ")))];
+}
+
 function render() {
   if (!latest) return;
+  document.getElementById("engine").replaceChildren(...engineLine(latest.lake_engine));
   document.getElementById("apps").replaceChildren(...latest.apps.map(card));
 }
 
