@@ -19,10 +19,12 @@ Settings are added to a builder in one place, per runtime:
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import re
 import sys
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -289,7 +291,16 @@ def engine_session(
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     # a named session is that one (getOrCreate would hand back this process's earlier session)
-    return builder.create() if session_id else builder.getOrCreate()
+    session = builder.create() if session_id else builder.getOrCreate()
+    # Released when the job's process ends: the engine holds a session it was not told about
+    # (its caches, its plans) until it has been idle for its timeout (the engine's own setting)
+    atexit.register(_release, session)
+    return session
+
+
+def _release(session: SparkSession) -> None:
+    with suppress(Exception):  # the engine gone, or the session released already
+        session.stop()
 
 
 # Loggers held at ERROR whatever the log level. The Python state server of transformWithState

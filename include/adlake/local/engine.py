@@ -153,6 +153,10 @@ class LakeEngine:
                 "spark.connect.grpc.binding.port": str(self.settings.lake_engine_port),
                 # Its UI's REST API says what it runs (adlake.local.engine_report). It keeps
                 # fewer finished jobs than Spark's default: its memory must stay flat for months.
+                # A session whose client died without releasing it (jobs release theirs at
+                # exit) is closed after this long idle: its streams stopped, its memory freed.
+                # Spark's default is an hour, which a session per job an hour keeps full.
+                "spark.connect.session.manager.defaultSessionTimeout": "15m",
                 "spark.ui.enabled": "true",
                 "spark.ui.port": conf.get("spark.ui.port", str(ui_port)),
                 "spark.ui.killEnabled": "false",

@@ -161,6 +161,33 @@ def test_the_engine_reports_the_operations_its_sessions_run(engine):
         time.sleep(0.5)
 
 
+ENDS = """
+import sys
+from adlake.config import load_settings
+from adlake.spark_session import engine_session
+print(engine_session(load_settings(), session_id=sys.argv[1]).sql("SELECT 1").first()[0])
+"""
+REUSES = """
+import sys
+from pyspark.sql import SparkSession
+from adlake.config import load_settings
+from adlake.local.engine import client_token, remote_url
+url = remote_url(load_settings(), client_token(load_settings()), sys.argv[1])
+try:
+    SparkSession.builder.remote(url).create().sql("SELECT 1").collect()
+    print("open")
+except Exception as error:
+    print("closed" if "SESSION_CLOSED" in str(error) else error)
+"""
+
+
+def test_a_job_that_ends_releases_its_session(engine):
+    # The engine frees a job's session when its process ends, not an idle hour later.
+    sid = "0b6f1f1e-7c1d-4f3e-9d55-3b7f2a9c0004"
+    assert run_client(engine, ENDS, sid).stdout.strip() == "1"
+    assert run_client(engine, REUSES, sid).stdout.strip() == "closed"
+
+
 RELEASES_ONLY = """
 import sys
 from adlake.config import load_settings
