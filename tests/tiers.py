@@ -35,6 +35,16 @@ SERVER_FIXTURES = frozenset(
 JVM_PROGRAMS = frozenset({"java", "javac", "jar", "spark-submit", "spark-class"})
 
 
+def variants(values, in_make_test) -> list:
+    """Parameters of a test whose cases are variants of one property: those in
+    ``in_make_test`` run in ``make test``, the others are marked ``e2e`` (the exhaustive tier).
+
+    >>> [p.marks for p in variants(["a", "b"], {"a"})]
+    [(), (MarkDecorator(mark=Mark(name='e2e', args=(), kwargs={})),)]
+    """
+    return [pytest.param(v, marks=() if v in in_make_test else (pytest.mark.e2e,)) for v in values]
+
+
 def starts_servers(item: pytest.Item) -> bool:
     # A fixture that asks for a server at run time (request.getfixturevalue) is invisible
     # here: such parameters carry the integration mark themselves (pytest.param(..., marks=)).

@@ -4,9 +4,10 @@ engine) and in a Spark session of its own (``ADLAKE_LAKE_ENGINE=local``, a JVM p
 fault tier's snapshots, each run writes exactly the uninterrupted reference's tables; the quality
 gate validates the reference's gold and passes.
 
-What a ``make test`` run holds: the gate in both modes and maintenance on the engine (the other
-jobs run on the engine in the lake DAG's run and the engine-kill reruns, in their own sessions in
-the kill cases' reruns, :mod:`tests.faults.test_kill`); ``make test-e2e`` runs every pair.
+What a ``make test`` run holds: the gate on the engine. The other jobs' command lines run on the
+engine in the lake DAG's run and the engine-kill reruns, and in sessions of their own in the
+kill cases (:mod:`tests.faults.test_kill`: silver's and gold's killed processes);
+``make test-e2e`` runs every pair.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def argv(job: str, report: dict, outcomes: str) -> list[str]:
 
 # On the engine, the lake DAG's run by dag.test() (tests/dags/test_lake_dag_run.py) and the
 # engine-kill reruns hold bronze, silver, gold and the view refresh in make test already.
-IN_MAKE_TEST = {("quality", "engine"), ("quality", "local"), ("maintenance", "engine")}
+IN_MAKE_TEST = {("quality", "engine")}
 
 
 def cases():

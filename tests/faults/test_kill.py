@@ -1,17 +1,22 @@
 """kill -9 of each lake job, run as its own process, at the moment where a write that is not
 idempotent would show; then a clean finish. The tables must equal the uninterrupted run's
-(bronze: every column but the ingest wall clock, by Kafka coordinates)."""
+(bronze: every column but the ingest wall clock, by Kafka coordinates).
+
+``make test`` kills silver (a stream whose batches write several tables) and gold (rebuilds by
+``replaceWhere``); the engine-kill cases add a view refresh. Bronze, the views and table
+maintenance are the e2e tier's (the same harness, each its own moment)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.faults import harness
+from tests.tiers import variants
 
 pytestmark = pytest.mark.faults
 
 
-@pytest.mark.parametrize("job", harness.JOBS)
+@pytest.mark.parametrize("job", variants(harness.JOBS, {"silver", "gold"}))
 def test_kill_at_the_dangerous_moment_then_rerun_equals_the_uninterrupted_run(
     spark, lake, tmp_path, job
 ):

@@ -29,6 +29,7 @@ from spark_apps.common.attribution.contract import AttributionConfig
 from spark_apps.lake import gold
 from spark_apps.lake.tables import ensure_table, read_table
 from tests.spark_apps.lake.test_transforms import at, d, frame, silver
+from tests.tiers import variants
 
 WINDOW = timedelta(milliseconds=AttributionConfig().window_ms)
 SKEW = timedelta(milliseconds=AttributionConfig().skew_ms)
@@ -180,7 +181,8 @@ def partition(spark, lake, name: str, day: date):
     return read_table(spark, lake, name).where(F.col("event_date") == F.lit(day))
 
 
-@pytest.mark.parametrize("name", NAMES)
+# make test: the reconciliation (chains across midnight, the widest margin); every table in e2e
+@pytest.mark.parametrize("name", variants(NAMES, {"attribution_reconciliation"}))
 def test_a_days_partition_is_the_same_whatever_interval_rebuilt_it(spark, lake, name):
     gold.rebuild(spark, lake, name, *LONG)
     days = [LONG[0] + timedelta(days=n) for n in range((LONG[1] - LONG[0]).days)]
@@ -311,7 +313,11 @@ def test_an_interval_rebuilds_the_hours_or_days_it_touches(start, end, hours, da
 PIECES = [(0, 10), (10, 11), (11, 24)]
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if gold_models.model(n).GRAIN == HOUR])
+# make test: campaign delivery (callbacks across the slices' edges); every hour table in e2e
+@pytest.mark.parametrize(
+    "name",
+    variants([n for n in NAMES if gold_models.model(n).GRAIN == HOUR], {"campaign_delivery"}),
+)
 def test_hour_slices_rebuilt_in_any_order_equal_one_rebuild_of_the_day(spark, lake, name):
     midnight = datetime.combine(d(21), datetime.min.time(), tzinfo=UTC)
     gold.rebuild(spark, lake, name, d(21), d(22))
