@@ -11,7 +11,7 @@ DURATION ?= 60
 SEED ?= 7
 
 .PHONY: lint airflow setup lock test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
-	app status bench-click-surge bench-attribution bench-bronze bench-views bench-quality \
+	app status bench-click-surge bench-attribution bench-bronze bench-engine-soak bench-views bench-quality \
 	bench-scale bench-beside bench-backfill bench-maintenance bench-supervisor bench-boundary \
 	bench-lake down \
 	faults faults-ops soak bench bench-quick
@@ -120,6 +120,11 @@ bench-attribution: setup
 # Bronze ingest (steady and wall records/s, start-up) and each lake job's fixed cost.
 bench-bronze: setup
 	$(LAKE_PY) -m bench.lake.bronze
+
+# The lake engine's resident memory over 30 minutes with the hourly chain and a view refresh on
+# it every 3 minutes (bench.lake.engine_soak; writes <reports>/bench/engine-soak.json).
+bench-engine-soak: setup
+	$(LAKE_PY) -m bench.lake.engine_soak
 
 # Incremental vs full refresh of a view over a 10M-row source.
 bench-views: setup
