@@ -167,6 +167,31 @@ def test_every_lake_spark_task_shares_one_pool(dagbag):
     assert {t.pool for t in spark_tasks} == {factory.LAKE_POOL}
 
 
+def test_a_free_lake_slot_goes_to_a_view_then_the_hour_then_the_day_then_maintenance(dagbag):
+    # What the scheduler compares among the pool's queued tasks: each task's weight, as is
+    # (absolute). With Airflow's default rule (downstream: a task's weight plus its downstream
+    # tasks') lake_daily's bronze, ahead of a dozen tasks, would outrank a view refresh.
+    def weights(dag_ids) -> set[int]:
+        tasks = [
+            t
+            for dag_id in dag_ids
+            for t in dagbag.dags[dag_id].tasks
+            if t.pool == factory.LAKE_POOL
+        ]
+        assert {str(t.weight_rule) for t in tasks} == {"absolute"}
+        return {t.priority_weight for t in tasks}
+
+    views = weights(j.name for j in factory.view_jobs())
+    hourly, daily = weights([factory.LAKE_DAG_ID]), weights([factory.DAILY_DAG_ID])
+    maintenance = weights([factory.MAINTENANCE_DAG_ID])
+    assert min(views) > max(hourly) and min(hourly) > max(daily) > max(maintenance), (
+        views,
+        hourly,
+        daily,
+        maintenance,
+    )
+
+
 def test_maintenance_runs_daily_with_a_form_of_dry_run_retention_and_tables(dagbag):
     from airflow.sdk import CronTriggerTimetable
 

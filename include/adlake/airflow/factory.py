@@ -22,7 +22,9 @@ configuration only: never PySpark, and no I/O when a DAG file is parsed.
   whose `error` expectations fail holds back everything scheduled on it.
 * **One pool** (:data:`LAKE_POOL`, ``lake_pool_slots`` slots) holds every lake Spark task of
   every DAG, backfills included: on the embedded default one driver at a time beside the
-  streaming apps, and a backfill never writes beside the scheduled run.
+  streaming apps, and a backfill never writes beside the scheduled run. A free slot goes to the
+  waiting task of highest :data:`PRIORITY`: view refreshes, then the hourly chain, then
+  ``lake_daily`` and its backfills, then maintenance.
 * ``app_<name>`` — one per streaming app, triggered by hand with a form (typed ``Param``s:
   action, trigger and the app's knobs). Its task only *acts* (``adlake.apps.act``): the app
   runs detached, holding its lock, never inside the task.
@@ -65,6 +67,11 @@ MAINTENANCE = "30 3 * * *"
 # The Airflow pool of the lake's Spark tasks; its size is a setting (lake_pool_slots), created by
 # the platform's start (adlake.local.platform) and the compose profile's init.
 LAKE_POOL = "adlake_lake"
+# Who gets the lake pool's next free slot, by DAG (Airflow's priority_weight, absolute): what users
+# wait for first. A view refresh publishes the newest data to dashboards; the hourly chain feeds
+# gold's hours and the views; lake_daily (its scheduled days and every backfill) rebuilds days
+# already published by the hours; maintenance can wait for a quiet slot.
+PRIORITY = {"view": 100, "hourly": 50, "daily": 10, "maintenance": 1}
 # One spark-submit entry point for every job: it runs the job's module (``application_args[0]``)
 # as __main__, so the module name is visible in the task's rendered arguments.
 SUBMIT = REPO_ROOT / "spark_apps" / "submit.py"
@@ -136,12 +143,13 @@ def runtime_jars_macro(runtime: str) -> str:
     return ",".join(str(p) for p in runtime_jars(runtime, load_settings()))
 
 
-def _default_args(retries: int) -> dict:
+def _default_args(retries: int, priority: int | None = None) -> dict:
     """Every task's defaults; a task that fails (its last try) alerts on-call
-    (:class:`~adlake.airflow.notifier.AlertNotifier`: the local file, the webhook if any)."""
+    (:class:`~adlake.airflow.notifier.AlertNotifier`: the local file, the webhook if any).
+    ``priority``: the tasks' place in the lake pool's queue (:data:`PRIORITY`)."""
     from adlake.airflow.notifier import AlertNotifier
 
-    return {
+    args = {
         "owner": OWNER,
         "on_failure_callback": [AlertNotifier()],
         "retries": retries,
@@ -149,6 +157,12 @@ def _default_args(retries: int) -> dict:
         "retry_exponential_backoff": retries > 0,
         "max_retry_delay": timedelta(minutes=10),
     }
+    if priority is not None:
+        # absolute: the weight is the DAG's, not the count of a task's downstream tasks (with
+        # Airflow's default rule the first task of lake_daily's long chain would outrank a
+        # view refresh's two)
+        args.update(priority_weight=priority, weight_rule="absolute")
+    return args
 
 
 def gated() -> set[str]:
@@ -308,7 +322,7 @@ def _chain_dag(dag_id: str, schedule: str, cron: str, note: str) -> DAG:
         catchup=False,
         max_active_runs=1,
         tags=["lake", schedule],
-        default_args=_default_args(retries=2),
+        default_args=_default_args(retries=2, priority=PRIORITY[schedule]),
         user_defined_macros=MACROS,
         doc_md=_lake_doc(schedule, chain_jobs(schedule), note),
     )
@@ -401,7 +415,7 @@ def build_view_dag(job: registry.Job) -> DAG:
         catchup=False,
         max_active_runs=1,
         tags=["lake", "view"],
-        default_args=_default_args(job.retries),
+        default_args=_default_args(job.retries, PRIORITY["view"]),
         params={k.name: knob_param(k) for k in job.params},
         user_defined_macros=MACROS,
         doc_md=f"# {job.name}\n\n{job.description}\n\nRuns when "
@@ -427,7 +441,7 @@ def build_maintenance_dag() -> DAG:
         catchup=False,
         max_active_runs=1,
         tags=["lake", "maintenance"],
-        default_args=_default_args(job.retries),
+        default_args=_default_args(job.retries, PRIORITY["maintenance"]),
         params={k.name: knob_param(k) for k in job.params},
         user_defined_macros=MACROS,
         doc_md=f"# {MAINTENANCE_DAG_ID}\n\n{job.description}\n\nTrigger it with `dry_run` "
