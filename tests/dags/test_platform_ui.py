@@ -69,8 +69,10 @@ def platform_pids(settings) -> dict[str, int | None]:
 
 
 @pytest.fixture(scope="module")
-def running(tmp_path_factory):
-    """The platform up (no apps) on free ports; down at the end, checked to leave nothing."""
+def running(tmp_path_factory, lake_engine):
+    """The platform up (no apps) on free ports; down at the end, checked to leave nothing. Its
+    lake tasks are sessions of the test run's shared engine (started first: ``up`` would
+    otherwise start one of its own on the run's engine port)."""
     settings = private_settings(tmp_path_factory.mktemp("platform") / "rt").with_overrides(
         airflow_users=USERS
     )
@@ -545,6 +547,54 @@ def api(settings, path: str) -> dict:
 def dag_runs(settings, dag_id: str) -> list[dict]:
     """The DAG's runs, oldest first, from Airflow's REST API."""
     return api(settings, f"/dags/{dag_id}/dagRuns?order_by=run_after&limit=100")["dag_runs"]
+
+
+def pool_tasks(settings, state: str | None = None) -> list[dict]:
+    """Every task instance of the lake pool (all DAGs, all runs), ``state`` only if given."""
+    query = f"pool={factory.LAKE_POOL}&limit=100" + (f"&state={state}" if state else "")
+    return api(settings, f"/dags/~/dagRuns/~/taskInstances?{query}")["task_instances"]
+
+
+@pytest.mark.e2e  # the order itself: test_dag_integrity.py's weights, in make test
+def test_a_view_refresh_waiting_beside_lake_daily_gets_the_free_slot_first(running):
+    """The lake pool closed (0 slots) while a ``lake_daily`` run of a past day and a view's
+    refresh are both waiting for it, then opened to one slot: the scheduler gives it to the view
+    refresh (the daily run's first Spark task outranked it under Airflow's default weights)."""
+    settings, _ = running
+    view = factory.view_jobs()[0].name
+    platform.run_airflow(settings, "pools", "set", factory.LAKE_POOL, "0", "closed by a test")
+    try:
+        day = "2026-11-19T00:00:00+00:00"
+        for dag_id, more in ((factory.DAILY_DAG_ID, ["--logical-date", day]), (view, [])):
+            platform.run_airflow(settings, "dags", "trigger", dag_id, *more)
+
+        def both_waiting() -> set[str] | None:
+            waiting = {ti["dag_id"] for ti in pool_tasks(settings, "scheduled")}
+            return waiting if {factory.DAILY_DAG_ID, view} <= waiting else None
+
+        wait_for(both_waiting, 300, "both waiting for the pool", lambda: str(pool_tasks(settings)))
+    finally:
+        opened = dt.datetime.now(dt.UTC)
+        platform.ensure_pool(settings)  # its configured size (1 slot)
+
+    def since_opened(ti: dict) -> dt.datetime | None:
+        start = ti["start_date"] and dt.datetime.fromisoformat(
+            ti["start_date"].replace("Z", "+00:00")
+        )
+        return start if start and start >= opened else None
+
+    def first_started() -> dict | None:
+        started = [ti for ti in pool_tasks(settings) if since_opened(ti)]
+        return min(started, key=since_opened) if started else None
+
+    first = wait_for(first_started, 300, "a pool task starts", lambda: str(pool_tasks(settings)))
+    assert (first["dag_id"], first["task_id"]) == (view, view), first
+
+    def daily_ended() -> bool:
+        runs = [r for r in dag_runs(settings, factory.DAILY_DAG_ID) if r["run_type"] == "manual"]
+        return bool(runs) and all(r["state"] in ("success", "failed") for r in runs)
+
+    wait_for(daily_ended, 900, "the daily run ends", lambda: str(pool_tasks(settings)))
 
 
 def test_down_while_a_lake_task_runs_leaves_no_process_of_the_runtime(running):
