@@ -3,7 +3,8 @@ resident memory, whether it runs the project's current code, and the operations 
 run now.
 
 The client has no py4j, so the running work comes from the engine's own REST API (its Spark UI,
-at a free port chosen at each start and kept in the engine's record). Every Spark job a Connect operation starts carries the tag
+at a free port chosen at each start and kept in the engine's record). Every Spark job a Connect
+operation starts carries the tag
 ``SparkConnect_OperationTag_User_<user>_Session_<session>_Operation_<operation>``: the running
 jobs' tags say which operations, of which sessions, compute now (:func:`running_operations`). An
 operation between jobs (planning, Delta reading its log) does not show.
