@@ -233,6 +233,11 @@ class Settings:
         return self.runtime_dir / "locks"
 
     @property
+    def slices_dir(self) -> Path:
+        """What each gold slice and gate was last computed from (spark_apps.lake.unchanged)."""
+        return self.runtime_dir / "slices"
+
+    @property
     def logs_dir(self) -> Path:
         return self.runtime_dir / "logs"
 

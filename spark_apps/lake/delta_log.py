@@ -96,6 +96,10 @@ def _file(add: dict) -> dict:
         "partitionValues": dict(add.get("partitionValues") or {}),
         "size": int(add.get("size") or 0),
         "stats": add.get("stats"),  # JSON text: numRecords, minValues, maxValues, nullCount
+        # rows of the file deleted since it was written (a deletion vector), or None
+        "dv": json.dumps(add["deletionVector"], sort_keys=True)
+        if add.get("deletionVector")
+        else None,
     }
 
 

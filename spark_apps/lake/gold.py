@@ -43,7 +43,10 @@ from typing import TYPE_CHECKING
 from adlake import gold, registry
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
+from spark_apps.lake import unchanged
+from spark_apps.lake.delta_log import latest_version
 from spark_apps.lake.tables import ensure_table, read_table, table_path
+from spark_apps.lake.unchanged import Read
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -67,6 +70,8 @@ class SilverInputs:
     start: datetime
     end: datetime
     config: AttributionConfig = field(default_factory=_default_config)
+    # what the build asked for, in the order asked (spark_apps.lake.unchanged's memo)
+    reads: list[Read] = field(default_factory=list)
 
     def _whole(self, topic: str) -> DataFrame:
         # A silver table no run has created yet reads as empty, not as an error.
@@ -74,14 +79,16 @@ class SilverInputs:
         return read_table(self.spark, self.settings, f"silver_{topic}")
 
     def silver(self, topic: str) -> DataFrame:
-        return gold.around(
-            self._whole(topic), self.start, self.end, 0, 0, registry.silver_time_field(topic)
-        )
+        field = registry.silver_time_field(topic)
+        self.reads.append(Read(f"silver_{topic}", field, 0, 0))
+        return gold.around(self._whole(topic), self.start, self.end, 0, 0, field)
 
     def silver_around(self, topic: str, before_ms: int, after_ms: int) -> DataFrame:
+        self.reads.append(Read(f"silver_{topic}", "event_time", before_ms, after_ms))
         return gold.around(self._whole(topic), self.start, self.end, before_ms, after_ms)
 
     def silver_from(self, topic: str, before_ms: int) -> DataFrame:
+        self.reads.append(Read(f"silver_{topic}", None, before_ms, None))
         return gold.since(self._whole(topic), self.start - timedelta(milliseconds=before_ms))
 
     def attribute_batch(
@@ -129,12 +136,60 @@ def _replace(
 ) -> int:
     path = ensure_table(spark, settings, model.TABLE)
     where = gold.slice_condition(model, inputs.start, inputs.end)
+    inputs.reads.clear()  # a retried attempt builds (and asks) again
     rows = model.build(inputs).where(where).persist()
+    # Taken before anything is read: a file that lands later makes the next run compute again.
+    seen = unchanged.inputs(settings, inputs.reads, inputs.start, inputs.end)
+    before = latest_version(path)
     try:
         rows.write.format("delta").mode("overwrite").option("replaceWhere", where).save(path)
-        return rows.count()
+        written = rows.count()
     finally:
         rows.unpersist()
+    after = latest_version(path)
+    out = unchanged.output(settings, model.TABLE.name, inputs.start, inputs.end)
+    # Only when the one commit since is this write's: another writer's in between may have
+    # written the slice from other inputs, so the next run computes it again.
+    if before is not None and after == before + 1 and latest_version(path) == after:
+        unchanged.write_memo(
+            settings,
+            "gold",
+            model.TABLE.name,
+            inputs.start,
+            inputs.end,
+            inputs.reads,
+            seen,
+            out,
+            {},
+            rows=written,
+        )
+    return written
+
+
+def slices_to_rebuild(
+    settings: Settings, names: list[str], start: datetime, end: datetime
+) -> list[str]:
+    """The tables whose slice covering ``[start, end)`` a rebuild could change (the others are
+    reported and left: :mod:`spark_apps.lake.unchanged`); no Spark."""
+    todo = []
+    for name in names:
+        first, after = gold.covering(gold.model(name).GRAIN, start, end)
+        memo = unchanged.unchanged(settings, "gold", name, first, after, {})
+        if memo is None:
+            todo.append(name)
+            continue
+        print(
+            f"[gold] {name} [{first:%Y-%m-%dT%H:%MZ}, {after:%Y-%m-%dT%H:%MZ}): "
+            + (
+                f"unchanged since its rebuild at {memo['written_at']} ({memo['rows']} rows): "
+                "the same silver files, the same code"
+                if memo
+                else "empty, and no silver file holds a row it would read"
+            )
+            + "; not rebuilt",
+            flush=True,
+        )
+    return todo
 
 
 def parse_instant(text: str) -> datetime:
@@ -202,8 +257,12 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parse_args(argv)
     settings = load_settings()
+    todo = slices_to_rebuild(settings, args.tables.split(","), args.start, args.end)
+    if not todo:
+        print("[gold] every slice is as its silver makes it: no Spark session", flush=True)
+        return 0
     spark = get_session("lake", "gold", settings)
-    for name in args.tables.split(","):
+    for name in todo:
         started = time.monotonic()
         rows = rebuild(spark, settings, name, args.start, args.end)
         first, after = gold.covering(gold.model(name).GRAIN, args.start, args.end)

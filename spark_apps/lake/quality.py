@@ -65,7 +65,7 @@ from adlake import gold, registry
 from adlake.atomic import exclusive
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
-from adlake.quality import expectations, project, rules
+from adlake.quality import ERROR, expectations, project, rules
 from adlake.quality.outcome import clear_outcomes, make_outcome, write_outcome
 from adlake.quality.results import (
     EXIT_EXPECTATIONS_FAILED,
@@ -74,6 +74,7 @@ from adlake.quality.results import (
     failure_report,
     result_rows,
 )
+from spark_apps.lake import unchanged
 from spark_apps.lake.gold import days_of, parse_instant
 from spark_apps.lake.tables import ensure_table, read_table, table_path
 
@@ -472,6 +473,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "when error expectations fail (a task per table checks its outcome); unset: exit "
         f"{EXIT_EXPECTATIONS_FAILED} when any table's error expectation fails",
     )
+    parser.add_argument(
+        "--reuse-verdicts",
+        action="store_true",
+        help="a gold table whose slice and suite are as an earlier run validated them gets "
+        "that run's verdict, without Spark (spark_apps.lake.unchanged; the chains' gates do); "
+        "unset: every table is validated",
+    )
     args = parser.parse_args(argv)
     args.tables = args.tables or [args.table]
     views = [t for t in args.tables if t in registry.VIEWS]
@@ -523,16 +531,41 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         clear_outcomes(args.outcome_dir, args.tables)
     from adlake.spark_session import get_session
 
-    spark = get_session("lake", "quality-" + ",".join(args.tables), settings)
-    session_seconds = time.monotonic() - started
     blocked: dict[str, list[dict[str, Any]]] = {}  # table → its failed error expectations
     raised: dict[str, str] = {}  # table → its exception
+    stands = (
+        unchanged.verdicts_that_stand(
+            settings,
+            args.tables,
+            args.start,
+            args.end,
+            gold_parameters(*days_of(args.start, args.end), settings),
+            args.dag_id,
+            args.run_id,
+        )
+        if args.start and args.reuse_verdicts
+        else {}  # views are always validated
+    )
+    for name, record in stands.items():
+        if args.outcome_dir:
+            write_outcome(args.outcome_dir, record)
+        if record["error_failed"]:
+            blocked[name] = [f for f in record["failed"] if f["severity"] == ERROR]
+    todo = [name for name in args.tables if name not in stands]
+    spark = get_session("lake", "quality-" + ",".join(todo), settings) if todo else None
+    session_seconds = time.monotonic() - started
     with checkpoints(settings) as runner:
-        for name in args.tables:
+        for name in todo:
             context = RunContext(
                 args.dag_id, args.run_id, name, args.start, args.end, datetime.now(UTC)
             )
             table_started = time.monotonic()
+            gated_slice = args.start is not None  # a gold table's: what its memo records
+            seen = (
+                unchanged.inputs(settings, [unchanged.gate_read(name)], args.start, args.end)
+                if gated_slice
+                else None
+            )
             try:
                 outcome = validate(spark, settings, name, context, runner)
             except Exception:  # noqa: BLE001 - recorded as this table's; the job exits 1
@@ -559,13 +592,19 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
                 record = make_outcome(
                     context, outcome.rows, outcome.report, outcome.data_docs, outcome.seconds
                 )
+                if gated_slice:
+                    parameters = gold_parameters(*days_of(args.start, args.end), settings)
+                    unchanged.remember_verdict(
+                        settings, args.start, args.end, seen, parameters, record
+                    )
             if args.outcome_dir:
                 write_outcome(args.outcome_dir, record)
         gx_seconds = runner.setup_seconds
     total = time.monotonic() - started
     passed = len(args.tables) - len(blocked) - len(raised)
     print(
-        f"[quality] {len(args.tables)} table(s) in {total:.1f}s: {passed} passed, "
+        f"[quality] {len(args.tables)} table(s) in {total:.1f}s ({len(stands)} verdict(s) "
+        f"standing): {passed} passed, "
         f"{len(blocked)} failed, {len(raised)} raised (Spark session {session_seconds:.1f}s, "
         f"then the tables {total - session_seconds:.1f}s, GX set-up {gx_seconds:.1f}s of it)"
         + (f"; outcomes in {args.outcome_dir}" if args.outcome_dir else ""),

@@ -305,6 +305,7 @@ def test_a_quality_gate_records_its_results_under_its_run(dagbag):
     assert args[args.index("--outcome-dir") + 1] == str(
         outcome.outcome_dir(load_settings(), factory.LAKE_DAG_ID, context["run_id"])
     )
+    assert "--reuse-verdicts" in args  # a slice as validated before keeps its verdict
 
 
 @pytest.mark.parametrize(

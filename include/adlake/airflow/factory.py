@@ -215,7 +215,9 @@ def outcomes_macro(dag_id: str, run_id: str) -> str:
 
 
 # A chain's gate records every table's verdict; each table's task reads its own.
-OUTCOME_ARGS = ("--outcome-dir", "{{ adlake_outcomes(dag.dag_id, run_id) }}")
+# Over a slice as an earlier run validated it (a daily run over a day with nothing new), that
+# run's verdict stands without Spark.
+OUTCOME_ARGS = ("--outcome-dir", "{{ adlake_outcomes(dag.dag_id, run_id) }}", "--reuse-verdicts")
 MACROS = {"adlake_jars": runtime_jars_macro, "adlake_outcomes": outcomes_macro}
 
 
