@@ -192,6 +192,9 @@ class Settings:
     # classic lake session already (a notebook, a test) runs in that session either way.
     lake_engine: str = "connect"
     lake_engine_port: int = 15002
+    # The lake engine's niceness (0-19; its Spark tasks and Python workers inherit it): on a
+    # machine it shares with the streaming apps, the lake's work yields the cores to theirs.
+    lake_nice: int = 10
 
     # Every path below derives from runtime_dir, so one setting moves all state.
     @property
@@ -334,7 +337,7 @@ _METRICS_TEXT = {
 }
 # Where the lake's jobs run (Settings.lake_engine).
 LAKE_ENGINES = ("connect", "local")
-_ENGINE_DEFAULTS = {"lake_engine": "connect", "lake_engine_port": "15002"}
+_ENGINE_DEFAULTS = {"lake_engine": "connect", "lake_engine_port": "15002", "lake_nice": "10"}
 # Empty: the registry's partition counts (Settings.topic_partitions).
 _TOPIC_DEFAULTS = {"topic_partitions": ""}
 MAX_TOPIC_PARTITIONS = 1_000
@@ -594,6 +597,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             f"allowed values are {', '.join(LAKE_ENGINES)}",
         ),
         lake_engine_port=_int("lake_engine_port", raw["lake_engine_port"], 1, 65535),
+        lake_nice=_int("lake_nice", raw["lake_nice"], 0, 19),
     )
     if settings.app_backoff_min_s > settings.app_backoff_max_s:
         raise ConfigError(

@@ -225,8 +225,11 @@ class LakeEngine:
         log.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} start\n".encode())
         log.flush()
         ui_port = self.settings.spark_ui_port if self.settings.spark_metrics else free_port()
+        niceness = self.settings.lake_nice
         process = subprocess.Popen(
             self.argv(ui_port),
+            # below the streaming apps: the JVM and every process it starts inherit it
+            preexec_fn=(lambda: os.nice(niceness)) if niceness else None,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

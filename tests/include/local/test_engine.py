@@ -60,6 +60,8 @@ def test_the_engine_answers_its_token_only_and_keeps_it_off_its_command_line(eng
     status = engine.status()
     assert status["running"] and status["current_code"] and status["rss_mb"] > 100
     assert engine.start() is False  # running already: nothing started
+    # below the streaming apps: the JVM at lake_nice more than the process that started it
+    assert os.getpriority(os.PRIO_PROCESS, pid) == os.nice(0) + settings.lake_nice > 0
 
 
 def engine_token_mode(settings) -> int:
