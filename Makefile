@@ -12,7 +12,7 @@ SEED ?= 7
 
 .PHONY: lint airflow setup lock test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
 	app status bench-click-surge bench-attribution bench-bronze bench-engine-soak bench-views bench-quality \
-	bench-scale bench-beside bench-backfill bench-maintenance bench-supervisor bench-boundary \
+	bench-scale bench-beside bench-pool bench-backfill bench-maintenance bench-supervisor bench-boundary \
 	bench-lake down \
 	faults faults-ops soak bench bench-quick
 
@@ -139,10 +139,15 @@ bench-quality: setup
 bench-scale: setup
 	$(LAKE_PY) -m bench.lake.scale
 
-# Click-surge's Real-Time Mode latency with the lake idle, then while the hourly chain's jobs run
-# in a loop on the same cores (bench.ops.beside; about 12 minutes).
+# Both apps' latency with the lake idle, then while the lake engine runs the hourly chain and the
+# view refreshes in rounds on the same cores (bench.ops.beside; about 15 minutes).
 bench-beside: setup
 	$(OPS_PY) -m bench.ops.beside
+
+# The hour's views and gold published with one lake pool slot or two, on the lake engine
+# (bench.lake.pool; about 20 minutes).
+bench-pool: setup
+	$(LAKE_PY) -m bench.lake.pool
 
 # A backfill of 7 days of 1M silver rows a day through the platform's own Airflow scheduler,
 # then its gold against one rebuild of the same days (bench.lake.backfill; about an hour).

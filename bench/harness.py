@@ -203,13 +203,14 @@ def own_session(settings: Settings) -> Settings:
     return settings.with_overrides(lake_engine="local")
 
 
-def run_module(settings: Settings, module: str, *args: str) -> dict:
+def run_module(settings: Settings, module: str, *args: str, python: str | None = None) -> dict:
     """``python -m module args`` as Airflow runs a lake job: a process of its own, against
-    ``settings``, from the repository. Its wall time (``seconds``) and its ``[...]`` progress
-    lines (``log``); raises with its output if it fails."""
+    ``settings``, from the repository (``python``: another environment's interpreter). Its wall
+    time (``seconds``) and its ``[...]`` progress lines (``log``); raises with its output if it
+    fails."""
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", module, *args],
+        [python or sys.executable, "-m", module, *args],
         env=process_env(settings),
         cwd=REPO_ROOT,
         capture_output=True,
