@@ -69,11 +69,26 @@ def registry_columns(out: DataFrame) -> list:
     ]
 
 
-def transform_attribute(events: DataFrame, config: AttributionConfig) -> DataFrame:
+def transform_attribute(
+    events: DataFrame, config: AttributionConfig, state_server: bool = False
+) -> DataFrame:
     """Processor input rows → attributed records with the registry's ``attributed_events``
-    fields, with the Python processor (a batch query here; the app streams)."""
+    fields, by the Python processor with every key closed at the end of its input: its state in
+    memory (:mod:`~spark_apps.common.attribution.in_memory`), or with ``state_server`` through
+    ``transformWithState`` and its state server, as the stream runs it (the specification the
+    in-memory form is tested against)."""
+    if not state_server:
+        from spark_apps.common.attribution.in_memory import transform_attribute_in_memory
+
+        out = transform_attribute_in_memory(events, config)
+        return out.select(*registry_columns(out))
     from spark_apps.common.attribution.processor import AttributionProcessor
 
+    # transformWithState keeps its state in RocksDB even in batch, and on Spark 4.2 the RocksDB
+    # store reports to the driver's StateStoreCoordinator, which only exists once the session's
+    # streaming manager does: without this touch a batch-only session fails to load state
+    # (RpcEndpointNotFoundException: StateStoreCoordinator).
+    _ = events.sparkSession.streams.active
     out = events.groupBy("request_id").transformWithState(
         AttributionProcessor(config), OUTPUT_SCHEMA, "Append", "EventTime"
     )
@@ -88,7 +103,7 @@ def attribute_batch(
     kafka_ts_col: str = "kafka_timestamp",
 ) -> DataFrame:
     """Attribution over typed batch DataFrames (e.g. one day of silver events): the same
-    processor as the stream, so both sides can be reconciled. All timers fire at the end of the
+    processor as the stream, so both sides can be reconciled, its state in memory. All timers fire at the end of the
     input, so every request is closed and every unmatched item is an orphan.
 
     Each input has the registry fields of its topic plus ``kafka_ts_col``.
@@ -96,11 +111,6 @@ def attribute_batch(
     from pyspark.sql import functions as F
 
     config = dataclasses.replace(config or AttributionConfig(), close_at_end_of_input=True)
-    # transformWithState keeps its state in RocksDB even in batch, and on Spark 4.2 the RocksDB
-    # store reports to the driver's StateStoreCoordinator, which only exists once the session's
-    # streaming manager does: without this touch a batch-only session fails to load state
-    # (RpcEndpointNotFoundException: StateStoreCoordinator).
-    _ = requests.sparkSession.streams.active
     events = (
         as_input(requests, F.lit(REQUEST), kafka_ts_col)
         .unionByName(as_input(impressions, F.lit(IMPRESSION), kafka_ts_col))
