@@ -6,20 +6,14 @@ Spark connection takes its master from the configuration). The output table is c
 from __future__ import annotations
 
 import datetime as dt
-import json
-import os
-import subprocess
-import sys
-import urllib.request
-from pathlib import Path
 
 import pytest
 
 from adlake import registry
 from adlake.airflow import factory
-from adlake.local.kafka import free_ports
 from tests.conftest import private_settings
 from tests.dags.conftest import DAGS_DIR, task_env
+from tests.support.standalone import standalone_cluster
 
 # The spark:// path (the compose shape) is an exhaustive variant of a lake task run, which
 # make test covers in local mode (test_lake_dag_run, test_platform_ui): make test-e2e runs it.
@@ -28,103 +22,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 DAY = dt.date(2026, 11, 21)
 
 
-def _spark_class() -> str:
-    return os.path.join(os.path.dirname(sys.executable), "spark-class")
-
-
-def _wait_for(condition, timeout_s: float, what: str, log: Path) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"{what} not up within {timeout_s:.0f}s:\n{log.read_text()[-3000:]}")
-
-
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory):
-    """A master and one worker (2 cores) on 127.0.0.1; yields the master URL and a function
-    returning the master's state (its JSON API)."""
-    work = tmp_path_factory.mktemp("standalone")
-    port, ui, worker_ui = free_ports(3)
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_WORKER_DIR": str(work / "worker")}
-    procs = []
-    logs = {name: work / f"{name}.log" for name in ("master", "worker")}
-    with open(logs["master"], "wb") as out:
-        procs.append(
-            subprocess.Popen(
-                [
-                    _spark_class(),
-                    "org.apache.spark.deploy.master.Master",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(port),
-                    "--webui-port",
-                    str(ui),
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
-        )
-    url = f"spark://127.0.0.1:{port}"
-
-    def master_state() -> dict:
-        with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=5) as response:
-            return json.loads(response.read())
-
-    def workers_alive() -> bool:
-        try:
-            return master_state().get("aliveworkers", 0) >= 1
-        except OSError:
-            return False
-
-    try:
-        _wait_for(
-            lambda: (
-                "Starting Spark master" in logs["master"].read_text()
-                and "I have been elected leader" in logs["master"].read_text()
-            ),
-            120,
-            "master",
-            logs["master"],
-        )
-        with open(logs["worker"], "wb") as out:
-            procs.append(
-                subprocess.Popen(
-                    [
-                        _spark_class(),
-                        "org.apache.spark.deploy.worker.Worker",
-                        url,
-                        "--host",
-                        "127.0.0.1",
-                        "--cores",
-                        "2",
-                        "--memory",
-                        "2g",
-                        "--webui-port",
-                        str(worker_ui),
-                    ],
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    start_new_session=True,
-                )
-            )
-        _wait_for(workers_alive, 120, "worker", logs["worker"])
-        yield url, master_state
-    finally:
-        for proc in reversed(procs):
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    """A master and one worker (2 cores) on 127.0.0.1 (:mod:`tests.support.standalone`); yields
+    the master URL and a function returning the master's state (its JSON API)."""
+    with standalone_cluster(tmp_path_factory.mktemp("standalone"), workers=1, cores=2) as cluster:
+        yield cluster.url, cluster.state
 
 
 def test_a_lake_dag_task_runs_on_a_standalone_cluster(standalone, tmp_path, spark, airflow_db):
