@@ -192,9 +192,11 @@ class Settings:
     # classic lake session already (a notebook, a test) runs in that session either way.
     lake_engine: str = "connect"
     lake_engine_port: int = 15002
-    # The lake engine's niceness (0-19; its Spark tasks and Python workers inherit it): on a
-    # machine it shares with the streaming apps, the lake's work yields the cores to theirs.
-    lake_nice: int = 10
+    # The lake engine's niceness (0-19; its Spark tasks and Python workers inherit it): above 0,
+    # on a machine it shares with the streaming apps, the lake's work yields the cores to theirs.
+    # Off by default: at load 18 with it at 10, a Python worker of silver's foreachBatch missed
+    # Spark's connect-back timeout and the job failed.
+    lake_nice: int = 0
 
     # Every path below derives from runtime_dir, so one setting moves all state.
     @property
@@ -337,7 +339,7 @@ _METRICS_TEXT = {
 }
 # Where the lake's jobs run (Settings.lake_engine).
 LAKE_ENGINES = ("connect", "local")
-_ENGINE_DEFAULTS = {"lake_engine": "connect", "lake_engine_port": "15002", "lake_nice": "10"}
+_ENGINE_DEFAULTS = {"lake_engine": "connect", "lake_engine_port": "15002", "lake_nice": "0"}
 # Empty: the registry's partition counts (Settings.topic_partitions).
 _TOPIC_DEFAULTS = {"topic_partitions": ""}
 MAX_TOPIC_PARTITIONS = 1_000

@@ -34,7 +34,7 @@ print(spark.sql("SELECT 40 + 2").first()[0])
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
     settings = private_settings(tmp_path_factory.mktemp("engine")).with_overrides(
-        lake_engine="connect", lake_engine_port=free_port()
+        lake_engine="connect", lake_engine_port=free_port(), lake_nice=5
     )
     engine = LakeEngine(settings)
     assert engine.start() is True
@@ -60,7 +60,7 @@ def test_the_engine_answers_its_token_only_and_keeps_it_off_its_command_line(eng
     status = engine.status()
     assert status["running"] and status["current_code"] and status["rss_mb"] > 100
     assert engine.start() is False  # running already: nothing started
-    # below the streaming apps: the JVM at lake_nice more than the process that started it
+    # below the streaming apps: the JVM at lake_nice (5 here) above the process that started it
     assert os.getpriority(os.PRIO_PROCESS, pid) == os.nice(0) + settings.lake_nice > 0
 
 
