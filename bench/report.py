@@ -595,47 +595,49 @@ def read_inputs(directory: Path) -> Inputs:
 
 @dataclass(frozen=True)
 class Beside:
-    """``beside.json``: one app's Real-Time Mode runs, lake idle and beside the chain."""
+    """``beside.json``: each app in its default trigger, with the lake idle and beside the lake
+    (its engine running the chain and the view refreshes), and the lake's rounds meanwhile."""
 
-    app: str
     rate: float
     rtm_interval: str
-    runs: dict[str, Run]  # "idle", "beside"
-    busy_share: float  # of the beside run, the share during which a chain job ran
-    jobs: dict[str, list[float]]  # each chain job's wall times
-    ratio: float | None
+    runs: dict[str, dict[str, Run]]  # app -> "idle" / "beside" -> its run
+    ratios: dict[str, float | None]  # app -> its p99 beside / idle
+    slots: int
+    nice: int
+    rounds: list[dict[str, float]]  # views_s, gold_s, round_s of each of the lake's rounds
 
 
 def read_beside(node: Node) -> tuple[Beside, list[Goal]]:
-    runs_node = node.get("runs")
-    runs = {}
+    runs: dict[str, dict[str, Run]] = {}
     for key in ("idle", "beside"):
-        r = runs_node.get(key)
-        whole = _percentiles(r, "whole", WHOLE)
-        runs[key] = Run(
-            node.text("app"),
-            "realtime",
-            r.num("rate"),
-            r.num("duration_s"),
-            whole,
-            _percentiles(r, "between_boundaries", BETWEEN),
-            _quantiles(r, whole),
-            [],
-            _boundaries(r),
-            load_average(r),
-            [],
-        )
-    jobs: dict[str, list[float]] = {}
-    for job in node.get("chain").items("jobs"):
-        jobs.setdefault(job.text("job"), []).append(job.num("seconds"))
+        by_app = node.get("runs").get(key)
+        for app in node.items("apps"):
+            name = app.text_value()
+            r = by_app.get(name)
+            whole = _percentiles(r, "whole", WHOLE)
+            runs.setdefault(name, {})[key] = Run(
+                name,
+                r.text("mode"),
+                r.num("rate"),
+                r.num("duration_s"),
+                whole,
+                _percentiles(r, "between_boundaries", BETWEEN),
+                _quantiles(r, whole),
+                [],
+                _boundaries(r),
+                load_average(r),
+                [],
+            )
+    lake = node.get("lake")
+    rounds = [{k: r.num(k) for k in ("views_s", "gold_s", "round_s")} for r in lake.items("rounds")]
     beside = Beside(
-        node.text("app"),
         node.num("rate"),
         node.text("rtm_interval"),
         runs,
-        node.get("chain").num("busy_share"),
-        jobs,
-        node.num("p99_ratio", optional=True),
+        {name: node.get("p99_ratio").num(name, optional=True) for name in runs},
+        int(lake.num("slots")),
+        int(lake.num("nice")),
+        rounds,
     )
     return beside, [Goal.read("beside", g) for g in node.items("goals")]
 
@@ -1269,63 +1271,44 @@ def lake_beside_section(beside: Beside | None, backfill: Backfill | None) -> str
     out = ["## The lake beside the apps, and backfills of days", ""]
     if beside is None:
         out.append(
-            f"Apps beside the chain: no `{BESIDE_FILE}` here (`make bench-beside` writes it)."
+            f"Apps beside the lake: no `{BESIDE_FILE}` here (`make bench-beside` writes it)."
         )
     else:
+        lake = "; ".join(
+            f"views {fmt(r['views_s'], ' s', 0)} after silver, gold {fmt(r['gold_s'], ' s', 0)}"
+            for r in beside.rounds
+        )
         out += [
-            f"`{beside.app}` in Real-Time Mode at {fmt(beside.rate, '/s', 0)} "
-            f"({beside.rtm_interval} checkpoint interval), on a fresh checkpoint each: with "
-            "the lake idle, then while the hourly chain's jobs run one after another in a loop "
-            f"on the same cores (a chain job ran {beside.busy_share:.0%} of that run). "
-            "Whole-run latency (`beside.json`):",
+            f"The apps at once, each in its default trigger at {fmt(beside.rate, '/s', 0)} "
+            f"(Real-Time Mode's checkpoint interval {beside.rtm_interval}), on fresh "
+            "checkpoints: with the lake idle, then while the lake engine runs the hourly chain "
+            "and every view's refresh and gate in rounds, as the platform's pool runs them "
+            f"({beside.slots} slot(s), niceness {beside.nice}). Latency after the warm-up "
+            "(`beside.json`):",
             "",
             table(
-                [
-                    "lake",
-                    "p50",
-                    "p99",
-                    "max",
-                    "p99 between boundaries",
-                    "boundary stalls (median)",
-                    "outputs",
-                    "load average",
-                ],
+                ["app", "lake", "p50", "p99", "max", "outputs", "load average"],
                 [
                     [
+                        run.label,
                         name,
                         ms(run.whole["p50"]),
                         ms(run.whole["p99"]),
                         ms(run.whole["max"]),
-                        ms(run.between["p99"] if run.between else None),
-                        f"{len(run.boundaries)} ({ms(median_stall(run))})",
                         fmt(run.whole["n"], digits=0),
                         load_text(run.load),
                     ]
-                    for name, run in (
-                        ("idle", beside.runs["idle"]),
-                        ("beside the chain", beside.runs["beside"]),
-                    )
+                    for app, by_key in beside.runs.items()
+                    for name, run in (("idle", by_key["idle"]), ("beside", by_key["beside"]))
                 ]
                 + [
-                    [
-                        "**beside / idle**",
-                        "",
-                        f"**{fmt(beside.ratio, '×', 2)}**",
-                        "",
-                        "",
-                        "",
-                        "",
-                        "",
-                    ]
+                    [f"**{app}**", "**beside / idle**", "", f"**{fmt(r, '×', 2)}**", "", "", ""]
+                    for app, r in beside.ratios.items()
                 ],
             ),
             "",
-            "The chain's jobs meanwhile (wall time of each run, lake environment processes): "
-            + "; ".join(
-                f"`{job}` {', '.join(fmt(s, ' s') for s in seconds)}"
-                for job, seconds in beside.jobs.items()
-            )
-            + ".",
+            f"The lake's rounds meanwhile (each view published after silver's commit, gold "
+            f"after the round's start): {lake or 'none finished'}.",
         ]
     out.append("")
     if backfill is None:
@@ -1607,8 +1590,9 @@ def machine_section(inputs: Inputs, command: str | None) -> str:
         ]
     if inputs.beside:
         loads += [
-            (f"{inputs.beside.app}, lake {name}", inputs.beside.runs[key].load)
-            for key, name in (("idle", "idle"), ("beside", "beside the chain"))
+            (f"{app}, lake {key}", by_key[key].load)
+            for app, by_key in inputs.beside.runs.items()
+            for key in ("idle", "beside")
         ]
     if inputs.backfill:
         loads.append((f"backfill of {inputs.backfill.days} days", inputs.backfill.load))
@@ -2044,30 +2028,28 @@ def plot_scale(scale: Scale, path: Path) -> None:
 
 
 def plot_beside(beside: Beside, path: Path) -> None:
-    """The app's latency CDF with the lake idle and beside the chain, on the CDF plot's axes."""
+    """Each app's latency CDF with the lake idle and beside the lake, on the CDF plot's axes."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 5.4))
     fractions = [i / (QUANTILES - 1) for i in range(QUANTILES)]
-    for key, label, colour in (
-        ("idle", "lake idle", "tab:blue"),
-        ("beside", "beside the hourly chain", "tab:red"),
-    ):
-        run = beside.runs[key]
-        if run.quantiles_ms:
-            ax.plot(
-                run.quantiles_ms[1:-1],
-                fractions[1:-1],
-                color=colour,
-                label=f"{label} (p99 {ms(run.whole['p99'])}, max {ms(run.whole['max'])}; "
-                f"load {load_text(run.load)})",
-            )
+    colours = iter(("tab:blue", "tab:red", "tab:green", "tab:orange", "tab:purple", "tab:brown"))
+    for by_key in beside.runs.values():
+        for key, style in (("idle", ":"), ("beside", "-")):
+            run = by_key[key]
+            if run.quantiles_ms:
+                ax.plot(
+                    run.quantiles_ms[1:-1],
+                    fractions[1:-1],
+                    style,
+                    color=next(colours),
+                    label=f"{run.label}, lake {key} (p99 {ms(run.whole['p99'])}, max "
+                    f"{ms(run.whole['max'])}; load {load_text(run.load)})",
+                )
     cdf_axes(ax)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=8)
     ax.set_title(
-        f"{beside.app.replace('_', '-')} in Real-Time Mode at {beside.rate:,.0f} events/s: "
-        "lake idle vs beside the chain",
-        fontsize=10,
+        f"The apps at {beside.rate:,.0f} events/s: lake idle vs beside the lake", fontsize=10
     )
     fig.tight_layout()
     fig.savefig(path, dpi=110)

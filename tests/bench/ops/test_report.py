@@ -401,22 +401,27 @@ def beside_and_backfill() -> dict[str, dict]:
     them (the fields the report reads)."""
     idle = ops_run("click_surge", "realtime", 30.0, 120.0, 900.0, [])
     beside = ops_run("click_surge", "realtime", 34.0, 300.0, 1900.0, [30.0, 60.0, 90.0])
+    a_idle = ops_run("attribution", "processing_time", 900.0, 2000.0, 3000.0, [])
+    a_beside = ops_run("attribution", "processing_time", 1500.0, 6000.0, 9000.0, [])
     return {
         "beside.json": {
-            "app": "click_surge",
+            "apps": ["click_surge", "attribution"],
             "rate": 200.0,
             "rtm_interval": "30 seconds",
-            "runs": {"idle": idle, "beside": beside},
-            "chain": {
-                "jobs": [
-                    {"job": "bronze", "seconds": 20.5},
-                    {"job": "silver", "seconds": 31.0},
-                    {"job": "bronze", "seconds": 18.0},
-                ],
-                "busy_share": 0.97,
+            "runs": {
+                "idle": {"click_surge": idle, "attribution": a_idle},
+                "beside": {"click_surge": beside, "attribution": a_beside},
             },
-            "p99_ratio": 2.5,
-            "goals": [goal("click_surge p99 beside the chain", False)],
+            "lake": {
+                "slots": 1,
+                "nice": 10,
+                "rounds": [
+                    {"views_s": 40.0, "gold_s": 120.0, "round_s": 130.0},
+                    {"views_s": 44.0, "gold_s": 125.0, "round_s": 131.0},
+                ],
+            },
+            "p99_ratio": {"click_surge": 2.5, "attribution": 3.0},
+            "goals": [goal("click_surge p99 beside the lake", False)],
             "errors": [],
         },
         "backfill.json": {
@@ -442,16 +447,17 @@ def test_the_lake_beside_the_apps_and_backfills_have_their_section_when_run(tmp_
     report = build(write(tmp_path / "in", files), tmp_path / "out").read_text()
 
     lake = section(report, "The lake beside the apps")
-    assert "| idle | 30 ms | 120 ms | 900 ms | 30 ms | 0 (–) | 120,000 | 1.5 → 2.2 |" in lake
-    # Stalls 2,100, 2,101 and 2,102 ms: the median is the middle one.
-    assert "| beside the chain | 34 ms | 300 ms | 1,900 ms | 75 ms | 3 (2,101 ms) |" in lake
-    assert "| **beside / idle** |  | **2.50×** |" in lake
-    assert "a chain job ran 97% of that run" in lake
-    assert "`bronze` 20.5 s, 18.0 s; `silver` 31.0 s" in lake
+    assert "| click_surge Real-Time Mode | idle | 30 ms | 120 ms | 900 ms | 120,000 |" in lake
+    assert "| click_surge Real-Time Mode | beside | 34 ms | 300 ms | 1,900 ms | 120,000 |" in lake
+    assert "| attribution micro-batch | beside | 1,500 ms | 6,000 ms | 9,000 ms |" in lake
+    assert "| **click_surge** | **beside / idle** |  | **2.50×** |" in lake
+    assert "| **attribution** | **beside / idle** |  | **3.00×** |" in lake
+    assert "(1 slot(s), niceness 10)" in lake
+    assert "views 40 s after silver, gold 120 s; views 44 s after silver, gold 125 s" in lake
     assert "**25.0 min** (0.28 days/min; load average 2.0 → 3.5)" in lake
     assert "differs from it in 0 rows" in lake and "| run | 210 s |" in lake
     goals = section(report, "Goals")
-    assert "| beside | click_surge p99 beside the chain |" in goals
+    assert "| beside | click_surge p99 beside the lake |" in goals
     assert "| backfill | backfill of 7 days |" in goals
     png = tmp_path / "out" / bench_report.ALL_PLOTS["beside"]
     assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 10_000
