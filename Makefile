@@ -12,7 +12,7 @@ SEED ?= 7
 
 .PHONY: lint airflow setup lock test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
 	app status bench-click-surge bench-attribution bench-bronze bench-engine-soak bench-views bench-quality \
-	bench-scale bench-beside bench-pool bench-backfill bench-maintenance bench-supervisor bench-boundary \
+	bench-scale bench-beside bench-pool bench-attribution-batch bench-backfill bench-maintenance bench-supervisor bench-boundary \
 	bench-lake down \
 	faults faults-ops soak bench bench-quick
 
@@ -148,6 +148,11 @@ bench-beside: setup
 # (bench.lake.pool; about 20 minutes).
 bench-pool: setup
 	$(LAKE_PY) -m bench.lake.pool
+
+# The reconciliation's batch attribution over a day of 1M silver rows: state in memory against the
+# state server, and its gold job on the engine (bench.lake.attribution_batch; about 6 minutes).
+bench-attribution-batch: setup
+	$(LAKE_PY) -m bench.lake.attribution_batch
 
 # A backfill of 7 days of 1M silver rows a day through the platform's own Airflow scheduler,
 # then its gold against one rebuild of the same days (bench.lake.backfill; about an hour).
