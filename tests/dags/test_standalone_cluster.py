@@ -38,7 +38,10 @@ def test_a_lake_dag_task_runs_on_a_standalone_cluster(standalone, tmp_path, spar
 
     from spark_apps.lake.tables import ensure_table, read_table, table_path
 
-    settings = private_settings(tmp_path / "rt").with_overrides(spark_master_lake=url)
+    # A spark-submit per task (not the lake engine): the task's own driver on the cluster.
+    settings = private_settings(tmp_path / "rt").with_overrides(
+        spark_master_lake=url, lake_engine="local"
+    )
     # Silver page clicks of one day, written here; the DAG's gold task reads them on the cluster.
     clicks = registry.table("silver_page_clicks")
     ensure_table(spark, settings, clicks)
@@ -64,14 +67,18 @@ def test_a_lake_dag_task_runs_on_a_standalone_cluster(standalone, tmp_path, spar
         .save(table_path(settings, clicks))
     )
 
-    lake = DagBag(str(DAGS_DIR)).dags[factory.LAKE_DAG_ID]
     hour = dt.datetime(2026, 11, 21, 10, tzinfo=dt.UTC)
     with pytest.MonkeyPatch.context() as patch:
-        for key, value in task_env(settings, SPARK_LOCAL_IP="127.0.0.1").items():
+        env = task_env(settings, SPARK_LOCAL_IP="127.0.0.1", ADLAKE_LAKE_ENGINE="local")
+        for key, value in env.items():
             patch.setenv(key, value)
+        # parsed with these settings: its lake tasks are spark-submits
+        lake = DagBag(str(DAGS_DIR)).dags[factory.LAKE_DAG_ID]
+        # the run whose data interval is the 10:00 hour: a manual run's ends at its logical date
+        logical = hour + dt.timedelta(hours=1)
         # bronze and silver would need a broker, and the cluster path is the same for every
         # task: gold runs there (the quality gates run through Airflow in test_lake_dag_run.py)
-        run = lake.test(logical_date=hour, mark_success_pattern="^(bronze|silver|quality_.*)$")
+        run = lake.test(logical_date=logical, mark_success_pattern="^(bronze|silver|quality_.*)$")
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}
     assert run.state == DagRunState.SUCCESS, states
     assert states["gold"] == TaskInstanceState.SUCCESS
