@@ -33,12 +33,11 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from adlake.config import Settings
+from adlake.config import REPO_ROOT, Settings
 from spark_apps.lake.delta_log import DeltaLogError, log_state
 
 # The code a slice's rows depend on: the declarations, the gold builds and attribution rules,
 # the quality suites and this lake's jobs. Any change to it recomputes every slice once.
-_ROOT = Path(__file__).resolve().parents[2]
 CODE = (
     "include/adlake/gold",
     "include/adlake/quality",
@@ -84,9 +83,9 @@ def code_digest() -> str:
         except metadata.PackageNotFoundError:
             digest.update(f"{package} absent".encode())
     for entry in CODE:
-        path = _ROOT / entry
+        path = REPO_ROOT / entry
         for source in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
-            digest.update(str(source.relative_to(_ROOT)).encode())
+            digest.update(str(source.relative_to(REPO_ROOT)).encode())
             digest.update(source.read_bytes())
     return digest.hexdigest()[:16]
 
