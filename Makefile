@@ -12,7 +12,7 @@ SEED ?= 7
 
 .PHONY: lint airflow setup lock test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
 	app status bench-click-surge bench-attribution bench-bronze bench-engine-soak bench-views bench-quality \
-	bench-scale bench-beside bench-pool bench-attribution-batch bench-backfill bench-maintenance bench-supervisor bench-boundary \
+	bench-scale bench-beside bench-pool bench-freshness bench-attribution-batch bench-backfill bench-maintenance bench-supervisor bench-boundary \
 	bench-lake down \
 	faults faults-ops soak bench bench-quick
 
@@ -148,6 +148,12 @@ bench-beside: setup
 # (bench.lake.pool; about 20 minutes).
 bench-pool: setup
 	$(LAKE_PY) -m bench.lake.pool
+
+# Freshness under `make up` with traffic: each scheduled hour's publication in gold and in every
+# view, seconds after the hour closes (bench.lake.freshness; HOURS hours, up to three hours).
+HOURS ?= 2
+bench-freshness: setup
+	$(LAKE_PY) -m bench.lake.freshness --hours $(HOURS) --rate $(RATE)
 
 # The reconciliation's batch attribution over a day of 1M silver rows: state in memory against the
 # state server, and its gold job on the engine (bench.lake.attribution_batch; about 6 minutes).
