@@ -193,7 +193,7 @@ def timing_of(runs: list[dict]) -> dict:
 def clean(settings: Settings, db: Path, say) -> dict:
     """``platform clean-db``'s command with a zero retention: what stays of the supervisor."""
     before = table_rows(db)
-    zero = settings.with_overrides(lake_retention_hours=0)
+    zero = settings.with_overrides(airflow_metadata_retention_hours=0)
     done = platform.run_airflow(zero, *platform.clean_db_args(zero, datetime.now(UTC)), check=False)
     if done.returncode:
         raise RuntimeError(f"airflow db clean: {done.stderr[-2000:]}")

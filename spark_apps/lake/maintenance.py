@@ -20,8 +20,9 @@ For every Delta table chosen (default: all of the lake's, views and their bookke
    before and after, what was compacted and removed, and the seconds it took; a run's rows
    replace that run's earlier rows (a retried task does not double them).
 
-Then the quality results (GX's stored validations and their Data Docs pages) run before the
-retention are deleted, each table's latest kept (:func:`adlake.quality.history.prune`).
+Then the quality results (GX's stored validations and their Data Docs pages) run before their
+retention (``gx_results_retention_hours``, the lake's unless set) are deleted, each table's latest
+kept (:func:`adlake.quality.history.prune`).
 
 ``--dry-run`` does 1, then lists for each table what 2 and 3 would do (the partitions that
 would be compacted; the files and bytes ``VACUUM … DRY RUN`` would delete) and changes nothing
@@ -325,9 +326,12 @@ def run(
         finished = datetime.now(UTC).isoformat(timespec="seconds")
         run = {"dag_id": dag_id, "run_id": run_id, "finished_at": finished}
         maintenance.write_latest(settings, {**run, "retention_hours": retention_hours}, rows)
-    pruned = history.prune(settings, now - timedelta(hours=retention_hours), dry_run=dry_run)
+    # The quality results keep their own retention (the lake's unless set), whatever this run's
+    # VACUUM retains.
+    kept = settings.gx_results_retention_hours
+    pruned = history.prune(settings, now - timedelta(hours=kept), dry_run=dry_run)
     say(
-        f"quality results run more than {retention_hours} h ago: "
+        f"quality results run more than {kept} h ago: "
         f"{'would delete' if dry_run else 'deleted'} {pruned['validations']} validations and "
         f"{pruned['pages']} Data Docs pages (each table's latest kept)"
     )

@@ -1,8 +1,10 @@
+import dataclasses
 from pathlib import Path
 
 import pytest
 
-from adlake.config import ConfigError, load_settings
+from adlake import config, setting
+from adlake.config import REPO_ROOT, ConfigError, load_settings
 
 
 def test_local_defaults_derive_every_path_from_runtime_dir():
@@ -105,5 +107,36 @@ def test_topic_partitions_out_of_range_names_the_setting(value):
     with pytest.raises(ConfigError) as err:
         load_settings({"ADLAKE_TOPIC_PARTITIONS": value})
     assert str(err.value) == (
-        f"ADLAKE_TOPIC_PARTITIONS={value!r} is not valid: expected an integer from 1 to 1000"
+        f"ADLAKE_TOPIC_PARTITIONS={value!r} is not valid: expected an integer from 1 to 1000, "
+        "or nothing"
     )
+
+
+def test_the_settings_page_lists_every_row_as_the_rows_say():
+    page = (REPO_ROOT / "docs" / "configuration.md").read_text()
+    assert config.docs_table() in page, (
+        "docs/configuration.md's settings table differs from config.ROWS: paste the output of "
+        "`.venv/lake/bin/python -m adlake.config docs` over it"
+    )
+    # every setting of the class is a row with a meaning, and nothing else is
+    fields = [f.name for f in dataclasses.fields(config.Settings)]
+    assert fields == ["profile", *(row.name for row in config.ROWS)]
+    assert all(row.meaning.strip() for row in config.ROWS)
+
+
+def test_a_row_added_is_parsed_checked_and_documented(monkeypatch):
+    row = setting.Setting("toy_limit", setting.Int(1, 9), "3", "a toy's limit")
+    monkeypatch.setattr(config, "ROWS", (*config.ROWS, row))
+    assert "| `ADLAKE_TOY_LIMIT` | `3` | same | an integer from 1 to 9 | a toy's limit |" in (
+        config.docs_table()
+    )
+    with pytest.raises(ConfigError, match="ADLAKE_TOY_LIMIT='10' is not valid"):
+        config.load_settings({"ADLAKE_TOY_LIMIT": "10"})
+
+
+def test_the_retentions_follow_the_lakes_unless_set():
+    s = load_settings({"ADLAKE_LAKE_RETENTION_HOURS": "48"})
+    assert (s.gx_results_retention_hours, s.airflow_metadata_retention_hours) == (48, 48)
+    assert s.airflow_log_retention_hours == 48
+    s = load_settings({"ADLAKE_AIRFLOW_LOG_RETENTION_HOURS": "24"})
+    assert (s.lake_retention_hours, s.airflow_log_retention_hours) == (168, 24)

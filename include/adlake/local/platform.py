@@ -626,17 +626,18 @@ def backfill_args(first: date, last: date, dag_id: str | None = None) -> list[st
 
 
 def clean_db_args(settings: Settings, now: datetime, dry_run: bool = False) -> list[str]:
-    """``airflow db clean`` of every record older than the lake's retention
-    (``lake_retention_hours``): DAG runs, task instances, logs, asset events, XComs. Without
+    """``airflow db clean`` of every record older than Airflow's metadata retention
+    (``airflow_metadata_retention_hours``, the lake's unless set): DAG runs, task instances, logs, asset events, XComs. Without
     an archive table (what is purged is gone; the lake's own history is in its tables) and
     with a failure as an exit status.
 
     >>> from adlake.config import load_settings
     >>> now = datetime(2026, 11, 26, 4, tzinfo=UTC)
-    >>> " ".join(clean_db_args(load_settings({"ADLAKE_LAKE_RETENTION_HOURS": "48"}), now))
+    >>> s = load_settings({"ADLAKE_AIRFLOW_METADATA_RETENTION_HOURS": "48"})
+    >>> " ".join(clean_db_args(s, now))
     'db clean --clean-before-timestamp 2026-11-24T04:00:00+00:00 --skip-archive --error-on-cleanup-failure --yes'
     """
-    before = now - timedelta(hours=settings.lake_retention_hours)
+    before = now - timedelta(hours=settings.airflow_metadata_retention_hours)
     return [
         "db",
         "clean",
@@ -688,12 +689,13 @@ def clean_db(settings: Settings, dry_run: bool = False) -> None:
     if done.returncode != 0:
         raise SystemExit(f"[platform] airflow db clean failed:\n{done.stderr[-3000:]}")
     files, size = prune_task_logs(
-        settings, now - timedelta(hours=settings.lake_retention_hours), dry_run
+        settings, now - timedelta(hours=settings.airflow_log_retention_hours), dry_run
     )
     log(
-        f"Airflow metadata and {files} log files ({size / 2**20:.1f} MiB) older than "
-        f"{settings.lake_retention_hours} h {'listed (dry run)' if dry_run else 'purged'} "
-        f"in {time.monotonic() - started:.0f}s"
+        f"Airflow metadata older than {settings.airflow_metadata_retention_hours} h and "
+        f"{files} log files ({size / 2**20:.1f} MiB) older than "
+        f"{settings.airflow_log_retention_hours} h "
+        f"{'listed (dry run)' if dry_run else 'purged'} in {time.monotonic() - started:.0f}s"
     )
     if dry_run:
         print(done.stdout[-5000:], flush=True)
@@ -719,7 +721,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=("up", "down", "status", "pool", "clean-db", "airflow"),
         help="start the platform, stop it, show what runs, create or resize the lake's "
         "Airflow pool (lake_pool_slots), purge Airflow's metadata older than the retention "
-        "(lake_retention_hours), or run Airflow's CLI in the platform's environment "
+        "(airflow_metadata_retention_hours, airflow_log_retention_hours), or run Airflow's CLI in the platform's environment "
         "(airflow ARGS...: every argument after it is Airflow's)",
     )
     parser.add_argument(
