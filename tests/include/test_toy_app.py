@@ -13,6 +13,7 @@ probe reads a fake broker. Its query itself runs in the last test, on the sessio
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -24,6 +25,7 @@ import pytest
 
 from adlake import apps, latency, registry
 from adlake.apps import cli
+from adlake.declarations import KnobRule
 from adlake.status import read_status
 from spark_apps.common.streaming.listener import StatusReporter
 from spark_apps.common.streaming.runner import parse_args
@@ -108,6 +110,33 @@ def test_the_toy_app_gets_its_dag_with_a_form_of_its_knobs(toy_registry, airflow
     assert dag.params.get_param("trigger").value == TOY.default_trigger
     # the runner's parser takes the knob as a flag, as the lifecycle passes it
     assert parse_args(toy_app.SPEC, apps.app_argv(TOY.name, "realtime", {"hold_s": 3})).hold_s == 3
+
+
+def test_a_knob_rule_added_to_the_entry_is_enforced_by_the_form_and_the_apps_guard(
+    toy_runtime, monkeypatch
+):
+    """One row on the app's entry, no other code: the DAG form's action (``apps.act``, what the
+    app's ``act`` task calls) refuses the combination before anything is recorded, and the app's
+    own guard (the runner's flags) refuses it at its start."""
+    rule = KnobRule(
+        "hold_s at most 60 in realtime",
+        lambda trigger, k: (
+            "hold_s over 60 in realtime" if trigger == "realtime" and k["hold_s"] > 60 else None
+        ),
+    )
+    ruled = dataclasses.replace(TOY, rules=(*TOY.rules, rule))
+    monkeypatch.setattr(registry, "APPS", {**registry.APPS, TOY.name: ruled})
+    with pytest.raises(apps.InvalidRequest, match="hold_s over 60 in realtime"):
+        apps.act(toy_runtime, TOY.name, "start", trigger="realtime", knobs={"hold_s": 61})
+    assert apps.holder(toy_runtime, TOY.name) is None
+    assert apps.read_desired(toy_runtime, TOY.name).reason == "default"  # nothing recorded
+    spec = dataclasses.replace(toy_app.SPEC, app=ruled)
+    argv = apps.app_argv(TOY.name, "realtime", {"hold_s": 61})
+    with pytest.raises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
+        parse_args(spec, argv)
+    assert "hold_s over 60 in realtime" in err.getvalue()
+    # within the rule, both take it
+    assert parse_args(spec, apps.app_argv(TOY.name, "realtime", {"hold_s": 60})).hold_s == 60
 
 
 def test_the_toy_app_gets_its_lifecycle_status_and_card(toy_runtime, user, monkeypatch):
