@@ -22,8 +22,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from adlake.catalog.gold.attribution_reconciliation import attribution_margin_ms
 from adlake.config import load_settings
-from adlake.gold.attribution_reconciliation import attribution_margin_ms
 from adlake.helpformat import HelpFormatter
 from adlake.local.kafka import free_port
 from bench import harness

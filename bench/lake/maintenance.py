@@ -150,7 +150,7 @@ class Simulation:
         """The next hour's clicks appended to silver (one commit); the hour."""
         from pyspark.sql import functions as F
 
-        from adlake import gold as gold_models
+        from adlake.catalog import gold as gold_models
 
         start, end = self.next_hour, self.next_hour + HOUR
         self.clicks.where(

@@ -35,8 +35,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from adlake import generator, registry
+from adlake.catalog.gold import NAMES as GOLD_TABLES
 from adlake.config import Settings, load_settings
-from adlake.gold import NAMES as GOLD_TABLES
 from adlake.helpformat import HelpFormatter
 from adlake.quality.results import RunContext
 from bench import harness

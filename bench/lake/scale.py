@@ -56,7 +56,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from adlake import gold, registry
+from adlake import registry
+from adlake.catalog import gold
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from bench import harness

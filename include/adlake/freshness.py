@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from adlake import atomic, gold, registry
+from adlake import atomic, registry
+from adlake.catalog import gold
 from adlake.config import Settings
 
 log = logging.getLogger(__name__)

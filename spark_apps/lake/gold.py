@@ -1,9 +1,9 @@
 """Gold: business tables rebuilt from silver for a data interval, one slice at a time.
 
-Every table is partitioned by ``event_date`` and has a **grain** (:data:`adlake.gold.GRAINS`):
+Every table is partitioned by ``event_date`` and has a **grain** (:data:`adlake.catalog.gold.GRAINS`):
 an ``hour`` table (a row per minute, window or hour of the day) is rebuilt for the whole hours
 an interval covers, a ``day`` table (a row summing a day) for the whole days
-(:func:`adlake.gold.covering`). The slice (:func:`adlake.gold.slice_condition`) is recomputed
+(:func:`adlake.catalog.gold.covering`). The slice (:func:`adlake.catalog.gold.slice_condition`) is recomputed
 from silver and swapped in with Delta's ``replaceWhere``, in one commit. A rerun, an overlapping
 interval or an Airflow backfill therefore gives the same table: no row is appended twice, and a
 row outside the slice is never touched. The hourly chain rebuilds the ``hour`` tables' hour, so
@@ -16,7 +16,7 @@ events of another (a click just after midnight on an impression just before it),
 reads what its rows need *around* the interval, a margin taken from the attribution contract
 (:class:`~spark_apps.common.attribution.contract.AttributionConfig`), and keeps only the slice.
 
-Each table is a module of :mod:`adlake.gold` (:data:`adlake.gold.MODELS`): its declaration, its
+Each table is a module of :mod:`adlake.catalog.gold` (:data:`adlake.catalog.gold.MODELS`): its declaration, its
 grain, its business rules and its ``build``, whose docstring says what the partition of date
 ``D`` is made of. This job gives each build its :class:`SilverInputs` (the interval's silver,
 silver around it, the contract's tunables, batch attribution) and writes what it returns.
@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from adlake import gold, registry
+from adlake import registry
+from adlake.catalog import gold
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from spark_apps.lake import unchanged
@@ -62,7 +63,7 @@ def _default_config() -> AttributionConfig:
 
 @dataclass(frozen=True)
 class SilverInputs:
-    """What a gold table's build reads (an :class:`adlake.gold.Inputs`): the silver tables of
+    """What a gold table's build reads (an :class:`adlake.catalog.gold.Inputs`): the silver tables of
     ``settings``, for the days ``[start, end)``, with the attribution contract's tunables."""
 
     spark: SparkSession
@@ -220,7 +221,7 @@ def days_of(start: datetime, end: datetime) -> tuple[date, date]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Arguments: ``start``/``end`` UTC instants, each table rebuilding the slice of its grain
-    that covers them (see :func:`adlake.gold.covering`)."""
+    that covers them (see :func:`adlake.catalog.gold.covering`)."""
     parser = argparse.ArgumentParser(
         prog="spark_apps.lake.gold", description=__doc__, formatter_class=HelpFormatter
     )

@@ -4,7 +4,7 @@ suite, record the results in ``dq_results`` and Data Docs, and fail if an ``erro
 What is validated (the slice):
 
 * a **gold table**, with ``--start/--end`` (the Airflow data interval): the slice the interval
-  covers, as gold rebuilds it (:func:`adlake.gold.slice_condition`: an hour table's hours, a day
+  covers, as gold rebuilds it (:func:`adlake.catalog.gold.slice_condition`: an hour table's hours, a day
   table's days; the hourly run of 13:00-14:00 validates the hour tables' 13:00 hour, which gold
   has just rewritten). Keys must be unique within that slice; its dates and times must lie
   within the days it touches.
@@ -55,17 +55,18 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
-from datetime import time as dtime
+from datetime import UTC, date, datetime, time as dtime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from adlake import gold, registry
+from adlake import registry
 from adlake.atomic import exclusive
+from adlake.catalog import expectations, gold
+from adlake.catalog.expectations import ERROR
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
-from adlake.quality import ERROR, expectations, project, rules
+from adlake.quality import project, rules
 from adlake.quality.outcome import clear_outcomes, make_outcome, write_outcome
 from adlake.quality.results import (
     EXIT_EXPECTATIONS_FAILED,
@@ -329,8 +330,7 @@ def write_results(
 ) -> None:
     """Replace this run's rows of ``dq_results`` by ``rows`` (one commit; partition ``table``,
     so runs of different tables never conflict)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
+    from pyspark.sql import functions as F, types as T
 
     table = registry.table(RESULTS_TABLE)
     path = ensure_table(spark, settings, table)

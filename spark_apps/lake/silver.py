@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 
 from adlake import registry
 from adlake.config import Settings, load_settings
-from spark_apps.common.frames import null_safe_join, null_safe_sql
+from adlake.frames import null_safe_join, null_safe_sql
 from spark_apps.lake.tables import ensure_table, merge_into, read_table, table_path
 
 if TYPE_CHECKING:
@@ -96,8 +96,7 @@ def event_key(topic: str) -> list[str]:
 
 def transform_dedup_batch(valid: DataFrame, topic: str) -> DataFrame:
     """Keep the earliest Kafka record (timestamp, partition, offset) of each event (id, date)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
+    from pyspark.sql import Window, functions as F
 
     first = Window.partitionBy(*event_key(topic)).orderBy(*_EARLIEST_FIRST)
     return valid.withColumn("_n", F.row_number().over(first)).where("_n = 1").drop("_n")

@@ -39,10 +39,10 @@ from spark_apps.lake.delta_log import DeltaLogError, log_state
 # The code a slice's rows depend on: the declarations, the gold builds and attribution rules,
 # the quality suites and this lake's jobs. Any change to it recomputes every slice once.
 CODE = (
-    "include/adlake/gold",
+    "include/adlake/catalog",
+    "include/adlake/frames.py",
     "include/adlake/quality",
     "include/adlake/registry.py",
-    "include/adlake/declarations.py",
     "spark_apps/common",
     "spark_apps/lake/gold.py",
     "spark_apps/lake/quality.py",

@@ -13,6 +13,7 @@ import pytest
 
 from adlake import registry
 from adlake.airflow import factory
+from adlake.catalog import gold
 from adlake.config import load_settings
 from adlake.quality import outcome
 from adlake.quality.results import EXIT_EXPECTATIONS_FAILED, RunContext
@@ -40,7 +41,7 @@ def test_exactly_one_dag_per_registry_entry_plus_the_supervisor(dagbag):
         assert {t.task_id for t in dagbag.dags[dag_id].tasks} == jobs | verdicts | waits
     # The hourly chain rebuilds the hour tables; the daily one every gold table.
     assert chain_gate("hourly").reads == registry.GOLD_HOURLY
-    assert chain_gate("daily").reads == tuple(t.name for t in registry.gold.TABLES)
+    assert chain_gate("daily").reads == tuple(t.name for t in gold.TABLES)
     for job in factory.view_jobs():
         # the refresh, then the quality gate of what it wrote
         assert [t.task_id for t in dagbag.dags[job.name].tasks] == [

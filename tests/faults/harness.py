@@ -39,7 +39,7 @@ from adlake.apps.process import settings_env
 from adlake.config import REPO_ROOT, Settings
 
 # The slice of the lake the faults exercise: one topic with a quarantine (malformed records) and
-# a view, one without; a gold table over each (two of adlake.gold.NAMES).
+# a view, one without; a gold table over each (two of adlake.catalog.gold.NAMES).
 TOPICS = ("ad_impressions", "page_clicks")
 FAULTED_GOLD_TABLES = ("campaign_delivery", "page_traffic")
 VIEW = registry.view("page_clicks_hourly")

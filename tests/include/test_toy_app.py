@@ -25,7 +25,7 @@ import pytest
 
 from adlake import apps, latency, registry
 from adlake.apps import cli
-from adlake.declarations import KnobRule
+from adlake.registry import KnobRule
 from adlake.status import read_status
 from spark_apps.common.streaming.listener import StatusReporter
 from spark_apps.common.streaming.runner import parse_args
@@ -40,8 +40,8 @@ DEADLINE_S = 30
 @pytest.fixture()
 def toy_registry(monkeypatch):
     """The registry with the toy app and its output topic added, as two more entries would."""
-    monkeypatch.setattr(registry, "APPS", {**registry.APPS, TOY.name: TOY})
-    monkeypatch.setattr(registry, "TOPICS", {**registry.TOPICS, TOY_TOPIC.name: TOY_TOPIC})
+    monkeypatch.setitem(registry.APPS, TOY.name, TOY)
+    monkeypatch.setitem(registry.TOPICS, TOY_TOPIC.name, TOY_TOPIC)
     return registry.APPS
 
 
@@ -125,7 +125,7 @@ def test_a_knob_rule_added_to_the_entry_is_enforced_by_the_form_and_the_apps_gua
         ),
     )
     ruled = dataclasses.replace(TOY, rules=(*TOY.rules, rule))
-    monkeypatch.setattr(registry, "APPS", {**registry.APPS, TOY.name: ruled})
+    monkeypatch.setitem(registry.APPS, TOY.name, ruled)
     with pytest.raises(apps.InvalidRequest, match="hold_s over 60 in realtime"):
         apps.act(toy_runtime, TOY.name, "start", trigger="realtime", knobs={"hold_s": 61})
     assert apps.holder(toy_runtime, TOY.name) is None

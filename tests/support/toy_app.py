@@ -20,7 +20,7 @@ import time
 from typing import TYPE_CHECKING
 
 from adlake.config import load_settings
-from adlake.declarations import App, Knob, StateClose, Topic, schema
+from adlake.registry import App, Knob, StateClose, Topic, schema
 from adlake.status import stop_marker
 from spark_apps.common.streaming.lifecycle import GracefulStop
 from spark_apps.common.streaming.listener import StatusReporter

@@ -180,7 +180,7 @@ def _iso_seconds(epoch_s: int) -> str:
 def closing_request(request_id: str, newest_ms: int) -> tuple[bytes, int]:
     """A valid ``ad_requests`` value and the Kafka timestamp to send it with, such that once
     attribution reads it, its watermark (timestamp - delay) is past the close time (event time +
-    window, the registry's :class:`~adlake.declarations.StateClose` at the knobs' defaults) of
+    window, the registry's :class:`~adlake.catalog.types.StateClose` at the knobs' defaults) of
     every key whose records carry Kafka timestamps up to ``newest_ms``: the next batch closes
     them all, and this request too. For runs that must see every key closed (fault tests, the
     soak).

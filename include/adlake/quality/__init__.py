@@ -1,12 +1,12 @@
 """Data quality with Great Expectations 1.24: suites for every gold table and view, their results.
 
-* :mod:`.expectations` — what a rule is (:class:`~.expectations.Rule`, its builders, the suite
-  parameters), neutral (no GX, no PySpark, no registry): the gold tables' modules
-  (:mod:`adlake.gold`) write their business rules with it;
-* :mod:`.rules` — the expectations of every suite: those derived from the registry (required
-  fields, keys, enumerations, non-negative amounts, the interval) and the business rules a person
-  writes (a gold table's in its module, a view's there), each with a severity, ``error`` (fails
-  the quality task) or ``warn`` (recorded).
+* what a rule is (:class:`~adlake.catalog.expectations.Rule`, its builders, the suite
+  parameters) is the catalog's (:mod:`adlake.catalog.expectations`): a rule lives on what it is
+  about, a gold table's in its module, a view's on its entry;
+* :mod:`.rules` — the expectations of every suite: those derived from the catalog (required
+  fields, keys, enumerations, non-negative amounts, the interval), then the business rules of
+  the table or view, each with a severity, ``error`` (fails the quality task) or ``warn``
+  (recorded).
 * :mod:`.project` — the GX file project in ``expectations/`` (``great_expectations.yml``, suites,
   validation definitions, checkpoints), generated from :mod:`.rules`:
   ``python -m adlake.quality.generate`` writes it, ``--check`` says whether it drifted. At run
@@ -17,10 +17,7 @@
   (JSON files: no Spark, no GX), for the Airflow UI.
 
 The Spark side is ``spark_apps/lake/quality.py``. This package imports neither PySpark nor GX at
-module level: the DAG files read the registry, and the registry's jobs name this package's job.
+module level: the DAG files read the catalog, and the catalog's jobs name this package's job.
 """
 
 from __future__ import annotations
-
-ERROR, WARN = "error", "warn"
-SEVERITIES = (ERROR, WARN)

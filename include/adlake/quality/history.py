@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from adlake.catalog.expectations import ERROR
 from adlake.config import Settings
-from adlake.quality import ERROR
 from adlake.quality.results import severity_of
 
 log = logging.getLogger(__name__)

@@ -50,8 +50,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from adlake.catalog.expectations import ERROR
 from adlake.config import Settings
-from adlake.quality import ERROR
 from adlake.quality.results import QualityCheckFailed, RunContext
 
 OUTCOMES_DIR = "dq_outcomes"  # under the runtime directory

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from adlake.quality import ERROR, SEVERITIES, WARN
+from adlake.catalog.expectations import ERROR, SEVERITIES, WARN
 
 # dq_results' columns, in the registry's order.
 COLUMNS = (

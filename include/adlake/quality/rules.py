@@ -11,13 +11,13 @@ Two sources, in this order in every suite:
    (:data:`adlake.payload_rules.NON_NEGATIVE`) non-negative; the count aggregate's total equal to the
    source's row count at the version the view reflects.
 2. **Business rules** (:data:`BUSINESS_RULES`), written by hand, each with why it holds or why it
-   is only a ``warn``: a gold table's in its module (:mod:`adlake.gold`), collected here, a view's
-   here. Some need a value computed from the row first (a match rate, a window's length):
+   is only a ``warn``, on what they are about: a gold table's in its module
+   (:mod:`adlake.catalog.gold`), a view's on its entry (``View.rules``); collected here. Some need a value computed from the row first (a match rate, a window's length):
    :data:`DERIVED_COLUMNS` declares them as Spark SQL expressions, added by the quality job
    before validation under a ``dq_`` name.
 
 The rule types and the suite parameters (values only known at run time, supplied by the quality
-job) are :mod:`adlake.quality.expectations`.
+job) are :mod:`adlake.catalog.expectations`.
 
 Every rule has a stable name, its type and identifying arguments, which is what ``dq_results``
 records as the expectation:
@@ -32,15 +32,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from adlake import gold, payload_rules, registry
-from adlake.quality.expectations import (
-    ERROR,
+from adlake import payload_rules, registry
+from adlake.catalog import gold
+from adlake.catalog.expectations import (
     FIRST_DAY,
     LAST_DAY,
     SOURCE_ROWS,
-    WARN,
     Rule,
-    at_least,
     expect,
     param,
 )
@@ -60,39 +58,13 @@ def _non_negative(column: str) -> Rule:
 
 # -- business rules ----------------------------------------------------------------------------
 
-# The views' hand-written rules (a gold table's are in its module).
-_VIEW_RULES: dict[str, tuple[Rule, ...]] = {
-    "campaign_daily_totals": (
-        at_least(
-            "max_price", "min_price", ERROR, "A group's highest price is at least its lowest."
-        ),
-    ),
-    "page_clicks_hourly": (
-        at_least(
-            "last_click", "first_click", ERROR, "A group's last click is not before its first."
-        ),
-        at_least(
-            "clicks",
-            "users",
-            WARN,
-            "Clicks ≥ users (users is an HLL estimate, so it may overshoot a little).",
-        ),
-    ),
-    "household_reach_by_geo": (
-        at_least(
-            "requests", "households", WARN, "Requests ≥ households (households is an HLL estimate)."
-        ),
-    ),
-}
-
-
 # Columns computed from each row before validation: (name, Spark SQL expression) per suite.
 DERIVED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     m.TABLE.name: m.DERIVED_COLUMNS for m in gold.MODELS if m.DERIVED_COLUMNS
 }
 BUSINESS_RULES: dict[str, tuple[Rule, ...]] = {
     **{m.TABLE.name: m.BUSINESS_RULES for m in gold.MODELS},
-    **_VIEW_RULES,
+    **{v.name: v.rules for v in registry.VIEWS.values()},
 }
 
 

@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING
 
 from adlake import registry
 from adlake.config import Settings
-from spark_apps.common.frames import null_safe_sql
-from spark_apps.lake.delta_log import DeltaLogError, log_state
-from spark_apps.lake.delta_log import latest_version as _latest
+from adlake.frames import null_safe_sql
+from spark_apps.lake.delta_log import DeltaLogError, latest_version as _latest, log_state
 from spark_apps.lake.tables import create_table, merge_into, table_path
 from spark_apps.lake.views.layout import COUNT, view_columns
 
@@ -143,8 +142,7 @@ def record_progress(
 ) -> None:
     """Append ``(view, source_version, refreshed_at)`` to the progress table (an append-only log:
     appends of different views never conflict; the newest row of a view is its state)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
+    from pyspark.sql import functions as F, types as T
 
     schema = T.StructType(
         [

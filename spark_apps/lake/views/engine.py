@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from adlake import registry
 from adlake.config import Settings
-from spark_apps.common.frames import is_connect, null_safe_join
+from adlake.frames import is_connect, null_safe_join
 from spark_apps.lake.tables import table_path
 from spark_apps.lake.views.bookkeeping import (
     committed_version,
@@ -93,8 +93,7 @@ def _in_value_set(column: Column, dtype: DataType, stats: Any, name: str) -> Col
     ``name`` (or is NULL where one of them was); None past ``KEY_FILTER_LIMIT`` values. A
     timestamp is made from its microseconds by Spark, which folds it into a literal: Delta skips
     files by it as by any literal."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
+    from pyspark.sql import functions as F, types as T
 
     values = stats[f"__values_{name}"]
     if len(values) > KEY_FILTER_LIMIT:

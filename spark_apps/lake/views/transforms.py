@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from adlake import registry
-from spark_apps.common.frames import null_safe_join
+from adlake.frames import null_safe_join
 from spark_apps.lake.views.layout import (
     COUNT,
     HLL_LG_CONFIG_K,
@@ -296,8 +296,7 @@ def has_timestamp(dtype: DataType) -> bool:
 
 def _map_timestamps(column: Column, dtype: DataType, convert: Any) -> Column:
     """``column`` (of type ``dtype``) with ``convert`` applied to every TIMESTAMP inside it."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
+    from pyspark.sql import functions as F, types as T
 
     if not has_timestamp(dtype):
         return column

@@ -1,4 +1,4 @@
-"""The gold tables are declared once, each in its own module of ``adlake.gold``, and every layer
+"""The gold tables are declared once, each in its own module of ``adlake.catalog.gold``, and every layer
 that lists them (the registry and its jobs, the gold job, the quality layer) takes that list."""
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from adlake import gold, registry
+from adlake import registry
+from adlake.catalog import gold
 from adlake.quality import rules
 from spark_apps.lake import gold as gold_job
 
 INCLUDE = Path(__file__).resolve().parents[3] / "include"
-GOLD_DIR = INCLUDE / "adlake" / "gold"
+GOLD_DIR = INCLUDE / "adlake" / "catalog" / "gold"
 # The package's modules that are not a table: its index and what the tables share.
 NOT_TABLES = {"__init__", "shared"}
 
@@ -45,11 +46,11 @@ def test_every_gold_table_is_declared_in_exactly_one_module_named_after_it():
         for path in sorted(INCLUDE.rglob("*.py"))
         if (lines := gold_table_declarations(path))
     }
-    assert declared == {f"adlake/gold/{name}.py": 1 for name in gold.NAMES}
+    assert declared == {f"adlake/catalog/gold/{name}.py": 1 for name in gold.NAMES}
     modules = {p.stem for p in GOLD_DIR.glob("*.py")} - NOT_TABLES
-    assert modules == set(gold.NAMES), "a module of adlake.gold missing from MODELS"
+    assert modules == set(gold.NAMES), "a module of adlake.catalog.gold missing from MODELS"
     for model in gold.MODELS:
-        assert model.__name__ == f"adlake.gold.{model.TABLE.name}"
+        assert model.__name__ == f"adlake.catalog.gold.{model.TABLE.name}"
         assert model.TABLE.layer == "gold"
         assert callable(model.build)
     assert len(set(gold.NAMES)) == len(gold.NAMES)
@@ -111,7 +112,7 @@ def test_the_registry_imports_the_gold_modules_without_pyspark():
     """What Airflow does when it parses a DAG file: import the registry (and the rules)."""
     code = (
         "import sys, adlake.registry, adlake.quality.rules\n"
-        "assert 'adlake.gold.attribution_reconciliation' in sys.modules\n"
+        "assert 'adlake.catalog.gold.attribution_reconciliation' in sys.modules\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'spark_apps')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

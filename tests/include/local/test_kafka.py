@@ -85,7 +85,9 @@ def test_topics_are_created_with_the_configured_partitions(kafka, settings, monk
 
     name = f"partitions-{uuid.uuid4().hex[:8]}"
     topic = dataclasses.replace(registry.topic("page_clicks"), name=name)
-    monkeypatch.setattr(registry, "SCALED_TOPICS", registry.SCALED_TOPICS | {name})
+    from adlake.catalog import topics  # where partitions() reads it
+
+    monkeypatch.setattr(topics, "SCALED_TOPICS", registry.SCALED_TOPICS | {name})
     two = settings.with_overrides(topic_partitions=2)
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
     try:

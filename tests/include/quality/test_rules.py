@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from adlake import registry
+from adlake.catalog.expectations import GOLD_PARAMETERS, VIEW_PARAMETERS, Rule
 from adlake.quality import rules
-from adlake.quality.expectations import GOLD_PARAMETERS, VIEW_PARAMETERS, Rule
 from adlake.quality.rules import DERIVED_COLUMNS, parameters, suite_rules
 
 

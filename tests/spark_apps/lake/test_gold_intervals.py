@@ -22,9 +22,9 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from adlake import gold as gold_models
 from adlake import registry
-from adlake.gold import DAY, HOUR, NAMES, transform_paired_callbacks
+from adlake.catalog import gold as gold_models
+from adlake.catalog.gold import DAY, HOUR, NAMES, transform_paired_callbacks
 from spark_apps.common.attribution.contract import AttributionConfig
 from spark_apps.lake import gold
 from spark_apps.lake.tables import ensure_table, read_table

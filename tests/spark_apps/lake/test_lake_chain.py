@@ -8,8 +8,8 @@ import datetime as dt
 import pytest
 
 from adlake import freshness, generator, payload_rules, registry
-from adlake.gold import NAMES
-from adlake.gold.attribution_funnel import ALL_CAMPAIGNS
+from adlake.catalog.gold import NAMES
+from adlake.catalog.gold.attribution_funnel import ALL_CAMPAIGNS
 from spark_apps.lake.tables import read_table, table_path
 from tests.conftest import private_settings
 

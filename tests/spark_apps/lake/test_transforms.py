@@ -7,7 +7,7 @@ Every function tested here is DataFrame in, DataFrame out; no broker, no Delta t
   reason they failed, see ``adlake/rules.py``), ``transform_dedup_batch`` (the earliest Kafka
   record of each event: id and event date) and ``transform_supersede`` (which of those change
   silver, given the rows it holds);
-* gold (each in its table's module of ``adlake.gold``): ``transform_campaign_delivery``,
+* gold (each in its table's module of ``adlake.catalog.gold``): ``transform_campaign_delivery``,
   ``transform_attribution_funnel``, ``transform_page_traffic``, ``transform_surge_history`` and
   ``transform_reconciliation``, with the attribution contract's default window.
 
@@ -25,16 +25,15 @@ import json
 import time
 from datetime import UTC, date, datetime
 
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from pyspark.sql import functions as F, types as T
 from pyspark.testing import assertDataFrameEqual
 
 from adlake import registry
-from adlake.gold.attribution_funnel import transform_attribution_funnel
-from adlake.gold.attribution_reconciliation import transform_reconciliation
-from adlake.gold.campaign_delivery import transform_campaign_delivery
-from adlake.gold.page_traffic import transform_page_traffic
-from adlake.gold.surge_history import transform_surge_history
+from adlake.catalog.gold.attribution_funnel import transform_attribution_funnel
+from adlake.catalog.gold.attribution_reconciliation import transform_reconciliation
+from adlake.catalog.gold.campaign_delivery import transform_campaign_delivery
+from adlake.catalog.gold.page_traffic import transform_page_traffic
+from adlake.catalog.gold.surge_history import transform_surge_history
 from spark_apps.common.attribution.contract import AttributionConfig
 from spark_apps.lake.bronze import transform_bronze
 from spark_apps.lake.silver import transform_dedup_batch, transform_supersede, transform_validate

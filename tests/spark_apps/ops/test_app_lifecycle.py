@@ -52,8 +52,7 @@ from tests.spark_apps.ops.test_click_surge_app import (
     summary,
     traffic,
 )
-from tests.support.app_processes import kill_lock_holders
-from tests.support.app_processes import launchers as app_launchers
+from tests.support.app_processes import kill_lock_holders, launchers as app_launchers
 
 pytestmark = pytest.mark.integration
 
@@ -299,8 +298,10 @@ def test_an_attribution_switch_starts_a_new_checkpoint_at_the_committed_offsets(
     stopped = apps.act(settings, app.name, "stop")["result"]["stopped"]
     assert stopped["graceful"], stopped
 
-    from tests.spark_apps.ops.test_attribution_app import expected_output as attribution_output
-    from tests.spark_apps.ops.test_attribution_app import read_inputs
+    from tests.spark_apps.ops.test_attribution_app import (
+        expected_output as attribution_output,
+        read_inputs,
+    )
 
     rejects = read_topic(settings.kafka_bootstrap, app.dlq)
     coords = [

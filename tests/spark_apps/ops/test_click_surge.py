@@ -15,9 +15,7 @@ import os
 from datetime import datetime
 
 import pytest
-from pyspark.sql import Row
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from pyspark.sql import Row, functions as F, types as T
 from pyspark.testing import assertDataFrameEqual
 
 from adlake import registry

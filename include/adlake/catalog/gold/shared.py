@@ -1,5 +1,5 @@
 """What the gold-table modules share: the contract of a module, what its build may read, and the
-column logic more than one table uses. :mod:`adlake.gold` re-exports every public name here.
+column logic more than one table uses. :mod:`adlake.catalog.gold` re-exports every public name here.
 
 A gold module is a :class:`Model`: ``TABLE``, ``BUSINESS_RULES``, ``DERIVED_COLUMNS`` and
 ``build(inputs)``. Its build reads silver only through an :class:`Inputs`, which the gold job
@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from adlake.declarations import Table
-    from adlake.quality.expectations import Rule
+    from adlake.catalog.expectations import Rule
+    from adlake.catalog.types import Table
 
 DAY_MS = 24 * 60 * 60 * 1000
 HOUR_MS = 60 * 60 * 1000

@@ -1,7 +1,7 @@
 """The registry's vocabulary: the types of its entries and the enumerations they share.
 
 :mod:`adlake.registry` declares every topic, table, view, app and job with these types; the
-gold-table modules (:mod:`adlake.gold`) declare their tables with them too, without importing
+gold-table modules (:mod:`adlake.catalog.gold`) declare their tables with them too, without importing
 the registry that collects them. Standard library only, like the registry: DAG files read both at
 parse time; :meth:`Schema.spark` imports PySpark only when called.
 
@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
+
+    from adlake.catalog.expectations import Rule
 
 # JSON type of each neutral field type, as the generator writes and the validators check it.
 # Timestamps travel as ISO-8601 UTC strings with milliseconds, e.g. "2026-11-21T23:40:44.123Z".
@@ -372,6 +374,9 @@ class View:
     aggregates: tuple[Aggregate, ...]
     key_exprs: tuple[tuple[str, str], ...] = ()
     description: str = ""
+    # Its hand-written quality rules, each with why it holds (the rules the catalog implies,
+    # keys and counts, are derived: adlake.quality.rules).
+    rules: tuple[Rule, ...] = ()
 
     @property
     def time_key(self) -> str:

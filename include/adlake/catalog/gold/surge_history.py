@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from adlake.declarations import SURGE_THRESHOLD, SURGE_WINDOW_S, Table, schema
-from adlake.gold.shared import HOUR
-from adlake.quality.expectations import DAY_END, DAY_START, ERROR, WARN, expect, param
+from adlake.catalog.expectations import DAY_END, DAY_START, ERROR, WARN, expect, param
+from adlake.catalog.gold.shared import HOUR
+from adlake.catalog.types import SURGE_THRESHOLD, SURGE_WINDOW_S, Table, schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from adlake.gold.shared import Inputs
+    from adlake.catalog.gold.shared import Inputs
 
 TABLE = Table(
     "surge_history",

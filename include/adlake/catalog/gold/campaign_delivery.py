@@ -5,7 +5,7 @@ The partition of date ``D``: the impressions of ``D``, counted in their hour; th
 ``D``, counted in the hour of their own event time, for the campaign of their impression **if
 the callback falls in the attribution window of it** (``-skew <= callback - impression <=
 window``, the contract's ``in_window``, the rule the attribution app pairs them by:
-:func:`~adlake.gold.shared.transform_paired_callbacks`); a callback outside it counts for no
+:func:`~adlake.catalog.gold.shared.transform_paired_callbacks`); a callback outside it counts for no
 campaign. Impressions are read from ``window`` before the interval to ``skew`` after it.
 """
 
@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from adlake.declarations import CALLBACK_EVENT_TYPES, Table, schema
-from adlake.gold.shared import HOUR, rate, transform_paired_callbacks
-from adlake.quality.expectations import WARN, at_least, expect
+from adlake.catalog.expectations import WARN, at_least, expect
+from adlake.catalog.gold.shared import HOUR, rate, transform_paired_callbacks
+from adlake.catalog.types import CALLBACK_EVENT_TYPES, Table, schema
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from adlake.gold.shared import AttributionWindow, Inputs
+    from adlake.catalog.gold.shared import AttributionWindow, Inputs
 
 TABLE = Table(
     "campaign_delivery",

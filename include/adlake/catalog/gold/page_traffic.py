@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from adlake.declarations import Table, schema
-from adlake.gold.shared import HOUR
-from adlake.quality.expectations import DAY_END, DAY_START, ERROR, at_least, expect, param
+from adlake.catalog.expectations import DAY_END, DAY_START, ERROR, at_least, expect, param
+from adlake.catalog.gold.shared import HOUR
+from adlake.catalog.types import Table, schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from adlake.gold.shared import Inputs
+    from adlake.catalog.gold.shared import Inputs
 
 TABLE = Table(
     "page_traffic",

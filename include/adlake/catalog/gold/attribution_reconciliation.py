@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from adlake.declarations import ATTRIBUTED_EVENT_IDS, Table, schema
-from adlake.gold.shared import DAY
-from adlake.quality.expectations import MIN_MATCH_RATE, WARN, expect, param
+from adlake.catalog.expectations import MIN_MATCH_RATE, WARN, expect, param
+from adlake.catalog.gold.shared import DAY
+from adlake.catalog.types import ATTRIBUTED_EVENT_IDS, Table, schema
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from adlake.gold.shared import AttributionWindow, Inputs
+    from adlake.catalog.gold.shared import AttributionWindow, Inputs
 
 _ATTRIBUTION_INPUTS = ("silver_ad_requests", "silver_ad_impressions", "silver_ad_callbacks")
 
@@ -90,12 +90,12 @@ def record_date() -> Column:
 def transform_reconciliation(batch: DataFrame, realtime: DataFrame) -> DataFrame:
     """Compare batch-attributed records with real-time ones by record id, per date and type.
 
-    A record's id fields (:data:`~adlake.declarations.ATTRIBUTED_EVENT_IDS`) may be null (a
+    A record's id fields (:data:`~adlake.catalog.types.ATTRIBUTED_EVENT_IDS`) may be null (a
     ``request_closed`` record has no impression id): two records match when their ids are
     equal or both null, field by field."""
     from pyspark.sql import functions as F
 
-    from spark_apps.common.frames import null_safe_join
+    from adlake.frames import null_safe_join
 
     ids = list(ATTRIBUTED_EVENT_IDS)
     b = batch.select(*ids).distinct().withColumn("_in_batch", F.lit(True))

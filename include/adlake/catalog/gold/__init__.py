@@ -2,10 +2,10 @@
 
 Each module (a :class:`Model`) holds, like a dbt model beside its YAML:
 
-* ``TABLE``, its :class:`~adlake.declarations.Table` (schema, keys, the silver tables it reads,
+* ``TABLE``, its :class:`~adlake.catalog.types.Table` (schema, keys, the silver tables it reads,
   partitioning, description), which :mod:`adlake.registry` collects with the other tables;
 * ``BUSINESS_RULES`` and ``DERIVED_COLUMNS``, the expectations written by hand for it
-  (:mod:`adlake.quality.expectations`), which :mod:`adlake.quality.rules` adds to those it
+  (:mod:`adlake.catalog.expectations`), which :mod:`adlake.quality.rules` adds to those it
   derives from ``TABLE``;
 * its transforms (DataFrames in, DataFrame out) and ``build(inputs)``, the table's rows of the
   days the gold job (``spark_apps/lake/gold.py``) rebuilds, read through :class:`Inputs`. Its
@@ -24,15 +24,14 @@ gates and the suites take them. A new gold table is a new module here and its en
 
 from __future__ import annotations
 
-from adlake.declarations import Table, lookup
-from adlake.gold import (
+from adlake.catalog.gold import (
     attribution_funnel,
     attribution_reconciliation,
     campaign_delivery,
     page_traffic,
     surge_history,
 )
-from adlake.gold.shared import (
+from adlake.catalog.gold.shared import (
     DAY,
     GRAINS,
     HOUR,
@@ -48,6 +47,7 @@ from adlake.gold.shared import (
     slice_condition,
     transform_paired_callbacks,
 )
+from adlake.catalog.types import Table, lookup
 
 __all__ = [
     "DAY",

@@ -1,5 +1,5 @@
 """DataFrame helpers every Spark program may use: the lake's jobs, the view engine and the gold
-tables' modules (:mod:`adlake.gold`). No import of the registry or of either runtime's apps, so
+tables' modules (:mod:`adlake.catalog.gold`). No import of the registry or of either runtime's apps, so
 any of them can import this module without a cycle; PySpark is imported inside the functions."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ has no campaign until filled).
 The partition of date ``D``: requests, impressions and callbacks of ``D`` by their own event
 time; the ``*`` row counts every callback of ``D``, a campaign's row those paired with its
 impressions as in ``campaign_delivery``
-(:func:`~adlake.gold.shared.transform_paired_callbacks`, same margins: impressions from
+(:func:`~adlake.catalog.gold.shared.transform_paired_callbacks`, same margins: impressions from
 ``window`` before the interval to ``skew`` after it).
 """
 
@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from adlake.declarations import CLICK, CONVERSION, Table, schema
-from adlake.gold.shared import DAY, rate, transform_paired_callbacks
-from adlake.quality.expectations import ERROR, WARN, at_least, expect, where
+from adlake.catalog.expectations import ERROR, WARN, at_least, expect, where
+from adlake.catalog.gold.shared import DAY, rate, transform_paired_callbacks
+from adlake.catalog.types import CLICK, CONVERSION, Table, schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from adlake.gold.shared import AttributionWindow, Inputs
+    from adlake.catalog.gold.shared import AttributionWindow, Inputs
 
 # The campaign_id of a day's total row.
 ALL_CAMPAIGNS = "*"

@@ -1,9 +1,9 @@
 """The vocabulary of a quality rule: one expectation as neutral data (no GX, no registry).
 
-A gold-table module (:mod:`adlake.gold`) writes its business rules with it, and
-:mod:`adlake.quality.rules` the rules it derives from the registry and the views' business rules;
+A gold-table module (:mod:`adlake.catalog.gold`) and a view's entry (``View.rules``) write their
+business rules with it, and :mod:`adlake.quality.rules` the rules it derives from the catalog;
 :mod:`adlake.quality.project` turns each :class:`Rule` into a GX expectation. Standard library
-only: the registry imports the gold modules, so nothing here may import the registry.
+only, part of the catalog: nothing here imports another catalog module.
 
 Values only known at run time are GX suite parameters (``{"$PARAMETER": name}``, :func:`param`),
 supplied by the quality job (``spark_apps/lake/quality.py``): the interval's dates
@@ -24,7 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from adlake.quality import ERROR, SEVERITIES, WARN
+# A rule's severity: an error fails the quality task (and holds its table back), a warn is recorded.
+ERROR, WARN = "error", "warn"
+SEVERITIES = (ERROR, WARN)
 
 # Suite parameters, supplied at run time by the quality job (spark_apps/lake/quality.py).
 FIRST_DAY = "first_day"  # the first event date the interval touches (ISO date)
