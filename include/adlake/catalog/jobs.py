@@ -7,7 +7,7 @@ from __future__ import annotations
 from adlake.catalog import gold
 from adlake.catalog.tables import SILVER_TOPICS, TABLES
 from adlake.catalog.topics import TOPICS
-from adlake.catalog.types import Job, Knob, lookup
+from adlake.catalog.types import Job, Knob, View, lookup
 from adlake.catalog.views import VIEWS
 
 # How a view DAG refreshes its view (a field of its trigger form; asset-triggered runs take the
@@ -50,6 +50,42 @@ GOLD_HOURLY: tuple[str, ...] = tuple(n for n in gold.NAMES if gold.model(n).GRAI
 
 def _sources(tables: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(src for t in tables for src in TABLES[t].sources))
+
+
+def view_refresh(v: View) -> Job:
+    """A view's refresh, ``view_<name>``: run when its source is updated, it MERGEs the source's
+    change feed into the view."""
+    return Job(
+        f"view_{v.name}",
+        "spark_apps.lake.views",
+        "lake",
+        (v.source,),
+        (v.name,),
+        "on_update",
+        args=("--view", v.name),
+        params=(VIEW_MODE,),
+        description=f"Incremental refresh of the view `{v.name}` (MERGE of the change feed of "
+        f"`{v.source}`): {v.description}",
+    )
+
+
+def view_gate(v: View) -> Job:
+    """A view's quality gate, ``quality_<name>``: its suite over the whole view after each
+    refresh; it publishes the view."""
+    return Job(
+        f"quality_{v.name}",
+        "spark_apps.lake.quality",
+        "lake",
+        (v.name,),
+        ("dq_results",),
+        "on_update",
+        args=("--table", v.name),
+        retries=1,
+        gate=True,
+        description=f"Great Expectations suite `{v.name}` over the whole view, its count "
+        f"checked against `{v.source}` at the version the view reflects; results "
+        f"to `dq_results` and Data Docs.",
+    )
 
 
 JOBS: dict[str, Job] = {
@@ -103,21 +139,7 @@ JOBS: dict[str, Job] = {
             description="Silver → every gold table (" + ", ".join(gold.NAMES) + "): the final "
             "day is rebuilt from silver, late events included, and replaced in one commit.",
         ),
-        *[
-            Job(
-                f"view_{v.name}",
-                "spark_apps.lake.views",
-                "lake",
-                (v.source,),
-                (v.name,),
-                "on_update",
-                args=("--view", v.name),
-                params=(VIEW_MODE,),
-                description=f"Incremental refresh of the view `{v.name}` (MERGE of the change feed of "
-                f"`{v.source}`): {v.description}",
-            )
-            for v in VIEWS.values()
-        ],
+        *[view_refresh(v) for v in VIEWS.values()],
         Job(
             "maintenance",
             "spark_apps.lake.maintenance",
@@ -157,23 +179,7 @@ JOBS: dict[str, Job] = {
                 ("quality_gold_daily", gold.NAMES, "daily"),
             )
         ],
-        *[
-            Job(
-                f"quality_{v.name}",
-                "spark_apps.lake.quality",
-                "lake",
-                (v.name,),
-                ("dq_results",),
-                "on_update",
-                args=("--table", v.name),
-                retries=1,
-                gate=True,
-                description=f"Great Expectations suite `{v.name}` over the whole view, its count "
-                f"checked against `{v.source}` at the version the view reflects; results "
-                f"to `dq_results` and Data Docs.",
-            )
-            for v in VIEWS.values()
-        ],
+        *[view_gate(v) for v in VIEWS.values()],
     ]
 }
 

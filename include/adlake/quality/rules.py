@@ -10,7 +10,7 @@ Two sources, in this order in every suite:
    non-negative; aggregates of a field the payload rules declare non-negative
    (:data:`adlake.payload_rules.NON_NEGATIVE`) non-negative; the count aggregate's total equal to the
    source's row count at the version the view reflects.
-2. **Business rules** (:data:`BUSINESS_RULES`), written by hand, each with why it holds or why it
+2. **Business rules** (:func:`business_rules`), written by hand, each with why it holds or why it
    is only a ``warn``, on what they are about: a gold table's in its module
    (:mod:`adlake.catalog.gold`), a view's on its entry (``View.rules``); collected here. Some need a value computed from the row first (a match rate, a window's length):
    :data:`DERIVED_COLUMNS` declares them as Spark SQL expressions, added by the quality job
@@ -62,10 +62,14 @@ def _non_negative(column: str) -> Rule:
 DERIVED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     m.TABLE.name: m.DERIVED_COLUMNS for m in gold.MODELS if m.DERIVED_COLUMNS
 }
-BUSINESS_RULES: dict[str, tuple[Rule, ...]] = {
-    **{m.TABLE.name: m.BUSINESS_RULES for m in gold.MODELS},
-    **{v.name: v.rules for v in registry.VIEWS.values()},
-}
+
+
+def business_rules(name: str) -> tuple[Rule, ...]:
+    """The hand-written rules of gold table or view ``name``, read from where they live: the
+    table's module (``BUSINESS_RULES``) or the view's entry (``rules``)."""
+    if name in registry.VIEWS:
+        return registry.view(name).rules
+    return gold.model(name).BUSINESS_RULES if name in gold.NAMES else ()
 
 
 # -- from the registry -------------------------------------------------------------------------
@@ -155,7 +159,7 @@ def registry_rules(name: str) -> list[Rule]:
 def suite_rules(name: str) -> tuple[Rule, ...]:
     """Every rule of suite ``name`` (a gold table or a view): the registry's, then the business
     rules; two rules with the same name are refused."""
-    rules = [*registry_rules(name), *BUSINESS_RULES.get(name, ())]
+    rules = [*registry_rules(name), *business_rules(name)]
     seen: set[str] = set()
     for rule in rules:
         if rule.name in seen:

@@ -97,7 +97,7 @@ def test_the_quality_layer_takes_each_tables_rules_from_its_module():
     assert set(rules.SUITES) == {*gold.NAMES, *registry.VIEWS}
     for model in gold.MODELS:
         name = model.TABLE.name
-        assert rules.BUSINESS_RULES[name] is model.BUSINESS_RULES
+        assert rules.business_rules(name) is model.BUSINESS_RULES
         assert rules.DERIVED_COLUMNS.get(name, ()) == model.DERIVED_COLUMNS
         assert set(model.BUSINESS_RULES) <= set(rules.suite_rules(name))
 
