@@ -130,6 +130,11 @@ JAR_SETS = ("lake", "ops", "kafka")
 # without build isolation (no network needed).
 _DEV = [f"pytest{PYTEST}", f"ruff=={RUFF}"]
 _BUILD = ["setuptools>=70", "wheel"]
+# In an environment for its tests and benchmarks, not for the platform's run time: the UI tests
+# drive Debian's chromium (apt) with playwright (its own browser download is never used); the
+# benchmark report draws its plots with matplotlib. pyproject's `dev` and `bench` extras.
+_PLAYWRIGHT = f"playwright=={PLAYWRIGHT}"
+_MATPLOTLIB = f"matplotlib=={MATPLOTLIB}"
 # Shared by both environments: the Kafka client used by the generator, the broker tooling and the
 # tests, with the tools above.
 _COMMON = [
@@ -154,16 +159,14 @@ _REQUIREMENTS = {
         # Without the [spark] extra: its pin excludes Spark 4.2.
         f"great-expectations=={GREAT_EXPECTATIONS}",
         "pandas<3",
-        # The UI tests drive Debian's chromium (apt) with it; its own browser download is
-        # never used.
-        f"playwright=={PLAYWRIGHT}",
+        _PLAYWRIGHT,
         *_COMMON,
     ],
     # The ops environment holds only what the operational streaming apps need.
     "ops": [
         f"pyspark=={SPARK_OPS}",
         "pandas<3",
-        f"matplotlib=={MATPLOTLIB}",
+        _MATPLOTLIB,
         *_COMMON,
     ],
 }
@@ -197,17 +200,19 @@ def requirements(env: str) -> list[str]:
 
 def extras() -> dict[str, list[str]]:
     """pyproject.toml's optional dependencies, derived from the same pins: each environment's
-    runtime requirements (``pip install -e '.[lake]'``) and ``dev`` (test runner, linter). A unit
-    test fails when pyproject.toml and this disagree, printing the table to paste.
+    run-time requirements (``pip install -e '.[lake]'``: what the platform imports), ``dev``
+    (test runner, linter, the UI tests' browser driver) and ``bench`` (the report's plots). A
+    unit test fails when pyproject.toml and this disagree, printing the table to paste.
 
     >>> extras()["dev"]
-    ['pytest>=8,<10', 'ruff==0.17.6']
-    >>> "setuptools>=70" in extras()["lake"]
-    False
+    ['pytest>=8,<10', 'ruff==0.17.6', 'playwright==1.64.1']
+    >>> extras()["bench"], "setuptools>=70" in extras()["lake"]
+    (['matplotlib==3.11.2'], False)
     """
-    tools = {*_DEV, *_BUILD}
+    tools = {*_DEV, *_BUILD, _PLAYWRIGHT, _MATPLOTLIB}
     out = {env: [r for r in reqs if r not in tools] for env, reqs in _REQUIREMENTS.items()}
-    out["dev"] = list(_DEV)
+    out["dev"] = [*_DEV, _PLAYWRIGHT]
+    out["bench"] = [_MATPLOTLIB]
     return out
 
 

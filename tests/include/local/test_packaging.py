@@ -28,10 +28,16 @@ def test_the_extras_are_the_pins_of_versions_py():
 
 
 def test_each_environment_is_its_extra_plus_the_tools():
+    """An environment holds its run-time extra, the test runner and linter, and of the other
+    tools (the UI tests' browser driver, the report's plots) only what it runs; the run-time
+    extras hold none of them."""
+    extras = versions.extras()
+    tools = set(extras["dev"]) | set(extras["bench"]) | {"setuptools>=70", "wheel"}
     for env in versions.RUNTIMES:
-        extra = set(versions.extras()[env]) | set(versions.extras()["dev"])
-        assert extra <= set(versions.requirements(env)), env
-        assert set(versions.requirements(env)) - extra <= {"setuptools>=70", "wheel"}, env
+        reqs = set(versions.requirements(env))
+        assert set(extras[env]) <= reqs and not set(extras[env]) & tools, env
+        assert reqs - set(extras[env]) <= tools, env
+        assert {r for r in extras["dev"] if r.startswith(("pytest", "ruff"))} <= reqs, env
 
 
 @pytest.mark.parametrize("name", sorted(PROJECT["scripts"]))
