@@ -297,7 +297,7 @@ ROWS: tuple[Setting, ...] = (
         "lake_pool_slots",
         Int(1, 1_000),
         "1",
-        "Spark drivers the lake's tasks run at once, all DAGs and backfills together (the Airflow pool `adlake_lake`; `python -m adlake.local.platform pool` applies a change; [how it is sized](runbook.md#how-the-pool-is-sized))",
+        "Spark drivers the lake's tasks run at once, all DAGs and backfills together (the Airflow pool `adlake_lake`; `python -m adlake.local.platform pool` applies a change; [how it is sized](runbook.md#backfill))",
         compose="2",
     ),
     # Delta's own minimum is a table's delta.deletedFileRetentionDuration, 7 days unless set.
