@@ -41,6 +41,13 @@ def test_an_app_declaration_names_its_own_knobs_and_the_triggers():
             knobs=(knob,),
             state=registry.StateClose("window_s", "lag_s", "", ""),
         )
+    # the benchmarks' knob values, measured runs' and timer bursts', are the app's knobs'
+    burst = registry.Benchmark(burst=registry.TimerBurst("skew-1", "", (("skew_s", 1),)))
+    with pytest.raises(ValueError, match="no knob 'skew_s'"):
+        registry.App("x", "ops", "m", (), (), knobs=(knob,), bench=burst)
+    too_wide = registry.Benchmark(knobs=(("window_s", 90),))
+    with pytest.raises(ValueError, match="benchmark knob window_s: 90 is out of range"):
+        registry.App("x", "ops", "m", (), (), knobs=(knob,), bench=too_wide)
     with pytest.raises(ValueError, match="switch"):
         registry.App("x", "ops", "m", (), (), same_checkpoint_switches=(("realtime", "batch"),))
     with pytest.raises(ValueError, match="trigger 'continuous'"):

@@ -7,9 +7,11 @@ from adlake.catalog.types import (
     SURGE_THRESHOLD,
     SURGE_WINDOW_S,
     App,
+    Benchmark,
     Knob,
     KnobRule,
     StateClose,
+    TimerBurst,
     lookup,
 )
 
@@ -128,6 +130,20 @@ APPS: dict[str, App] = {
                 closes_with="input with later timestamps (in Real-Time Mode, closes come at the "
                 "first checkpoint boundary after that)",
             ),
+            bench=Benchmark(
+                # the whole run's p99 is bound by the interval boundary (where the query pauses
+                # and, once they fall due, the closes fire): see docs/bench/attribution-boundary.md
+                suite_p99_ms=250.0,
+                boundary_p99_ms=500.0,
+                # a 20 s window (and 5 s of skew and lateness): every boundary fires the closes,
+                # orphans and tombstone expiries of the last interval (with the default 300 s
+                # window none is due within a 3-minute run)
+                burst=TimerBurst(
+                    "window-20",
+                    "a 20 s attribution window: every boundary fires timers",
+                    (("window_s", 20), ("skew_s", 5), ("lateness_s", 5)),
+                ),
+            ),
         ),
         App(
             "click_surge",
@@ -165,6 +181,12 @@ APPS: dict[str, App] = {
                 "when the watermark (the newest click's event time - {delay:g} s) passes its "
                 "end. Open windows started at or after {open_after}",
                 closes_with="clicks with later event times",
+            ),
+            bench=Benchmark(
+                # every click updates its window's count, an output whose latency is measured
+                knobs=(("threshold", 0),),
+                boundary_p99_ms=120.0,
+                beside_p99_ratio=1.5,
             ),
         ),
     ]

@@ -271,6 +271,47 @@ class StateClose:
         return float(value)
 
 
+# Knob values by name, e.g. (("threshold", 0),): each name a knob of the app, each value its type.
+KnobValues = tuple[tuple[str, int | float | str | bool], ...]
+
+
+@dataclass(frozen=True)
+class TimerBurst:
+    """Knob values under which every Real-Time Mode checkpoint boundary of a minutes-long
+    benchmark run fires the app's event-time timers, where with its defaults none falls due that
+    soon: the boundary matrix's timer-burst configurations (``bench.ops.boundary``), one per
+    partition setting, each named ``<partitions>-<name>``."""
+
+    name: str
+    changes: str  # what the benchmark report calls it
+    knobs: KnobValues
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """What the operational benchmarks (``bench/ops``) ask of a streaming app. Every field is
+    optional: without it the app is measured with its defaults, checked by the generic checks
+    only and held to no goal of its own."""
+
+    # Knob values of every measured run, so that every input makes an output whose latency can
+    # be measured (click-surge with threshold 0 reports every window's count).
+    knobs: KnobValues = ()
+    # Whole-run p99 goals (ms) in Real-Time Mode at 1,000 events/s with the default checkpoint
+    # interval, on 2 cores: of the latency suite's run (bench.ops.latency) and of the boundary
+    # matrix's best configuration (bench.ops.boundary).
+    suite_p99_ms: float | None = None
+    boundary_p99_ms: float | None = None
+    # Its p99 beside the lake's rounds over its p99 with the lake idle (bench.ops.beside), at most.
+    beside_p99_ratio: float | None = None
+    # The boundary matrix's runs with timers firing at every boundary; None: no such runs.
+    burst: TimerBurst | None = None
+
+    @property
+    def all_knobs(self) -> KnobValues:
+        """Every knob value it sets: the measured runs' and the timer bursts'."""
+        return self.knobs + (self.burst.knobs if self.burst else ())
+
+
 @dataclass(frozen=True)
 class App:
     """A streaming app: everything the platform's tools know of it (its DAG and form, its
@@ -299,6 +340,8 @@ class App:
     state: StateClose | None = None
     # Rules between its knobs (and its trigger) that a start must meet (KnobRule).
     rules: tuple[KnobRule, ...] = ()
+    # What the benchmarks run it with and hold it to.
+    bench: Benchmark = Benchmark()
 
     def __post_init__(self) -> None:
         knobs = {k.name for k in self.knobs}
@@ -312,9 +355,15 @@ class App:
         named = [*self.checkpoint_knobs]
         if self.state is not None:
             named += [v for v in (self.state.window, self.state.delay) if isinstance(v, str)]
+        named += [name for name, _ in self.bench.all_knobs]
         for name in named:
             if name not in knobs:
                 raise ValueError(f"app {self.name!r}: no knob {name!r}; knobs are {sorted(knobs)}")
+        for name, value in self.bench.all_knobs:
+            try:
+                self.knob(name).parse(value)
+            except ValueError as error:
+                raise ValueError(f"app {self.name!r}: benchmark knob {name}: {error}") from None
 
     def knob(self, name: str) -> Knob:
         return lookup("knob", {k.name: k for k in self.knobs}, name)
