@@ -1,7 +1,7 @@
 """Real-Time Mode's checkpoint boundary against deployment settings: the partitions, the state
 store's and the checkpoint's settings, and the timer burst, each measured the same way.
 
-Not a test: it measures and reports. Each :data:`CONFIGURATIONS` entry is one latency run per
+Not a test: it measures and reports. Each :func:`configurations` entry is one latency run per
 app (:func:`bench.ops.latency.run_scenario`: Real-Time Mode, :data:`RATE` events/s, the default
 30 s checkpoint interval, :data:`WARMUP_S` of warm-up and :data:`MEASURED_S` measured) on its
 own private broker, whose topics have the configuration's partitions. Runs go one after another
@@ -36,9 +36,10 @@ from bench import harness
 from bench.harness import cores, say
 from bench.ops.latency import (
     DEFAULT_RTM_INTERVAL,
-    OPS_APPS,
     Scenario,
     default_engine,
+    knob_flags,
+    ops_apps,
     rtm_slots,
     run_scenario,
 )
@@ -46,12 +47,6 @@ from bench.ops.latency import (
 RATE, WARMUP_S, MEASURED_S = 1000.0, 60.0, 120.0
 SUMMARY_FILE = "boundary.json"
 RUNS_DIR = "boundary"
-# The attribution rules of the timer-burst runs: a 20 s window (and 5 s of skew and lateness),
-# so that every boundary fires the closes, orphans and tombstone expiries of the last interval
-# (with the default 300 s window none is due within a 3-minute run).
-BURST_RULES = ("--window-s", "20", "--skew-s", "5", "--lateness-s", "5")
-# Whole-run p99 goals at RATE with the default interval, on 2 cores, for the best configuration.
-P99_GOAL_MS = {"click_surge": 120.0, "attribution": 500.0}
 GOAL_BOUND = (
     "the batch end and restart at each boundary (planning, offset and commit logs, task "
     "relaunch), and for attribution the closes fired behind it once they fall due: see "
@@ -72,63 +67,97 @@ class Configuration:
     checkpoint_checksums: bool = True  # Spark's default, and the local one before it was measured
     conf: tuple[str, ...] = ()
     app_args: tuple[str, ...] = ()
-    apps: tuple[str, ...] = ("click_surge", "attribution")
+    apps: tuple[str, ...] = ()
+
+
+def matrix_apps() -> tuple[registry.App, ...]:
+    """The apps the matrix measures: every operational app of the registry, those whose default
+    trigger is Real-Time Mode (the mode measured here) first, then the others, each in the
+    registry's order.
+
+    >>> [a.name for a in matrix_apps()]
+    ['click_surge', 'attribution']
+    """
+    return tuple(sorted(ops_apps(), key=lambda a: a.default_trigger != "realtime"))
+
+
+def p99_goal_ms() -> dict[str, float]:
+    """Whole-run p99 goals at :data:`RATE` with the default interval, on 2 cores, for the best
+    configuration, by app (``App.bench.boundary_p99_ms``; an app without one has no goal)."""
+    return {
+        a.name: a.bench.boundary_p99_ms
+        for a in matrix_apps()
+        if a.bench.boundary_p99_ms is not None
+    }
 
 
 MIN_DELTAS_100 = ("spark.sql.streaming.stateStore.minDeltasForSnapshot=100",)
-CONFIGURATIONS = (
-    Configuration("4-4", "checksums on: the earlier local default", 4, 4),
-    Configuration("2-2", "checksums on", 2, 2),
-    Configuration("1-1", "checksums on", 1, 1),
-    Configuration(
-        "4-4-min-deltas-100",
-        "stateStore.minDeltasForSnapshot=100 (default 10)",
-        4,
-        4,
-        conf=MIN_DELTAS_100,
-        apps=("click_surge",),
-    ),
-    Configuration(
-        "4-4-maintenance-600s",
-        "stateStore.maintenanceInterval=600s (default 60s)",
-        4,
-        4,
-        conf=("spark.sql.streaming.stateStore.maintenanceInterval=600s",),
-        apps=("click_surge",),
-    ),
-    Configuration(
-        "2-2-min-deltas-100",
-        "stateStore.minDeltasForSnapshot=100 (default 10)",
-        2,
-        2,
-        conf=MIN_DELTAS_100,
-    ),
-    Configuration("2-2-no-file-checksum", "checksums off: the local default", 2, 2, False),
-    Configuration("1-1-no-file-checksum", "checksums off", 1, 1, False),
-    Configuration(
-        "2-2-window-20",
-        "a 20 s attribution window: every boundary fires timers",
-        2,
-        2,
-        app_args=BURST_RULES,
-        apps=("attribution",),
-    ),
-    Configuration(
-        "1-1-window-20",
-        "a 20 s attribution window: every boundary fires timers",
-        1,
-        1,
-        app_args=BURST_RULES,
-        apps=("attribution",),
-    ),
-)
-BY_NAME = {c.name: c for c in CONFIGURATIONS}
+
+
+def configurations() -> tuple[Configuration, ...]:
+    """The matrix, for the registry's apps as they are now: each partition and checkpoint setting
+    for every app, the state store's settings at (4, 4) for the apps deployed in Real-Time Mode,
+    and each app's timer-burst rules (``App.bench.burst``) at (2, 2) and (1, 1)."""
+    apps = matrix_apps()
+    every = tuple(a.name for a in apps)
+    realtime = tuple(a.name for a in apps if a.default_trigger == "realtime")
+    return (
+        Configuration("4-4", "checksums on: the earlier local default", 4, 4, apps=every),
+        Configuration("2-2", "checksums on", 2, 2, apps=every),
+        Configuration("1-1", "checksums on", 1, 1, apps=every),
+        Configuration(
+            "4-4-min-deltas-100",
+            "stateStore.minDeltasForSnapshot=100 (default 10)",
+            4,
+            4,
+            conf=MIN_DELTAS_100,
+            apps=realtime,
+        ),
+        Configuration(
+            "4-4-maintenance-600s",
+            "stateStore.maintenanceInterval=600s (default 60s)",
+            4,
+            4,
+            conf=("spark.sql.streaming.stateStore.maintenanceInterval=600s",),
+            apps=realtime,
+        ),
+        Configuration(
+            "2-2-min-deltas-100",
+            "stateStore.minDeltasForSnapshot=100 (default 10)",
+            2,
+            2,
+            conf=MIN_DELTAS_100,
+            apps=every,
+        ),
+        Configuration(
+            "2-2-no-file-checksum", "checksums off: the local default", 2, 2, False, apps=every
+        ),
+        Configuration("1-1-no-file-checksum", "checksums off", 1, 1, False, apps=every),
+        *(
+            Configuration(
+                f"{n}-{n}-{burst.name}",
+                burst.changes,
+                n,
+                n,
+                app_args=tuple(knob_flags(app, burst.knobs)),
+                apps=(app.name,),
+            )
+            for n in (2, 1)
+            for app in apps
+            if (burst := app.bench.burst) is not None
+        ),
+    )
+
+
+def by_name() -> dict[str, Configuration]:
+    """:func:`configurations` by name."""
+    return {c.name: c for c in configurations()}
 
 
 def run_file(out_dir: Path, config: Configuration, app: str, repeat: int = 1) -> Path:
     """Where one run's JSON is kept.
 
-    >>> run_file(Path("docs/bench"), BY_NAME["2-2"], "attribution", 2).as_posix()
+    >>> run_file(Path("docs/bench"), by_name()["2-2"], "attribution", 2).as_posix()
     'docs/bench/boundary/2-2-attribution-r2.json'
     """
     suffix = f"-r{repeat}" if repeat > 1 else ""
@@ -152,7 +181,7 @@ def measure(config: Configuration, app_name: str, path: Path) -> None:
         MEASURED_S,
         default_engine(app),
         DEFAULT_RTM_INTERVAL,
-        config.app_args if app_name == "attribution" else (),
+        config.app_args,
         config.conf,
     )
     with harness.private_broker(f"boundary-{config.name}-{app_name}", base) as (settings, work):
@@ -256,7 +285,7 @@ def goals_of(rows: list[dict]) -> list[dict]:
     closes of the interval before it, as a long-running attribution does once they fall due."""
     goals = []
     for burst in (False, True):
-        for app, target in P99_GOAL_MS.items():
+        for app, target in p99_goal_ms().items():
             runs = [
                 r
                 for r in rows
@@ -286,9 +315,9 @@ def goals_of(rows: list[dict]) -> list[dict]:
 
 def summarise(out_dir: Path) -> dict:
     """``boundary.json`` from every run file under ``out_dir/boundary``, in the order of
-    :data:`CONFIGURATIONS` then the apps' and the repeats'; written and returned."""
+    :func:`configurations` then the apps' and the repeats'; written and returned."""
     rows = []
-    for config in CONFIGURATIONS:
+    for config in configurations():
         for app in config.apps:
             repeat = 1
             while (path := run_file(out_dir, config, app, repeat)).is_file():
@@ -308,7 +337,7 @@ def summarise(out_dir: Path) -> dict:
             "checkpoint_checksums": defaults.checkpoint_checksums,
         },
         "command": "python -m bench.ops.boundary --out-dir DIR",
-        "p99_goal_ms": P99_GOAL_MS,
+        "p99_goal_ms": p99_goal_ms(),
         "goals": goals,
         "runs": rows,
         "load_average": [
@@ -330,11 +359,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         default="",
-        help="comma-separated configurations to run (default: all): " + ", ".join(BY_NAME),
+        help="comma-separated configurations to run (default: all): " + ", ".join(by_name()),
     )
     parser.add_argument(
         "--apps",
-        default=",".join(a.name for a in OPS_APPS),
+        default=",".join(a.name for a in ops_apps()),
         help="comma-separated apps to run (each configuration names the ones it concerns)",
     )
     parser.add_argument(
@@ -346,25 +375,40 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def plan(
+    only: str, apps: str, repeats: int, out_dir: Path
+) -> list[tuple[Configuration, str, Path]]:
+    """The runs asked for, in the matrix's order: (configuration, app, run file) for each
+    configuration of ``only`` (comma-separated; empty: all), each of its apps in ``apps``
+    (comma-separated) and each repeat. ValueError for a configuration not in the matrix.
+
+    >>> [(c.name, app) for c, app, _ in plan("2-2,2-2-window-20", "attribution", 1, Path("d"))]
+    [('2-2', 'attribution'), ('2-2-window-20', 'attribution')]
+    """
+    matrix = by_name()
+    names = [n for n in only.split(",") if n] or list(matrix)
+    unknown = [n for n in names if n not in matrix]
+    if unknown:
+        raise ValueError(
+            f"unknown configuration {', '.join(unknown)}; expected one of {', '.join(matrix)}"
+        )
+    wanted = set(apps.split(","))
+    return [
+        (matrix[n], app, run_file(out_dir, matrix[n], app, repeat))
+        for n in names
+        for app in matrix[n].apps
+        if app in wanted
+        for repeat in range(1, repeats + 1)
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    names = [n for n in args.only.split(",") if n] or list(BY_NAME)
-    unknown = [n for n in names if n not in BY_NAME]
-    if unknown:
-        print(
-            f"bench.ops.boundary: unknown configuration {', '.join(unknown)}; "
-            f"expected one of {', '.join(BY_NAME)}",
-            file=sys.stderr,
-        )
+    try:
+        todo = plan(args.only, args.apps, args.repeat, args.out_dir)
+    except ValueError as error:
+        print(f"bench.ops.boundary: {error}", file=sys.stderr)
         return 2
-    apps = set(args.apps.split(","))
-    todo = [
-        (BY_NAME[n], app, run_file(args.out_dir, BY_NAME[n], app, repeat))
-        for n in names
-        for app in BY_NAME[n].apps
-        if app in apps
-        for repeat in range(1, args.repeat + 1)
-    ]
     todo = [] if args.summarise_only else [t for t in todo if not t[2].is_file()]
     for i, (config, app, path) in enumerate(todo, 1):
         say(f"boundary: run {i}/{len(todo)}: {config.name} {app} ({config.changes})")

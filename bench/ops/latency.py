@@ -6,8 +6,8 @@ every scenario:
 
 1. starts the app as its own process (as spark-submit would) on a fresh checkpoint;
 2. once the query has started, produces generated traffic at a fixed rate for a fixed time: only
-   the topics the app reads, no anomaly (:func:`traffic`), and the knobs of
-   :data:`MEASURED_KNOBS`, so that every input makes an output;
+   the topics the app reads, no anomaly (:func:`traffic`), and the knob values of its entry's
+   ``bench.knobs``, so that every input makes an output;
 3. reads the app's output topic while it runs; for every output record,
    ``latency = output Kafka timestamp - source_kafka_ts`` (the Kafka timestamp of the newest
    input that produced it), skipping records whose inputs were sent during the warm-up and the
@@ -69,35 +69,37 @@ from bench.harness import (
 from bench.ops import kafka_hop
 from spark_apps.common.streaming.triggers import DEFAULT_RTM_INTERVAL
 
-# The apps measured, in the registry's order.
-OPS_APPS = tuple(a for a in registry.APPS.values() if a.runtime == "ops")
-# Knob values of a measured run, by app: every input must make an output whose latency can be
-# measured (click-surge with threshold 0 reports every window's count).
-MEASURED_KNOBS: dict[str, dict[str, object]] = {"click_surge": {"threshold": 0}}
 NO_ANOMALIES = dict(out_of_order=0, duplicates=0, late=0, malformed=0, orphans=0, surge_pages=0)
 MODE_NAMES = {"realtime": "Real-Time Mode", "processing_time": "micro-batch"}
-# p99 latency goals of the suite at its rate (1,000 events/s), by (app, mode): target (ms) and
-# what bounds the figure.
-P99_GOALS = {
-    ("attribution", "realtime"): (
-        250.0,
-        "the interval boundary: see docs/bench/attribution-boundary.md",
-    )
-}
+# What bounds the suite's p99 in Real-Time Mode (each app's goal: App.bench.suite_p99_ms).
+SUITE_GOAL_BOUND = "the interval boundary: see docs/bench/attribution-boundary.md"
+
+
+def ops_apps() -> tuple[registry.App, ...]:
+    """The apps measured: every operational app of the registry, in its order, as it is now.
+
+    >>> [a.name for a in ops_apps()]
+    ['attribution', 'click_surge']
+    """
+    return tuple(a for a in registry.APPS.values() if a.runtime == "ops")
+
+
+def knob_flags(app: registry.App, values: registry.KnobValues) -> list[str]:
+    """The app's flags setting knob ``values`` (name, value).
+
+    >>> knob_flags(registry.app("attribution"), (("window_s", 20), ("skew_s", 5)))
+    ['--window-s', '20', '--skew-s', '5']
+    """
+    return [part for name, value in values for part in (app.knob(name).flag, str(value))]
 
 
 def knob_args(app: registry.App) -> list[str]:
-    """The app's flags for :data:`MEASURED_KNOBS` (each knob checked against its entry).
+    """The app's flags for the knob values of its measured runs (``App.bench.knobs``).
 
     >>> knob_args(registry.app("click_surge")), knob_args(registry.app("attribution"))
     (['--threshold', '0'], [])
     """
-    knobs = MEASURED_KNOBS.get(app.name, {})
-    return [
-        part
-        for name, value in knobs.items()
-        for part in (f"--{app.knob(name).name.replace('_', '-')}", str(value))
-    ]
+    return knob_flags(app, app.bench.knobs)
 
 
 def traffic(app: registry.App) -> dict:
@@ -592,8 +594,9 @@ def suite_scenarios(settings: Settings, quick: bool, rate: float) -> list[Scenar
     the first app whose default trigger is Real-Time Mode (its boundaries and timeline are what
     the report draws; every app's run is the same :func:`run_scenario`, and each app start is a
     Spark start of 10-20 s), with the quick figures above."""
+    apps = ops_apps()
     if quick:
-        app = next((a for a in OPS_APPS if a.default_trigger == "realtime"), OPS_APPS[0])
+        app = next((a for a in apps if a.default_trigger == "realtime"), apps[0])
         return [
             Scenario(
                 app,
@@ -606,7 +609,7 @@ def suite_scenarios(settings: Settings, quick: bool, rate: float) -> list[Scenar
             )
         ]
     scenarios = []
-    for app in OPS_APPS:
+    for app in apps:
         warm, engine = warmup_s(app, settings), default_engine(app)
         scenarios.append(Scenario(app, "realtime", rate, warm, SUITE_RTM_S, engine))
         if app.default_trigger == "realtime":
@@ -617,22 +620,26 @@ def suite_scenarios(settings: Settings, quick: bool, rate: float) -> list[Scenar
 
 
 def p99_goals(runs: list[Result], rate: float, interval: str) -> list[dict]:
-    """Each goal of :data:`P99_GOALS` against its run (not met when the run did not happen)."""
+    """Each app's goal for its Real-Time Mode run (``App.bench.suite_p99_ms``), against that run
+    (not met when the run did not happen)."""
     by_key = {(r.app, r.mode): r for r in runs}
-    goals = []
-    for (app, mode), (target, bound) in P99_GOALS.items():
-        run = by_key.get((app, mode))
+    goals, mode = [], "realtime"
+    for app in ops_apps():
+        target = app.bench.suite_p99_ms
+        if target is None:
+            continue
+        run = by_key.get((app.name, mode))
         p99 = run.whole.get("p99") if run else None
         goals.append(
             {
-                "goal": f"{app} whole-run p99 in {MODE_NAMES[mode]} at {rate:,.0f} events/s "
+                "goal": f"{app.name} whole-run p99 in {MODE_NAMES[mode]} at {rate:,.0f} events/s "
                 f"({interval} checkpoint interval)",
                 "target": f"<= {target:.0f} ms",
                 "measured": f"{p99} ms (between boundaries {run.between_boundaries.get('p99')} ms)"
                 if run
                 else "not measured in this run",
                 "met": p99 is not None and p99 <= target,
-                "bound": bound,
+                "bound": SUITE_GOAL_BOUND,
             }
         )
     return goals
@@ -715,7 +722,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "app",
-        choices=[*(a.name for a in OPS_APPS), "suite"],
+        choices=[*(a.name for a in ops_apps()), "suite"],
         help="the app to measure, or `suite`: the report's scenarios in one run "
         "(see run_suite), written to --out-dir/ops.json",
     )

@@ -625,7 +625,7 @@ def test_the_boundary_runs_are_summarised_into_a_table_and_the_best_ones_cdf(tmp
         ("2-2", "attribution", 1): boundary_run("attribution", [880, 920], [210, 230], 660),
     }
     for (name, app, repeat), run in runs.items():
-        path = boundary.run_file(tmp_path / "in", boundary.BY_NAME[name], app, repeat)
+        path = boundary.run_file(tmp_path / "in", boundary.by_name()[name], app, repeat)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(run))
     summary = boundary.summarise(tmp_path / "in")
