@@ -17,8 +17,9 @@ its window, so every click is an output whose latency is measured). Then:
    end-to-end latency p50/p99 (the status file's ``e2e_latency``, from the app's own probe of its
    output topic) and the input rate;
 3. when the traffic ends: every app must read every input offset, then one closing request
-   (:func:`adlake.generator.closing_request`) moves attribution's watermark past every key's
-   close, and the counts in and out are compared (:func:`account`);
+   (:func:`adlake.generator.closing_request`) moves the watermark of every app with state that
+   reads ad requests (attribution) past every key's close (:func:`closed_by_request`), and the
+   counts in and out are compared (:func:`account`);
 4. the samples, the verdict (each metric flat after the warm-up, :func:`trend`) and the counts go
    to ``<reports>/soak/soak-<time>.json``, the plot to the ``.png`` beside it.
 
@@ -26,8 +27,8 @@ its window, so every click is an output whose latency is measured). Then:
 duplicate, by the rules the DLQs apply) against the outputs read back and deduplicated by ids:
 
 * each DLQ holds exactly the malformed records of its app's topics;
-* each app's outputs, by their meaning (:data:`OUTPUT_CHECKS`; an app without an entry is
-  checked by its DLQ only):
+* each app's outputs, by their meaning (:data:`OUTPUT_CHECKS`; an app without an entry: each of
+  its output topics holds records, :func:`generic_checks`):
 * attribution: every distinct valid request is closed once (``request_closed``), every distinct
   valid impression is emitted once as ``attributed_impression`` or ``orphan_impression``, every
   distinct valid callback once as ``attributed_callback`` or ``orphan_callback``;
@@ -50,6 +51,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from adlake import generator, payload_rules, registry
@@ -60,7 +63,7 @@ from adlake.processes import driver_jvm
 from adlake.status import read_status
 from bench import harness
 from bench.harness import start_app, stop_app, wait_started, wait_until
-from bench.ops.latency import knob_args, rtm_master
+from bench.ops.latency import knob_args, ops_apps, rtm_master
 from spark_apps.common.attribution.contract import (
     ATTRIBUTED_CALLBACK,
     ATTRIBUTED_IMPRESSION,
@@ -69,12 +72,6 @@ from spark_apps.common.attribution.contract import (
     REQUEST_CLOSED,
 )
 
-# Every operational app of the registry, in its order, each in its default trigger.
-SOAK_APPS = tuple(a for a in registry.APPS.values() if a.runtime == "ops")
-# The apps whose outputs the accounting reads by their meaning (see account), and the one whose
-# keys a closing request closes at the end.
-ATTRIBUTION = registry.app("attribution")
-CLICK_SURGE = registry.app("click_surge")
 # What each sample holds per app, in the plot's order: (field, label).
 METRICS = (
     ("state_rows", "rows in state"),
@@ -229,18 +226,40 @@ def expected_counts(report: dict) -> dict[str, int]:
     for topic, sent in report["sent"].items():
         out[topic] = sent - rejected[topic] - report["anomalies_by_topic"][topic]["duplicate"]
         out[f"{topic}_records"] = sent - rejected[topic]  # valid records, duplicates included
-    for app in SOAK_APPS:
-        out[app.dlq] = sum(rejected[t] for t in app.inputs)
+    for app in ops_apps():
+        if app.dlq:
+            out[app.dlq] = sum(rejected[t] for t in app.inputs)
     return out
 
 
-def attribution_checks(
-    expected: dict[str, int], outputs: dict[str, list[dict]], late_rows: int, closing_id: str | None
-) -> dict[str, tuple[int, int]]:
+@dataclass(frozen=True)
+class Tally:
+    """What the checks compare: the expected counts (:func:`expected_counts`), the records read
+    from each output topic, the rows each app's watermark dropped (its status's, by app) and the
+    closing request's id."""
+
+    expected: dict[str, int]
+    outputs: dict[str, list[dict]]
+    late_rows: dict[str, int]
+    closing_id: str | None
+
+
+# An app's check of its outputs: (expected, got) by what it counts.
+Check = Callable[[registry.App, Tally], dict[str, tuple[int, int]]]
+
+
+def generic_checks(app: registry.App, tally: Tally) -> dict[str, tuple[int, int]]:
+    """The check of an app without one of its own: each of its output topics holds records (its
+    measured knobs make every input an output, and every app gets traffic)."""
+    return {f"{t} has records": (1, min(1, len(tally.outputs[t]))) for t in app.outputs}
+
+
+def attribution_checks(app: registry.App, tally: Tally) -> dict[str, tuple[int, int]]:
     """Attribution's checks: every distinct valid request closed once, every impression and
     callback emitted once, attributed or orphaned (the closing request not counted)."""
+    expected = tally.expected
     by_type: dict[str, set] = {}
-    for v in outputs[ATTRIBUTION.outputs[0]]:
+    for v in tally.outputs[app.outputs[0]]:
         item = {
             REQUEST_CLOSED: v["request_id"],
             ATTRIBUTED_IMPRESSION: v["impression_id"],
@@ -249,7 +268,7 @@ def attribution_checks(
             ORPHAN_CALLBACK: v["callback_id"],
         }[v["record_type"]]
         by_type.setdefault(v["record_type"], set()).add(item)
-    closed = by_type.get(REQUEST_CLOSED, set()) - {closing_id}
+    closed = by_type.get(REQUEST_CLOSED, set()) - {tally.closing_id}
     return {
         "requests closed": (expected["ad_requests"], len(closed)),
         "impressions attributed or orphaned": (
@@ -263,25 +282,27 @@ def attribution_checks(
     }
 
 
-def click_surge_checks(
-    expected: dict[str, int], outputs: dict[str, list[dict]], late_rows: int, closing_id: str | None
-) -> dict[str, tuple[int, int]]:
+def click_surge_checks(app: registry.App, tally: Tally) -> dict[str, tuple[int, int]]:
     """Click-surge's check: the final counts of all windows add up to the valid clicks, less
-    those the watermark dropped as late (``late_rows``)."""
+    those the watermark dropped as late (its ``late_rows``)."""
     windows: dict[tuple, int] = {}
-    for v in outputs[CLICK_SURGE.outputs[0]]:
+    for v in tally.outputs[app.outputs[0]]:
         key = (v["page_id"], v["window_start"])
         windows[key] = max(windows.get(key, 0), v["click_count"])
     return {
         "clicks counted in windows (+ late)": (
-            expected["page_clicks_records"],
-            sum(windows.values()) + late_rows,
+            tally.expected["page_clicks_records"],
+            sum(windows.values()) + tally.late_rows.get(app.name, 0),
         )
     }
 
 
-# What the accounting checks of each app's outputs, by app (an app without an entry: its DLQ only).
-OUTPUT_CHECKS = {ATTRIBUTION.name: attribution_checks, CLICK_SURGE.name: click_surge_checks}
+# The checks of an app's outputs by their meaning, by app: these read its output's records as
+# the app defines them. An app without an entry gets generic_checks.
+OUTPUT_CHECKS: dict[str, Check] = {
+    "attribution": attribution_checks,
+    "click_surge": click_surge_checks,
+}
 
 
 def account(
@@ -294,13 +315,12 @@ def account(
     ``lost`` (expected - got; negative: more than expected). ``late_rows``: each app's rows the
     watermark dropped (its status's), by app."""
     expected = expected_counts(report)
+    tally = Tally(expected, outputs, late_rows, closing_id)
     got: dict[str, tuple[int, int]] = {}
-    for app in SOAK_APPS:
-        if app.name in OUTPUT_CHECKS:
-            got.update(
-                OUTPUT_CHECKS[app.name](expected, outputs, late_rows.get(app.name, 0), closing_id)
-            )
-    for app in SOAK_APPS:
+    apps = ops_apps()
+    for app in apps:
+        got.update(OUTPUT_CHECKS.get(app.name, generic_checks)(app, tally))
+    for app in (a for a in apps if a.dlq):
         topic = registry.topic(app.dlq)
         ids = {tuple(v[f] for f in topic.id_fields) for v in outputs[app.dlq]}
         got[f"{app.dlq} records"] = (expected[app.dlq], len(ids))
@@ -390,7 +410,7 @@ def plot(samples: list[dict], warmup_s: float, path: Path, title: str) -> Path:
 
     fig, axes = plt.subplots(3, 2, figsize=(12, 10), sharex=True)
     for ax, (name, label) in zip(axes.flat, METRICS):
-        for app in SOAK_APPS:
+        for app in ops_apps():
             points = [
                 (s["t_s"] / 60, s[app.name][name])
                 for s in samples
@@ -415,6 +435,67 @@ def plot(samples: list[dict], warmup_s: float, path: Path, title: str) -> Path:
 
 
 # -- the run -------------------------------------------------------------------------------------
+
+
+def app_flags(app: registry.App, checkpoint: Path, rtm_interval: str) -> list[str]:
+    """``app``'s flags in the soak: its default trigger on ``checkpoint`` from the earliest
+    offsets (the broker is new, its topics empty, and "latest" would be resolved only at the
+    query's first batch, after the traffic may have begun), the knob values of its measured runs
+    and, in Real-Time Mode, ``rtm_interval``.
+
+    >>> app_flags(registry.app("click_surge"), Path("c"), "30 seconds")[-4:]
+    ['--threshold', '0', '--trigger-interval', '30 seconds']
+    """
+    realtime = app.default_trigger == "realtime"
+    return [
+        "--trigger",
+        app.default_trigger,
+        "--checkpoint",
+        str(checkpoint),
+        "--starting-offsets",
+        "earliest",
+        *knob_args(app),
+        *(["--trigger-interval", rtm_interval] if realtime else []),
+    ]
+
+
+def traffic_flags(
+    apps: tuple[registry.App, ...], rate: float, duration_min: float, seed: int
+) -> list[str]:
+    """The generator's flags for ``rate`` events/s to each of ``apps``: the share of clicks is
+    that of the apps reading them; no late events (see "no loss").
+
+    >>> traffic_flags(ops_apps(), 1000.0, 30.0, 7)[:4]
+    ['--rate', '2000.0', '--click-share', '0.5']
+    """
+    click_share = sum(generator.PAGE_CLICKS.name in a.inputs for a in apps) / len(apps)
+    return [
+        "--rate",
+        str(len(apps) * rate),
+        "--click-share",
+        str(click_share),
+        "--late",
+        "0",
+        "--duration",
+        str(duration_min * 60),
+        "--seed",
+        str(seed),
+    ]
+
+
+def closed_by_request(apps: tuple[registry.App, ...]) -> dict[str, float]:
+    """The apps whose keys a closing request (an ad request) closes, those with state that read
+    ad requests, each with its watermark's delay (ms): the batch whose watermark is the request's
+    time less it closes every key.
+
+    >>> closed_by_request(ops_apps())
+    {'attribution': 30000.0}
+    """
+    return {
+        a.name: a.state.seconds(a.state.delay, dict(a.bench.knobs), a) * 1000
+        for a in apps
+        if a.state is not None and generator.AD_REQUESTS.name in a.inputs
+    }
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -463,56 +544,31 @@ def main(argv: list[str] | None = None) -> int:
     samples: list[dict] = []
     procs: dict[str, subprocess.Popen] = {}
     notes: list[str] = []
+    apps = ops_apps()
     with harness.private_broker("soak", base) as (settings, workdir):
-        checkpoints = {a.name: workdir / "checkpoints" / a.name for a in SOAK_APPS}
+        checkpoints = {a.name: workdir / "checkpoints" / a.name for a in apps}
         try:
-            for app in SOAK_APPS:
-                log = workdir / f"{app.name}.log"
-                realtime = app.default_trigger == "realtime"
-                # earliest: the broker is new, its topics empty, and "latest" would be resolved
-                # only at the query's first batch, after the traffic may have begun
+            for app in apps:
                 procs[app.name] = start_app(
                     app,
                     settings.with_overrides(spark_master_ops=rtm_master(app, settings))
-                    if realtime
+                    if app.default_trigger == "realtime"
                     else settings,
-                    [
-                        "--trigger",
-                        app.default_trigger,
-                        "--checkpoint",
-                        str(checkpoints[app.name]),
-                        "--starting-offsets",
-                        "earliest",
-                        *knob_args(app),
-                        *(["--trigger-interval", args.rtm_interval] if realtime else []),
-                    ],
-                    log,
+                    app_flags(app, checkpoints[app.name], args.rtm_interval),
+                    workdir / f"{app.name}.log",
                 )
-            for app in SOAK_APPS:
+            for app in apps:
                 wait_started(
                     settings, app.name, procs[app.name], workdir / f"{app.name}.log", timeout_s=300
                 )
             report_path = workdir / "generator.json"
-            # args.rate to each app: the share of clicks is that of the apps reading them
-            click_share = sum(generator.PAGE_CLICKS.name in a.inputs for a in SOAK_APPS) / len(
-                SOAK_APPS
-            )
             # The generator in a process of its own: its pacing must not share this one's GIL.
             traffic = subprocess.Popen(
                 [
                     sys.executable,
                     "-m",
                     "adlake.generator",
-                    "--rate",
-                    str(len(SOAK_APPS) * args.rate),
-                    "--click-share",
-                    str(click_share),
-                    "--late",
-                    "0",
-                    "--duration",
-                    str(args.duration_min * 60),
-                    "--seed",
-                    str(args.seed),
+                    *traffic_flags(apps, args.rate, args.duration_min, args.seed),
                     "--bootstrap",
                     settings.kafka_bootstrap,
                     "--report",
@@ -538,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
                     "t_s": round(time.monotonic() - started, 1),
                     **{
                         a.name: sample_app(settings, a.name, procs[a.name].pid, checkpoints[a.name])
-                        for a in SOAK_APPS
+                        for a in apps
                     },
                 }
                 samples.append(sample)
@@ -549,7 +605,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"{sample[a.name]['heap_used_mb']} MB, checkpoint "
                         f"{sample[a.name]['checkpoint_mb']} MB/{sample[a.name]['checkpoint_files']}"
                         f" files, e2e p99 {sample[a.name]['e2e_p99_ms']} ms"
-                        for a in SOAK_APPS
+                        for a in apps
                     ),
                     tag="soak",
                 )
@@ -564,18 +620,20 @@ def main(argv: list[str] | None = None) -> int:
                     lambda a=a: committed_all(settings, a, checkpoints[a.name]),
                     args.drain_timeout_s,
                 )
-                for a in SOAK_APPS
+                for a in apps
             }
             closing_id = f"soak-close-{uuid.uuid4()}"
             value, ts = generator.closing_request(closing_id, int(time.time() * 1000))
             _produce(settings, closing_id, value, ts)
             # Read, it moves the watermark; the batch run with that watermark closes every key.
-            lateness_ms = ATTRIBUTION.knob("lateness_s").default * 1000
-            closed = wait_until(
-                lambda: (
-                    (committed_watermark_ms(checkpoints[ATTRIBUTION.name]) or 0) >= ts - lateness_ms
-                ),
-                args.drain_timeout_s,
+            closed = all(
+                wait_until(
+                    lambda name=name, delay_ms=delay_ms: (
+                        (committed_watermark_ms(checkpoints[name]) or 0) >= ts - delay_ms
+                    ),
+                    args.drain_timeout_s,
+                )
+                for name, delay_ms in closed_by_request(apps).items()
             )
             if not closed:
                 notes.append(
@@ -584,15 +642,14 @@ def main(argv: list[str] | None = None) -> int:
                 )
             late = {
                 a.name: int((read_status(settings, a.name) or {}).get("late_rows") or 0)
-                for a in SOAK_APPS
+                for a in apps
             }
         finally:
             for proc in procs.values():
                 if proc.poll() is None:
                     stop_app(proc)
-        outputs = {
-            name: read_values(settings, name) for a in SOAK_APPS for name in (*a.outputs, a.dlq)
-        }
+        topics = dict.fromkeys(t for a in apps for t in (*a.outputs, a.dlq) if t)
+        outputs = {name: read_values(settings, name) for name in topics}
     counts = account(report, outputs, late, closing_id)
     summary = {
         "rate_per_app": args.rate,
@@ -610,7 +667,7 @@ def main(argv: list[str] | None = None) -> int:
                 m: trend([(s["t_s"], s[a.name].get(m)) for s in samples], warmup_s)
                 for m, _ in METRICS
             }
-            for a in SOAK_APPS
+            for a in apps
         },
         "counts": counts,
         "no_loss": all(c["lost"] == 0 for c in counts.values()),

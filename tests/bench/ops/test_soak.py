@@ -11,11 +11,8 @@ import os
 
 import pytest
 
-from adlake import registry
 from bench.ops import soak
 from tests.support.help import assert_help_shows_defaults
-
-EVENTS = registry.topic(soak.ATTRIBUTION.outputs[0])
 
 
 def test_help_shows_every_flags_default(capsys, monkeypatch):
@@ -149,7 +146,7 @@ def test_the_plot_has_a_panel_per_metric(tmp_path):
     samples = [
         {
             "t_s": 60.0 * i,
-            **{a.name: {m: float(i) for m, _ in soak.METRICS} for a in soak.SOAK_APPS},
+            **{a.name: {m: float(i) for m, _ in soak.METRICS} for a in soak.ops_apps()},
         }
         for i in range(5)
     ]
@@ -183,7 +180,7 @@ if os.environ.get("FAULTS_FORM") == "long":  # not collected by make test, not s
         assert code == 0 and report["no_loss"], report["counts"]
         assert len(report["samples"]) >= 2
         last = report["samples"][-1]
-        for app in soak.SOAK_APPS:
+        for app in soak.ops_apps():
             for metric in ("state_rows", "checkpoint_files", "heap_used_mb"):
                 assert last[app.name][metric] is not None, (app.name, metric, last)
         assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
