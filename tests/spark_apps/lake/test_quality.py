@@ -69,7 +69,10 @@ def failed(spark, lake, run_id: str) -> dict[str, str]:
 
 
 def test_a_good_partition_passes_and_every_expectation_is_recorded(spark, lake):
+    codegen = spark.conf.get("spark.sql.codegen.wholeStage")
     assert run(lake, "page_traffic", "good", *INTERVAL) == 0
+    # validated interpreted, and the shared session given back as it was
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == codegen
     rows = results(spark, lake, "good").collect()
     assert sorted(r.expectation for r in rows) == sorted(
         r.name for r in rules.suite_rules("page_traffic")
