@@ -360,3 +360,23 @@ class TopicReader(threading.Thread):
             if kept is not None:
                 self.samples.append(kept)
         self.consumer.close()
+
+
+# Plots are committed with the reports: a palette of 64 colours keeps each small (lines and text
+# on white use few), where a full-colour PNG of a dense CDF or timeline is 100-170 KB.
+PLOT_COLOURS = 64
+
+
+def save_plot(fig: Any, path: Path, dpi: int = 110) -> None:
+    """Write ``fig`` to ``path`` as a palette PNG at ``dpi``, and close it."""
+    import io
+
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=dpi, format="png")
+    plt.close(fig)
+    buffer.seek(0)
+    with Image.open(buffer) as image:
+        image.convert("RGB").quantize(colors=PLOT_COLOURS).save(path, optimize=True)

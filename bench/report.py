@@ -46,7 +46,7 @@ from typing import Any
 
 from adlake import registry
 from adlake.helpformat import HelpFormatter
-from bench.harness import BRONZE_GOAL_RECORDS_PER_S
+from bench.harness import BRONZE_GOAL_RECORDS_PER_S, save_plot
 
 FILES = ("views.json", "bronze.json", "ops.json")
 # Gold at scale (bench.lake.scale): read and reported like FILES, listed apart because the
@@ -1775,8 +1775,7 @@ def plot_cdf(runs: list[Run], hop: KafkaHop | None, path: Path) -> None:
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=8)
     fig.suptitle("Latency CDFs: Real-Time Mode vs micro-batch vs the bare Kafka hop")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_plot(fig, path)
 
 
 def plot_boundary(b: BoundaryMatrix, path: Path) -> None:
@@ -1823,8 +1822,7 @@ def plot_boundary(b: BoundaryMatrix, path: Path) -> None:
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=8)
     fig.suptitle(f"Latency CDFs by configuration (checkpoint interval {b.rtm_interval})")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_plot(fig, path)
 
 
 def plot_timeline(runs: list[Run], path: Path) -> None:
@@ -1862,8 +1860,7 @@ def plot_timeline(runs: list[Run], path: Path) -> None:
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(loc="upper right", fontsize=8, ncol=4)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_plot(fig, path)
 
 
 CASE_NAMES = {
@@ -1920,8 +1917,7 @@ def plot_views(cases: list[ViewCase], path: Path) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_plot(fig, path)
 
 
 def plot_bronze(bronze: Bronze, path: Path) -> None:
@@ -1963,8 +1959,7 @@ def plot_bronze(bronze: Bronze, path: Path) -> None:
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_plot(fig, path)
 
 
 def plot_scale(scale: Scale, path: Path) -> None:
@@ -2023,8 +2018,7 @@ def plot_scale(scale: Scale, path: Path) -> None:
         f"Gold run time vs silver history ({scale.rows_per_day:,} rows a day; D = {scale.last_day})"
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_plot(fig, path)
 
 
 def plot_beside(beside: Beside, path: Path) -> None:
@@ -2052,8 +2046,7 @@ def plot_beside(beside: Beside, path: Path) -> None:
         f"The apps at {beside.rate:,.0f} events/s: lake idle vs beside the lake", fontsize=10
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_plot(fig, path)
 
 
 def plot_maintenance(m: Maintenance, path: Path) -> None:
@@ -2085,8 +2078,7 @@ def plot_maintenance(m: Maintenance, path: Path) -> None:
         f"Table maintenance after {m.hours} hourly runs ({m.clicks_per_day:,} clicks a day)"
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_plot(fig, path)
 
 
 def draw_plots(inputs: Inputs, out: Path) -> dict[str, str]:

@@ -429,8 +429,7 @@ def plot(samples: list[dict], warmup_s: float, path: Path, title: str) -> Path:
     fig.suptitle(title)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    harness.save_plot(fig, path, dpi=90)
     return path
 
 
