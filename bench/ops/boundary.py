@@ -9,12 +9,14 @@ own private broker, whose topics have the configuration's partitions. Runs go on
 ``<out-dir>/boundary/<configuration>-<app>[-r<n>].json``; a run already there is not run again
 (delete its file to measure it again), so an interrupted matrix resumes where it stopped. Then
 ``<out-dir>/boundary.json`` summarises every run file present (:func:`summarise`) for the
-benchmark report (``bench.report``: a table per run and the CDF of the best configuration)::
+benchmark report (``bench.report``: a table per run and the CDF of the best configuration).
+The run files are raw output and stay under the runtime's reports; a committed report keeps
+only ``boundary.json``::
 
-    .venv/ops/bin/python -m bench.ops.boundary --out-dir docs/bench
-    .venv/ops/bin/python -m bench.ops.boundary --out-dir docs/bench --only 2-2,2-2-min-deltas-100
-    .venv/ops/bin/python -m bench.ops.boundary --out-dir docs/bench --repeat 2 --only 2-2
-    .venv/ops/bin/python -m bench.ops.boundary --out-dir docs/bench --summarise-only
+    .venv/ops/bin/python -m bench.ops.boundary --out-dir .runtime/reports/bench
+    .venv/ops/bin/python -m bench.ops.boundary --out-dir .runtime/reports/bench --only 2-2,2-2-min-deltas-100
+    .venv/ops/bin/python -m bench.ops.boundary --out-dir .runtime/reports/bench --repeat 2 --only 2-2
+    .venv/ops/bin/python -m bench.ops.boundary --out-dir .runtime/reports/bench --summarise-only
 
 What a boundary is and how its stall is measured: ``bench.ops.latency.boundaries`` and
 docs/bench/attribution-boundary.md.
@@ -157,8 +159,8 @@ def by_name() -> dict[str, Configuration]:
 def run_file(out_dir: Path, config: Configuration, app: str, repeat: int = 1) -> Path:
     """Where one run's JSON is kept.
 
-    >>> run_file(Path("docs/bench"), by_name()["2-2"], "attribution", 2).as_posix()
-    'docs/bench/boundary/2-2-attribution-r2.json'
+    >>> run_file(Path(".runtime/reports/bench"), by_name()["2-2"], "attribution", 2).as_posix()
+    '.runtime/reports/bench/boundary/2-2-attribution-r2.json'
     """
     suffix = f"-r{repeat}" if repeat > 1 else ""
     return out_dir / RUNS_DIR / f"{config.name}-{app}{suffix}.json"
