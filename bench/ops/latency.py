@@ -81,7 +81,7 @@ def ops_apps() -> tuple[registry.App, ...]:
     >>> [a.name for a in ops_apps()]
     ['attribution', 'click_surge']
     """
-    return tuple(a for a in registry.APPS.values() if a.runtime == "ops")
+    return registry.ops_apps()
 
 
 def knob_flags(app: registry.App, values: registry.KnobValues) -> list[str]:

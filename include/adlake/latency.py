@@ -491,7 +491,7 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
     )
     args = parser.parse_args(argv)
     settings = settings or load_settings()
-    apps = args.apps or [n for n, a in registry.APPS.items() if a.runtime == "ops"]
+    apps = args.apps or [a.name for a in registry.ops_apps()]
     unknown = [app for app in apps if app not in registry.APPS]
     if unknown:
         parser.error(f"unknown app {unknown[0]!r}; registered apps: {', '.join(registry.APPS)}")

@@ -22,7 +22,7 @@ lists), so the catalog imports without PySpark (DAG files read it at parse time)
 
 from __future__ import annotations
 
-from adlake.catalog.apps import APPS, app, ttl_refusal
+from adlake.catalog.apps import APPS, app, ops_apps, ttl_refusal
 from adlake.catalog.jobs import GOLD_HOURLY, JOBS, MAINTENANCE_PARAMS, VIEW_MODE, job
 from adlake.catalog.tables import (
     BRONZE_COORDINATES,
@@ -121,6 +121,7 @@ __all__ = [
     "Topic",
     "View",
     "app",
+    "ops_apps",
     "input_partitions",
     "job",
     "lookup",

@@ -568,7 +568,7 @@ def build_supervisor_dag() -> DAG:
 
 
 def ops_apps() -> list[registry.App]:
-    return [a for a in registry.APPS.values() if a.runtime == "ops"]
+    return list(registry.ops_apps())
 
 
 def view_jobs() -> list[registry.Job]:

@@ -87,7 +87,7 @@ COLUMNS = [
 
 def ops_apps() -> list[str]:
     """The apps the lifecycle manages: every registry app of the ops runtime, in order."""
-    return [name for name, spec in registry.APPS.items() if spec.runtime == "ops"]
+    return [a.name for a in registry.ops_apps()]
 
 
 def format_table(statuses: list[dict], now: float | None = None) -> str:

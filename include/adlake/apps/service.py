@@ -389,4 +389,4 @@ def stop_loop(settings: Settings, timeout_s: float | None = None) -> str:
 
 
 def _ops_apps() -> int:
-    return max(1, sum(1 for a in registry.APPS.values() if a.runtime == "ops"))
+    return max(1, len(registry.ops_apps()))

@@ -220,7 +220,7 @@ def iso_time(ts: float | None) -> str | None:
 def app_spec(name: str) -> registry.App:
     app = registry.APPS.get(name)
     if app is None or app.runtime != "ops":
-        allowed = ", ".join(sorted(a.name for a in registry.APPS.values() if a.runtime == "ops"))
+        allowed = ", ".join(sorted(a.name for a in registry.ops_apps()))
         raise InvalidRequest(f"unknown streaming app {name!r}: allowed apps are {allowed}")
     return app
 

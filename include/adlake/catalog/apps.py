@@ -195,3 +195,9 @@ APPS: dict[str, App] = {
 
 def app(name: str) -> App:
     return lookup("app", APPS, name)
+
+
+def ops_apps() -> tuple[App, ...]:
+    """The operational (streaming) apps, in the catalog's order, as the catalog is now (a test's
+    added entry included)."""
+    return tuple(a for a in APPS.values() if a.runtime == "ops")

@@ -381,7 +381,7 @@ def parse_knobs(pairs: list[str]) -> dict[str, dict]:
 
 
 def ops_apps() -> list[str]:
-    return [a.name for a in registry.APPS.values() if a.runtime == "ops"]
+    return [a.name for a in registry.ops_apps()]
 
 
 def up(
