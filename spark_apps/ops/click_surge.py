@@ -20,7 +20,7 @@ Real-Time Mode runs all its tasks at once, for the whole checkpoint interval: on
 partition plus one per shuffle partition. :func:`check_task_slots` refuses to start when the
 local master has fewer slots than that, instead of letting the query stall.
 
-    .venv/ops/bin/python -m spark_apps.ops.click_surge --threshold 5000
+    .venv/ops/bin/python -m spark_apps.ops.click_surge --threshold 100
 """
 
 from __future__ import annotations

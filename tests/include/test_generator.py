@@ -12,6 +12,7 @@ import re
 import zlib
 from collections import Counter
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -50,6 +51,7 @@ KINDS = (
 # record over the size limit and no invalid values).
 INJECTED = tuple(k for k in KINDS if k not in ("too_large", "invalid_value"))
 MAX_RECORD_BYTES = 262_144  # the configured default
+MAKEFILE = Path(__file__).resolve().parents[2] / "Makefile"
 
 
 def plan(**knobs):
@@ -549,3 +551,26 @@ def test_the_partitioner_hashes_over_the_configured_partitions():
 def test_topic_partitions_of_the_generator_are_checked():
     with pytest.raises(GeneratorError, match="topic_partitions=0"):
         GeneratorConfig(count=1, topic_partitions=0)
+
+
+def test_default_traffic_surges_only_the_surge_pages_at_the_default_threshold():
+    """The first run shows click-surge working: at the local rate `make up` sends (the Makefile's
+    RATE), the generator's default traffic puts every surge page's 5-second windows above
+    click_surge's default threshold and no other page's, so the app emits from the start and the
+    gold table's check of its default holds."""
+    rate = float(re.search(r"^RATE \?= (\d+)$", MAKEFILE.read_text(), re.M).group(1))
+    duration_s, window_ms = 300, registry.SURGE_WINDOW_S * 1000
+    traffic = Traffic(GeneratorConfig(rate=rate, duration_s=duration_s, seed=7), START)
+    windows: Counter = Counter()
+    for r in traffic.records():
+        obj = parse(r.value) if r.topic == "page_clicks" and r.kind == "event" else None
+        if obj and isinstance(obj.get("page_id"), str) and isinstance(obj.get("event_time"), str):
+            windows[obj["page_id"], (ts_ms(obj["event_time"]) - START) // window_ms] += 1
+    threshold = registry.app("click_surge").knob("threshold").default
+    assert threshold == registry.SURGE_THRESHOLD
+    surging = {page for (page, _), n in windows.items() if n > threshold}
+    assert surging == set(traffic.surge_pages)
+    # every window of the run surges on a surge page (late clicks land in earlier, sparse ones)
+    for page in traffic.surge_pages:
+        run = [windows[page, w] for w in range(duration_s * 1000 // window_ms)]
+        assert min(run) > threshold, (page, run)

@@ -96,7 +96,7 @@ class GeneratorConfig:
     malformed: float = 0.005
     orphans: float = 0.01
     surge_pages: int = 2
-    surge_rate: float = 20.0
+    surge_rate: float = registry.SURGE_CLICKS_PER_S
     # The partitions of the input topics (ADLAKE_TOPIC_PARTITIONS, which the command line
     # passes); None: the registry's. Records go to crc32(key) % this, so it must match the topics.
     topic_partitions: int | None = None

@@ -59,13 +59,15 @@ def app_view(settings: Settings, app: str, now: float) -> dict:
     """What the page shows of ``app``: :func:`adlake.apps.app_status` plus
     ``latency_target_ms`` (:func:`latency_target_ms`), ``uptime_s`` (since the lock holder
     started), ``progress_age_s`` (since the last batch's progress), ``report_age_s`` (since the
-    status file was written: a batch or an idle heartbeat), and ``actions``."""
+    status file was written: a batch or an idle heartbeat), ``idle`` (:func:`idle`) and
+    ``actions``."""
     spec = registry.APPS[app]
     info = apps.app_status(settings, app, now=now)
     status = info["status"] or {}
     holder = info["holder"]
     mode = (holder and holder["mode"]) or status.get("mode") or info["desired"]["trigger"]
     return {
+        "idle": idle(info),
         **info,
         # the end-to-end p99 the page holds the app to, in the mode it runs (or would run) in
         "latency_target_ms": latency_target_ms(settings, mode),
@@ -80,6 +82,28 @@ def app_view(settings: Settings, app: str, now: float) -> dict:
             "buttons": buttons(app, info),
         },
     }
+
+
+def idle(info: dict) -> bool:
+    """Whether a running app is idle: Spark has said so since its last batch (its idle event,
+    the listener's ``last_heartbeat_at``, which a micro-batch query reports when a trigger finds
+    no new input in Kafka). Its last batch may then be any age without the app being stale: no
+    input, no batch, and nothing waiting to be read. (A Real-Time Mode batch is never idle.)
+
+    >>> idle({"state": "running", "status": {"last_batch_at": "2026-11-23T15:00:00.000Z",
+    ...                                      "last_heartbeat_at": 1795964500.0}})
+    True
+    >>> idle({"state": "running", "status": {"last_batch_at": "2026-11-23T15:00:00.000Z"}})
+    False
+    """
+    status = info.get("status") or {}
+    heartbeat = _epoch(status.get("last_heartbeat_at"))
+    batch = _epoch(status.get("last_batch_at"))
+    return (
+        info.get("state") == "running"
+        and heartbeat is not None
+        and (batch is None or heartbeat > batch)
+    )
 
 
 def latency_target_ms(settings: Settings, mode: str) -> int:

@@ -149,6 +149,30 @@ def test_a_stopped_app(user, runtime):
     assert "e2e_latency" not in app["status"]  # shown as "—"
 
 
+def test_an_idle_app_is_running_however_old_its_last_batch(user, runtime, hold_lock):
+    """A micro-batch app with no new input runs no batch: its idle heartbeat keeps it running,
+    and the page shows it idle rather than its last batch as stale. Without the heartbeat the
+    same last batch is stale."""
+    now = time.time()
+    desire(runtime, "attribution", "running", "processing_time")
+    hold_lock("attribution", "processing_time", now - 3600)
+    last_batch = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(now - 180))
+    status = {"state": "running", "mode": "processing_time", "batch_id": 9}
+    write_status(
+        runtime,
+        "attribution",
+        {**status, "last_batch_at": last_batch, "last_heartbeat_at": now - 5},
+        now=now - 5,
+    )
+    app = by_app(user)["attribution"]
+    assert (app["state"], app["idle"]) == ("running", True)
+    assert app["progress_age_s"] > app["stale_after_s"] > app["report_age_s"]
+
+    write_status(runtime, "attribution", {**status, "last_batch_at": last_batch}, now=now - 180)
+    app = by_app(user)["attribution"]
+    assert (app["state"], app["idle"]) == ("stale", False)
+
+
 def test_a_failed_app_then_waiting_for_its_backoff(user, runtime):
     now = time.time()
     desire(runtime, "attribution", "running", "processing_time")

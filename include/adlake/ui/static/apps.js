@@ -90,13 +90,21 @@ function lagVital(s) {
   return vital("lag", "Kafka lag", `${fmt(lag.max_offsets)}`, sub, level, title);
 }
 
+// An idle app (Spark found no new input since its last batch and said so) is not stale however
+// old its last batch: staleness is the age of its last report, batch or idle heartbeat.
 function progressVital(app) {
   const age = app.progress_age_s;
+  const title = "The last batch's progress report (Real-Time Mode: once per checkpoint " +
+    "interval). A micro-batch app with no new input runs no batch and reports idle instead.";
+  if (app.idle) {
+    return vital("progress", "last batch", age === null || age === undefined ? "none yet"
+      : `${fmtDuration(age)} ago`,
+      `idle: no new input · reported ${fmtDuration(app.report_age_s)} ago`, "ok", title);
+  }
   const level = age === null || age === undefined ? "none"
     : age > app.stale_after_s ? "bad" : "ok";
   return vital("progress", "last batch", age === null || age === undefined ? DASH
-    : fmtDuration(age), `ago · stale after ${fmtDuration(app.stale_after_s)}`, level,
-    "The last batch's progress report (Real-Time Mode: once per checkpoint interval).");
+    : fmtDuration(age), `ago · stale after ${fmtDuration(app.stale_after_s)}`, level, title);
 }
 
 function restartsVital(restarts) {
