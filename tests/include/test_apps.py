@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from adlake import apps
+from adlake import apps, registry
 from adlake.apps.launcher import LOCK_HELD
 from adlake.config import load_settings
 from adlake.status import read_status, stop_marker, write_status
@@ -150,7 +150,7 @@ def test_desired_state_defaults_to_stopped_with_the_apps_default_trigger_and_kno
     assert (desired.state, desired.trigger, desired.knobs) == (
         "stopped",
         "realtime",
-        {"threshold": 5000},
+        {"threshold": registry.SURGE_THRESHOLD},
     )
     assert apps.read_desired(settings, "attribution").trigger == "processing_time"
 
