@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from adlake import registry
+from adlake.apps import interval_s
 from adlake.config import load_settings
 from adlake.helpformat import HelpFormatter
 from bench import harness
@@ -47,6 +48,10 @@ from bench.ops.latency import (
 )
 
 RATE, WARMUP_S, MEASURED_S = 1000.0, 60.0, 120.0
+# A run of a longer interval lasts this many intervals, so that it crosses that many boundaries.
+MIN_BOUNDARIES = 3
+# The checkpoint intervals compared at the local default (Spark's own default is 5 minutes).
+INTERVALS = (("1min", "1 minute"), ("5min", "5 minutes"))
 SUMMARY_FILE = "boundary.json"
 RUNS_DIR = "boundary"
 GOAL_BOUND = (
@@ -70,6 +75,16 @@ class Configuration:
     conf: tuple[str, ...] = ()
     app_args: tuple[str, ...] = ()
     apps: tuple[str, ...] = ()
+    rtm_interval: str = DEFAULT_RTM_INTERVAL  # the checkpoint interval (``--trigger-interval``)
+
+    @property
+    def measured_s(self) -> float:
+        """Seconds measured: :data:`MEASURED_S`, or at least :data:`MIN_BOUNDARIES` intervals.
+
+        >>> by_name()["2-2"].measured_s, by_name()["2-2-no-file-checksum-5min"].measured_s
+        (120.0, 900.0)
+        """
+        return max(MEASURED_S, MIN_BOUNDARIES * interval_s(self.rtm_interval))
 
 
 def matrix_apps() -> tuple[registry.App, ...]:
@@ -137,6 +152,18 @@ def configurations() -> tuple[Configuration, ...]:
         Configuration("1-1-no-file-checksum", "checksums off", 1, 1, False, apps=every),
         *(
             Configuration(
+                f"2-2-no-file-checksum-{short}",
+                f"checksums off, a {interval} checkpoint interval",
+                2,
+                2,
+                False,
+                apps=realtime,
+                rtm_interval=interval,
+            )
+            for short, interval in INTERVALS
+        ),
+        *(
+            Configuration(
                 f"{n}-{n}-{burst.name}",
                 burst.changes,
                 n,
@@ -180,9 +207,9 @@ def measure(config: Configuration, app_name: str, path: Path) -> None:
         "realtime",
         RATE,
         WARMUP_S,
-        MEASURED_S,
+        config.measured_s,
         default_engine(app),
-        DEFAULT_RTM_INTERVAL,
+        config.rtm_interval,
         config.app_args,
         config.conf,
     )
@@ -193,7 +220,7 @@ def measure(config: Configuration, app_name: str, path: Path) -> None:
         {
             "app": app_name,
             "configuration": asdict(config),
-            "duration_s": MEASURED_S,
+            "duration_s": config.measured_s,
             "warmup_s": WARMUP_S,
             "cores": cores(),
             "results": [asdict(result)],
@@ -266,7 +293,13 @@ def summarise_run(run: dict, config: Configuration, repeat: int) -> dict:
             "max": max(stalls) if stalls else None,
         },
         "peak_ms": {"median": _median([b.get("peak_ms") for b in bounds])},
-        "whole": {k: result["whole"].get(k) for k in ("p50", "p99", "max")},
+        "rtm_interval": config.rtm_interval,
+        "whole": {
+            **{k: result["whole"].get(k) for k in ("p50", "p99", "max")},
+            # quantile 999 of 1000 (nearest rank)
+            "p99.9": (result.get("quantiles_ms") or [None] * 1001)[999],
+        },
+        "stalls_ms": stalls,
         "between_boundaries": {"p99": result["between_boundaries"].get("p99")},
         "steps_ms": {
             **{s: _median([(b.get("durations_ms") or {}).get(s) for b in bounds]) for s in STEPS},
@@ -293,6 +326,7 @@ def goals_of(rows: list[dict]) -> list[dict]:
                 for r in rows
                 if r["app"] == app
                 and bool(r["app_args"]) == burst
+                and r.get("rtm_interval", DEFAULT_RTM_INTERVAL) == DEFAULT_RTM_INTERVAL
                 and r["whole"].get("p99") is not None
             ]
             if burst and not runs:
