@@ -236,16 +236,19 @@ def start_app(
     args: list[str],
     log: Path,
     extra_env: dict[str, str] | None = None,
+    own_group: bool = False,
 ) -> subprocess.Popen:
     """Start ``app`` as its own process, as spark-submit would (its registry module), configured
     by ``settings`` (runtime, broker, shuffle partitions, Spark master) and ``extra_env``, its
-    output appended to ``log``."""
+    output appended to ``log``; ``own_group``: in a process group of its own (its JVM with it),
+    which ``os.killpg`` ends at once, as a crash would."""
     with open(log, "ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", app.module, *args],
             env=process_env(settings, extra_env),
             stdout=out,
             stderr=subprocess.STDOUT,
+            start_new_session=own_group,
         )
 
 

@@ -457,6 +457,40 @@ def default_engine(app: registry.App) -> str | None:
     return next((str(k.default) for k in app.knobs if k.name == "engine"), None)
 
 
+def launch(
+    settings: Settings, s: Scenario, workdir: Path
+) -> tuple[Settings, list[str], dict[str, str] | None]:
+    """How a scenario's app is started: its settings (in Real-Time Mode, a task slot per
+    partition: :func:`rtm_master`), its arguments (its query name and a checkpoint under
+    ``workdir``, reading from the latest offsets, the measured knobs, the interval, the engine,
+    ``app_args``) and its environment (``conf``)."""
+    args = [
+        "--trigger",
+        s.mode,
+        "--query-name",
+        s.name,
+        "--checkpoint",
+        str(workdir / "checkpoints" / s.name),
+        "--starting-offsets",
+        "latest",
+        *knob_args(s.app),
+        *(["--trigger-interval", s.rtm_interval] if s.mode == "realtime" else []),
+        *(["--engine", s.engine] if s.engine else []),
+        *s.app_args,
+    ]
+    if s.mode == "realtime":
+        settings = settings.with_overrides(spark_master_ops=rtm_master(s.app, settings))
+    env = (
+        {
+            "PYSPARK_SUBMIT_ARGS": " ".join(f"--conf {shlex.quote(c)}" for c in s.conf)
+            + " pyspark-shell"
+        }
+        if s.conf
+        else None
+    )
+    return settings, args, env
+
+
 def run_scenario(
     settings: Settings,
     scenario: Scenario,
@@ -473,30 +507,7 @@ def run_scenario(
     s, app, name = scenario, scenario.app, scenario.name
     result = Result(app.name, s.mode, s.rate, s.duration_s, engine=s.engine)
     load_start = load_average()
-    args = [
-        "--trigger",
-        s.mode,
-        "--query-name",
-        name,
-        "--checkpoint",
-        str(workdir / "checkpoints" / name),
-        "--starting-offsets",
-        "latest",
-        *knob_args(app),
-        *(["--trigger-interval", s.rtm_interval] if s.mode == "realtime" else []),
-        *(["--engine", s.engine] if s.engine else []),
-        *s.app_args,
-    ]
-    if s.mode == "realtime":
-        settings = settings.with_overrides(spark_master_ops=rtm_master(app, settings))
-    env = (
-        {
-            "PYSPARK_SUBMIT_ARGS": " ".join(f"--conf {shlex.quote(c)}" for c in s.conf)
-            + " pyspark-shell"
-        }
-        if s.conf
-        else None
-    )
+    settings, args, env = launch(settings, s, workdir)
     log = workdir / f"{name}.log"
     say(f"{name}: starting the app")
     proc = start_app(app, settings, args, log, env)

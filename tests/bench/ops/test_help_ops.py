@@ -8,7 +8,14 @@ from tests.support.help import assert_help_shows_defaults
 
 
 @pytest.mark.parametrize(
-    "module", ["bench.ops.latency", "bench.ops.kafka_hop", "bench.ops.beside", "bench.ops.boundary"]
+    "module",
+    [
+        "bench.ops.latency",
+        "bench.ops.kafka_hop",
+        "bench.ops.beside",
+        "bench.ops.boundary",
+        "bench.ops.recovery",
+    ],
 )
 def test_help_shows_every_flags_default(module, capsys, monkeypatch):
     assert_help_shows_defaults(module, capsys, monkeypatch)

@@ -1,0 +1,250 @@
+"""What a crash costs a Real-Time Mode app, per checkpoint interval: ``kill -9`` of its driver
+in the middle of an interval, then a restart on the same checkpoint, as the supervisor does.
+
+Not a test: it measures and reports. For each interval of ``--intervals``, on a private broker:
+the app (Real-Time Mode, the knob values of its entry's ``bench.knobs``, so that every input
+makes an output) gets :data:`RATE` events/s; after :data:`WARMUP_S` of traffic and the first
+boundary after it, half an interval later, its process group (the Python driver and its JVM) is
+killed with SIGKILL and the app is started again at once on the same checkpoint; the traffic
+goes on for :data:`AFTER_S` after the restart. A crash loses the running batch: the restarted
+query reads again from the offsets of the last boundary, so the inputs of that half interval are
+processed twice and their outputs emitted twice (Real-Time Mode's Kafka sink is at-least-once;
+consumers deduplicate by the topic's id fields, as silver does).
+
+From the outputs read while it runs (:func:`analyse`): the outage (kill to the first output
+after the restart), the inputs replayed (outputs of inputs sent before the kill that are emitted
+after the restart), the duplicates (records whose id fields repeat an earlier record's), the
+seconds from the restart until the app is back under its page's latency target (the last output
+over it) and until it reads new input at its pre-crash p99, and the p99 before and after. Each
+run's JSON is kept as ``<out-dir>/recovery/<app>-<interval>.json`` (a run already there is not
+run again) and ``<out-dir>/recovery.json`` summarises them::
+
+    .venv/ops/bin/python -m bench.ops.recovery --out-dir .runtime/reports/bench
+    .venv/ops/bin/python -m bench.ops.recovery --out-dir .runtime/reports/bench \\
+        --intervals "30 seconds" --app click_surge
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from adlake import generator, registry
+from adlake.apps import interval_s
+from adlake.config import Settings, load_settings
+from adlake.helpformat import HelpFormatter
+from bench import harness
+from bench.harness import TopicReader, cores, latency_stats, load_average, say, start_app
+from bench.ops.latency import (
+    Scenario,
+    StatusWatcher,
+    _ts_ms,
+    default_engine,
+    launch,
+    traffic,
+)
+
+RATE, WARMUP_S, AFTER_S = 1000.0, 60.0, 120.0
+INTERVALS = ("30 seconds", "1 minute", "5 minutes")
+RUNS_DIR, SUMMARY_FILE = "recovery", "recovery.json"
+RESTART_ALLOWANCE_S = 90.0  # a JVM and a query start on 2 cores, within the traffic's span
+
+
+class IdReader(TopicReader):
+    """An app's output topic: (output Kafka ms, ``source_kafka_ts`` ms, the topic's id fields)
+    per record."""
+
+    def __init__(self, bootstrap: str, topic: registry.Topic) -> None:
+        super().__init__(bootstrap, topic.name)
+        self.id_fields = topic.id_fields
+
+    def sample(self, msg) -> tuple[float, float, tuple] | None:
+        value = json.loads(msg.value())
+        source = value.get("source_kafka_ts")
+        if not source:
+            return None
+        return (
+            float(msg.timestamp()[1]),
+            _ts_ms(source),
+            tuple(value.get(f) for f in self.id_fields),
+        )
+
+
+def analyse(
+    samples: list[tuple[float, float, tuple]],
+    measure_from: float,
+    killed: float,
+    restarted: float,
+    target_ms: float,
+) -> dict:
+    """The recovery's figures from the outputs (``(output ms, source ms, ids)``), the end of the
+    warm-up, the kill and the restart (epoch ms).
+
+    >>> s = [(1000, 990, ("a",)), (2000, 1990, ("b",)), (9000, 1990, ("b",)),
+    ...      (9100, 5000, ("c",)), (9500, 9495, ("d",))]
+    >>> f = analyse(s, 0, 3000, 6000, 1000)
+    >>> f["outage_s"], f["replayed_outputs"], f["duplicates"], f["back_under_target_s"]
+    (6.0, 1, 1, 3.1)
+    >>> f["caught_up_s"], f["p99_before_ms"]
+    (3.5, 10)
+    """
+    ordered = sorted(samples)
+    before = [out - src for out, src, _ in ordered if measure_from <= src and out < killed]
+    after = [(out, src) for out, src, _ in ordered if out >= restarted]
+    p99_before = latency_stats(before)["p99"]
+    over = [out for out, src in after if out - src > target_ms]
+    caught = next(
+        (out for out, src in after if src >= restarted and out - src <= (p99_before or 0)), None
+    )
+    ids = Counter(i for _, _, i in ordered)
+    first_after = after[0][0] if after else None
+    settled = (over[-1] if over else restarted) + 1
+    return {
+        "outage_s": round((first_after - killed) / 1000, 1) if first_after else None,
+        "replayed_outputs": sum(1 for _, src in after if src < killed),
+        "duplicates": sum(n - 1 for n in ids.values()),
+        "distinct_ids": len(ids),
+        "back_under_target_s": round((max(over[-1], restarted) - restarted) / 1000, 1)
+        if over
+        else 0.0,
+        "caught_up_s": round((caught - restarted) / 1000, 1) if caught else None,
+        "p99_before_ms": p99_before,
+        "after": latency_stats([out - src for out, src in after if out >= settled]),
+    }
+
+
+def kill_group(proc) -> None:
+    """SIGKILL the app's process group (driver and JVM), as a crash ends it, and reap it."""
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def run(settings: Settings, app: registry.App, interval: str, workdir: Path) -> dict:
+    """One recovery run (the module docstring's steps) on the broker of ``settings``."""
+    every_s = interval_s(interval)
+    scenario = Scenario(app, "realtime", RATE, WARMUP_S, 0.0, default_engine(app), interval)
+    settings, args, env = launch(settings, scenario, workdir)
+    log, name = workdir / f"{scenario.name}.log", scenario.name
+    target_ms = float(settings.latency_target_realtime_ms)
+    load_start = load_average()
+    proc = start_app(app, settings, args, log, env, own_group=True)
+    watcher = StatusWatcher(settings, name)
+    reader = IdReader(settings.kafka_bootstrap, registry.topic(app.outputs[0]))
+    try:
+        harness.wait_started(settings, name, proc, log)
+        reader.start()
+        watcher.start()
+        time.sleep(5)  # the long-running batch's tasks are scheduled
+        total_s = WARMUP_S + 1.5 * every_s + RESTART_ALLOWANCE_S + AFTER_S
+        config = generator.GeneratorConfig(
+            rate=RATE,
+            duration_s=total_s,
+            seed=int(RATE),
+            topic_partitions=settings.topic_partitions,
+            **traffic(app),
+        )
+        sending = threading.Thread(
+            target=generator.run,
+            args=(config, settings.kafka_bootstrap),
+            kwargs={"progress": False},
+            daemon=True,
+        )
+        started = time.time() * 1000
+        say(f"{name}: producing {RATE:.0f}/s for {total_s:.0f} s; kill -9 mid-interval")
+        sending.start()
+        measure_from = started + WARMUP_S * 1000
+
+        def boundary_after_warmup() -> float | None:
+            ends = [
+                b["started_ms"] + (b["duration_ms"] or 0)
+                for b in watcher.batches.values()
+                if b["duration_ms"]
+            ]
+            return next((e for e in sorted(ends) if e >= measure_from), None)
+
+        harness.wait_until(lambda: boundary_after_warmup() is not None, total_s, poll_s=0.5)
+        boundary = boundary_after_warmup()
+        if boundary is None:
+            raise RuntimeError(f"{name}: no boundary after the warm-up; see {log}")
+        time.sleep(max(0.0, (boundary + every_s * 500) / 1000 - time.time()))
+        killed = time.time() * 1000
+        kill_group(proc)
+        say(f"{name}: killed (kill -9) {(killed - boundary) / 1000:.0f} s after a boundary")
+        restarted = time.time() * 1000
+        proc = start_app(app, settings, args, log, env, own_group=True)
+        sending.join()
+        time.sleep(5)  # the outputs of the last inputs
+    finally:
+        reader.stopping.set()
+        watcher.stopping.set()
+        harness.stop_app(proc)
+    figures = analyse(reader.samples, measure_from, killed, restarted, target_ms)
+    say(f"{name}: {figures}")
+    return {
+        "app": app.name,
+        "rtm_interval": interval,
+        "rate": RATE,
+        "warmup_s": WARMUP_S,
+        "after_s": AFTER_S,
+        "target_ms": target_ms,
+        "killed_after_boundary_s": round((killed - boundary) / 1000, 1),
+        "cores": cores(),
+        "load_average": [load_start, load_average()],
+        **figures,
+    }
+
+
+def run_file(out_dir: Path, app: str, interval: str) -> Path:
+    """Where one run's JSON is kept.
+
+    >>> run_file(Path("r"), "click_surge", "5 minutes").as_posix()
+    'r/recovery/click_surge-300s.json'
+    """
+    return out_dir / RUNS_DIR / f"{app}-{interval_s(interval):.0f}s.json"
+
+
+def summarise(out_dir: Path) -> dict:
+    """``recovery.json``: every run file present, in the order of :data:`INTERVALS`."""
+    runs = [
+        json.loads(path.read_text())
+        for app in registry.ops_apps()
+        for interval in INTERVALS
+        if (path := run_file(out_dir, app.name, interval)).is_file()
+    ]
+    summary = {"command": "python -m bench.ops.recovery --out-dir DIR", "runs": runs}
+    harness.write_json(out_dir / SUMMARY_FILE, summary, indent=1)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="bench.ops.recovery", description=__doc__, formatter_class=HelpFormatter
+    )
+    parser.add_argument("--out-dir", type=Path, required=True, help="where recovery.json goes")
+    parser.add_argument("--app", default="click_surge", help="the app (Real-Time Mode)")
+    parser.add_argument(
+        "--intervals", default=",".join(INTERVALS), help="checkpoint intervals, comma-separated"
+    )
+    args = parser.parse_args(argv)
+    app = registry.app(args.app)
+    for interval in args.intervals.split(","):
+        path = run_file(args.out_dir, app.name, interval)
+        if path.is_file():
+            continue
+        say(f"recovery: {app.name} at a {interval} interval")
+        with harness.private_broker(f"recovery-{app.name}", load_settings()) as (settings, work):
+            harness.write_json(path, run(settings, app, interval, work))
+    summary = summarise(args.out_dir)
+    say(f"recovery: {len(summary['runs'])} runs in {args.out_dir / SUMMARY_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
