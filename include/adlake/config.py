@@ -228,18 +228,13 @@ ROWS: tuple[Setting, ...] = (
         "how long an app must stay healthy for its backoff to start again from the first wait",
     ),
     # A micro-batch app reports after every batch and, when idle, a heartbeat (every ~10 s); a
-    # Real-Time Mode app once per checkpoint interval (the boundary itself pauses for seconds).
+    # Real-Time Mode app at each checkpoint boundary and, between them, that its query is alive
+    # (every 20 s).
     Setting(
         "app_stale_after_s",
         _SECONDS,
         "120",
-        "a micro-batch app is stale after this long without a report",
-    ),
-    Setting(
-        "app_stale_margin_s",
-        _SECONDS,
-        "60",
-        "a Real-Time Mode app is stale after 2 checkpoint intervals plus this margin",
+        "an app is stale after this long without a report (a batch, an idle heartbeat, or in Real-Time Mode a liveness check between boundaries), whatever the checkpoint interval",
     ),
     Setting(
         "app_rtm_interval_s",

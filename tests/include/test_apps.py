@@ -371,7 +371,8 @@ def holding(mode="processing_time", started=NOW - 1000):
     [
         ("processing_time", 119, "running"),
         ("processing_time", 121, "stale"),
-        # Real-Time Mode reports once per 30 s interval: stale after 2 intervals + 60 s
+        # Real-Time Mode reports at each boundary and that it is alive between them: the same
+        # bound whatever the interval
         ("realtime", 119, "running"),
         ("realtime", 121, "stale"),
     ],
@@ -379,6 +380,9 @@ def holding(mode="processing_time", started=NOW - 1000):
 def test_staleness_follows_the_trigger(settings, mode, age, state):
     status = {"state": "running", "written_at": NOW - age}
     assert derive(settings, holder=holding(mode), status=status)[0] == state
+    # a longer checkpoint interval does not slow the detection of a hung app
+    slow = settings.with_overrides(app_rtm_interval_s=300)
+    assert derive(slow, holder=holding(mode), status=status)[0] == state
 
 
 def test_derived_states(settings):

@@ -50,11 +50,12 @@ ones below, in one place.
                                   when idle
 
 **Staleness.** A micro-batch app reports after every batch and, when idle, a heartbeat (Spark's
-idle event, about every 10 s), so it is stale after ``app_stale_after_s`` (120 s) without a
-report. A Real-Time Mode batch lasts a checkpoint interval (``app_rtm_interval_s``, 30 s, given to
-the app as ``--trigger-interval``) and the app reports at its end only, so it is stale after
-2 intervals + ``app_stale_margin_s`` (60 s). A started app has ``app_start_grace_s`` more to
-report at all.
+idle event, about every 10 s). A Real-Time Mode batch lasts a checkpoint interval
+(``app_rtm_interval_s``, given to the app as ``--trigger-interval``) and reports at its end; in
+between, the app checks every 20 s that its query is alive (active, its batch's tasks running:
+``spark_apps.common.streaming.listener.query_alive``) and says so. Either app is stale after
+``app_stale_after_s`` (120 s) without a report, whatever the interval. A started app has
+``app_start_grace_s`` more to report at all.
 
 **Backoff.** The first restart after a failure is immediate; each further one waits twice as
 long as the last, from ``app_backoff_min_s`` (30 s) up to ``app_backoff_max_s`` (10 minutes);

@@ -48,9 +48,8 @@ _HISTORY = 20  # restarts kept in the record
 
 
 def stale_after_s(settings: Settings, mode: str) -> float:
-    """How long an app of trigger ``mode`` may go without a report (package docstring)."""
-    if mode == "realtime":
-        return 2 * settings.app_rtm_interval_s + settings.app_stale_margin_s
+    """How long an app of trigger ``mode`` may go without a report (package docstring): the same
+    in both modes, whatever the checkpoint interval."""
     return float(settings.app_stale_after_s)
 
 

@@ -59,8 +59,8 @@ def app_view(settings: Settings, app: str, now: float) -> dict:
     """What the page shows of ``app``: :func:`adlake.apps.app_status` plus
     ``latency_target_ms`` (:func:`latency_target_ms`), ``uptime_s`` (since the lock holder
     started), ``progress_age_s`` (since the last batch's progress), ``report_age_s`` (since the
-    status file was written: a batch or an idle heartbeat), ``idle`` (:func:`idle`) and
-    ``actions``."""
+    status file was written: a batch, an idle heartbeat or a liveness check), ``idle``
+    (:func:`idle`), ``rtm_interval_s`` (in Real-Time Mode) and ``actions``."""
     spec = registry.APPS[app]
     info = apps.app_status(settings, app, now=now)
     status = info["status"] or {}
@@ -68,6 +68,8 @@ def app_view(settings: Settings, app: str, now: float) -> dict:
     mode = (holder and holder["mode"]) or status.get("mode") or info["desired"]["trigger"]
     return {
         "idle": idle(info),
+        # a Real-Time Mode batch lasts the checkpoint interval: its last batch is up to that old
+        "rtm_interval_s": settings.app_rtm_interval_s if mode == "realtime" else None,
         **info,
         # the end-to-end p99 the page holds the app to, in the mode it runs (or would run) in
         "latency_target_ms": latency_target_ms(settings, mode),

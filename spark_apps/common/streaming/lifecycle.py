@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,10 +51,21 @@ class GracefulStop:
             return True
         return False
 
-    def run(self, query: StreamingQuery, poll_s: float = 0.2, drain_timeout_s: float = 60) -> None:
-        """Block until the query ends or a stop is requested; then stop it gracefully."""
+    def run(
+        self,
+        query: StreamingQuery,
+        poll_s: float = 0.2,
+        drain_timeout_s: float = 60,
+        every: tuple[float, Callable[[], object]] | None = None,
+    ) -> None:
+        """Block until the query ends or a stop is requested; then stop it gracefully.
+        ``every``: (seconds, call) to call while it runs (a liveness check)."""
+        due = time.monotonic() + every[0] if every else None
         while query.isActive and not self.should_stop():
             query.awaitTermination(poll_s)
+            if every and time.monotonic() >= due:
+                every[1]()
+                due = time.monotonic() + every[0]
         if not query.isActive:
             query.awaitTermination()  # re-raises the query's failure, if any
             return

@@ -205,6 +205,21 @@ class StatusReporter:
             write_status(self.settings, self.app, last, now=now)
         return last
 
+    def alive(self, now: float | None = None) -> dict:
+        """A Real-Time Mode query is alive between its boundaries (:func:`query_alive` said so):
+        refresh the status file and stamp ``last_alive_at``, so that the supervisor sees a hung
+        driver or a query without running tasks within ``app_stale_after_s`` whatever the
+        checkpoint interval (the batch reports only at its end). The batch's figures stay those
+        of its last boundary."""
+        now = time.time() if now is None else now
+        with self._lock:
+            last = read_status(self.settings, self.app) or {"mode": self.mode, **self.extra}
+            if last.get("state") not in ("running", "starting"):
+                return last  # a final state is not overwritten
+            last.update(last_alive_at=now)
+            write_status(self.settings, self.app, last, now=now)
+        return last
+
     def final(self, state: str, error: str | None = None) -> None:
         if state in ("stopped", "failed"):
             self.stop_probe()
@@ -316,6 +331,26 @@ def observe_latency(df: DataFrame, source_ts_ms: str | Column) -> DataFrame:
         F.percentile_approx(col, 0.5).alias("src_p50"),
         F.percentile_approx(col, 0.05).alias("src_p05"),
         F.percentile_approx(col, 0.01).alias("src_p01"),
+    )
+
+
+# How often a Real-Time Mode app checks that its query is alive between boundaries
+# (:meth:`StatusReporter.alive`): well inside the stale bound (app_stale_after_s, 120 s).
+ALIVE_EVERY_S = 20.0
+
+
+def query_alive(query, spark: SparkSession) -> bool:
+    """Whether a Real-Time Mode query is alive mid-interval: active, its trigger running a batch,
+    and tasks of that batch running. Each question is a round trip to the driver's JVM, so a
+    driver that does not answer (hung, stopped) blocks here and reports nothing. A task that
+    hangs while it holds its slot still counts as running: that is seen at the boundary, which
+    its batch then never reaches."""
+    if not query.isActive or not query.status.get("isTriggerActive"):
+        return False
+    tracker = spark.sparkContext.statusTracker()
+    return any(
+        (info := tracker.getStageInfo(stage)) is not None and info.numActiveTasks > 0
+        for stage in tracker.getActiveStageIds()
     )
 
 

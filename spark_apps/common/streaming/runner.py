@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from adlake import registry
 from adlake.apps.launcher import LOCK_HELD, LockHeld, checkpoint_lock, describe, holding
+from adlake.apps.supervisor import interval_s
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.status import stop_marker
@@ -229,7 +230,12 @@ def _run_query(
     from adlake.spark_session import get_session, metrics_url
     from spark_apps.common.streaming.kafka_io import read_kafka, write_kafka
     from spark_apps.common.streaming.lifecycle import GracefulStop
-    from spark_apps.common.streaming.listener import StatusReporter, attach_listener
+    from spark_apps.common.streaming.listener import (
+        ALIVE_EVERY_S,
+        StatusReporter,
+        attach_listener,
+        query_alive,
+    )
 
     if trigger.mode == "realtime":
         check_task_slots(settings, spec.app)
@@ -261,7 +267,13 @@ def _run_query(
     print(
         f"[{name}] running: trigger={trigger.kwargs()} {shown} checkpoint={checkpoint}", flush=True
     )
-    stop.run(query)
+    if trigger.mode == "realtime":
+        # a batch reports only at its boundary: between them, say the query is alive (at least
+        # once per interval)
+        every_s = min(ALIVE_EVERY_S, interval_s(trigger.interval or DEFAULT_RTM_INTERVAL) / 2)
+        stop.run(query, every=(every_s, lambda: query_alive(query, spark) and reporter.alive()))
+    else:
+        stop.run(query)
     print(f"[{name}] stopped ({stop.reason or 'query ended'})", flush=True)
     spark.stop()
     return 0

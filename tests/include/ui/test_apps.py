@@ -78,6 +78,8 @@ def test_a_running_app_with_the_probes_figures(user, runtime, hold_lock):
     assert (app["holder"]["pid"], app["holder"]["mode"]) == (pid, "realtime")
     assert 3600 <= app["uptime_s"] < 3700
     assert 20 <= app["progress_age_s"] < 120 and 10 <= app["report_age_s"] < 110
+    # in Real-Time Mode the last batch may be an interval old: the page says how long that is
+    assert (app["idle"], app["rtm_interval_s"]) == (False, runtime.app_rtm_interval_s)
     status = app["status"]
     assert status["e2e_latency"]["p99_ms"] == 90.0
     assert status["latency_history"] == history
@@ -165,7 +167,7 @@ def test_an_idle_app_is_running_however_old_its_last_batch(user, runtime, hold_l
         now=now - 5,
     )
     app = by_app(user)["attribution"]
-    assert (app["state"], app["idle"]) == ("running", True)
+    assert (app["state"], app["idle"], app["rtm_interval_s"]) == ("running", True, None)
     assert app["progress_age_s"] > app["stale_after_s"] > app["report_age_s"]
 
     write_status(runtime, "attribution", {**status, "last_batch_at": last_batch}, now=now - 180)

@@ -280,7 +280,7 @@ def status_of(settings) -> dict:
 
 def test_real_time_mode_reports_exactly_the_windows_above_the_threshold(fresh_kafka, tmp_path):
     bootstrap, settings = fresh_kafka.bootstrap, fresh_kafka.settings
-    started = time.monotonic()
+    started, started_at = time.monotonic(), time.time()
     # Default trigger: Real-Time Mode. The app starts while the traffic is being produced.
     app = start_app(
         MODULE, settings, "--threshold", str(THRESHOLD), "--trigger-interval", "10 seconds"
@@ -311,6 +311,12 @@ def test_real_time_mode_reports_exactly_the_windows_above_the_threshold(fresh_ka
     rates = status_of(settings)["progress_history"]
     assert ["page_clicks" in s["source"] for s in lag["sources"]] == [True], lag
     assert lag["max_offsets"] >= 0 and rates and all(len(p) == 4 for p in rates), (lag, rates)
+    # Between boundaries the app says its query is alive (active, its tasks running), so a hung
+    # app is stale within the same bound whatever the interval: at least once per interval.
+    alive = wait_for(
+        lambda: status_of(settings).get("last_alive_at"), 30, 1.0, lambda: str(status_of(settings))
+    )
+    assert alive >= started_at, (alive, started_at)
     stop_started = time.monotonic()
     stop_app(app)
     status = status_of(settings)

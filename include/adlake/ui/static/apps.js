@@ -101,10 +101,16 @@ function progressVital(app) {
       : `${fmtDuration(age)} ago`,
       `idle: no new input · reported ${fmtDuration(app.report_age_s)} ago`, "ok", title);
   }
+  // staleness is the age of the last report: in Real-Time Mode a boundary or, between them, the
+  // app's word that its query is alive, so a last batch up to an interval old is normal
+  const reported = app.report_age_s ?? age;
   const level = age === null || age === undefined ? "none"
-    : age > app.stale_after_s ? "bad" : "ok";
+    : reported > app.stale_after_s ? "bad" : "ok";
+  const sub = app.rtm_interval_s
+    ? `ago · a batch every ${fmtDuration(app.rtm_interval_s)} · alive ${fmtDuration(reported)} ago`
+    : `ago · stale after ${fmtDuration(app.stale_after_s)}`;
   return vital("progress", "last batch", age === null || age === undefined ? DASH
-    : fmtDuration(age), `ago · stale after ${fmtDuration(app.stale_after_s)}`, level, title);
+    : fmtDuration(age), sub, level, title);
 }
 
 function restartsVital(restarts) {
