@@ -10,10 +10,11 @@ every scenario:
    ``bench.knobs``, so that every input makes an output;
 3. reads the app's output topic while it runs; for every output record,
    ``latency = output Kafka timestamp - source_kafka_ts`` (the Kafka timestamp of the newest
-   input that produced it), skipping records whose inputs were sent during the warm-up and the
+   input that produced it), skipping records whose inputs were sent during the warm-up. The
    app's timer-driven records (the registry's ``App.timer_driven``: a key closing when the
-   watermark passes its window's end is late by design, by the window plus the allowed
-   lateness: it measures the configuration, not the engine);
+   watermark passes its window's end) are measured apart (``Result.timer_driven``, against
+   :func:`timer_bound_ms`): they are late by design, by the window plus the allowed lateness,
+   which measures the configuration, not the engine;
 4. stops the app (SIGTERM, graceful) and reports p50/p95/p99 latency, input rows/s sent, and
    output rows/s, plus whether the app kept up (the newest source timestamp seen at the end).
 
@@ -91,6 +92,39 @@ def knob_flags(app: registry.App, values: registry.KnobValues) -> list[str]:
     ['--window-s', '20', '--skew-s', '5']
     """
     return [part for name, value in values for part in (app.knob(name).flag, str(value))]
+
+
+def knob_value(app: registry.App, knob: float | str, args: list[str]) -> float:
+    """A number of the app's state declaration (``App.state``'s ``window``/``delay``): as it is,
+    or the knob it names as the arguments set it (the last flag wins), else its default.
+
+    >>> a = registry.app("attribution")
+    >>> knob_value(a, "window_s", ["--window-s", "20"]), knob_value(a, "lateness_s", [])
+    (20.0, 30.0)
+    """
+    if not isinstance(knob, str):
+        return float(knob)
+    flag, value = app.knob(knob).flag, app.knob(knob).default
+    for given, following in zip(args, args[1:]):
+        if given == flag:
+            value = following
+    return float(value)
+
+
+def timer_bound_ms(app: registry.App, args: list[str], mode: str, interval: str) -> float | None:
+    """How late a timer-driven record may come after its key's newest input: the window plus
+    the watermark's delay (the timer falls due), in Real-Time Mode plus an interval (timers fire
+    at a boundary), plus 1 s. None for an app without timer-driven records.
+
+    >>> a = registry.app("attribution")
+    >>> timer_bound_ms(a, ["--window-s", "20", "--lateness-s", "5"], "realtime", "30 seconds")
+    56000.0
+    """
+    if app.state is None or not app.timer_driven:
+        return None
+    wait_s = knob_value(app, app.state.window, args) + knob_value(app, app.state.delay, args)
+    interval_part = interval_ms(interval) if mode == "realtime" else 0.0
+    return wait_s * 1000 + interval_part + 1000.0
 
 
 def knob_args(app: registry.App) -> list[str]:
@@ -190,6 +224,8 @@ class Result:
     boundaries: list[dict] = field(default_factory=list)
     batches: list[dict] = field(default_factory=list)
     load_average: list[float] = field(default_factory=list)
+    # the timer-driven records' latency (latency_stats, bound_ms, within_bound), apart
+    timer_driven: dict = field(default_factory=dict)
 
 
 def timeline(
@@ -400,13 +436,17 @@ class OutputReader(TopicReader):
     def __init__(self, bootstrap: str, topic: str, skip: tuple[str, ...]) -> None:
         super().__init__(bootstrap, topic)
         self.skip = skip
+        self.timer_samples: list[tuple[float, float]] = []  # the skipped ones, measured apart
 
     def sample(self, msg) -> tuple[float, float] | None:
         value = json.loads(msg.value())
         source = value.get("source_kafka_ts")
-        if source and value.get("record_type") not in self.skip:
-            return float(msg.timestamp()[1]), _ts_ms(source)
-        return None
+        if not source:
+            return None
+        if value.get("record_type") in self.skip:
+            self.timer_samples.append((float(msg.timestamp()[1]), _ts_ms(source)))
+            return None
+        return float(msg.timestamp()[1]), _ts_ms(source)
 
 
 def _ticker(
@@ -568,6 +608,16 @@ def run_scenario(
         result.boundaries = boundaries(
             result.batches, outputs, measure_from, sent_until_ms, interval_ms(s.rtm_interval)
         )
+    # the timer-driven records (closes, orphans) of inputs sent in the measured window: their own
+    # figure, against how late they may come
+    closes = [out - src for out, src in reader.timer_samples if src >= measure_from]
+    if closes:
+        bound = timer_bound_ms(app, args, s.mode, s.rtm_interval)
+        result.timer_driven = {
+            **latency_stats(closes),
+            "bound_ms": bound,
+            "within_bound": sum(1 for c in closes if bound is None or c <= bound),
+        }
     between = between_boundaries(samples, result.boundaries, measure_from)
     result.between_boundaries = {k: v for k, v in latency_stats(between).items() if k != "p95"}
     if reader.samples:

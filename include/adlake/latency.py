@@ -13,8 +13,9 @@ to run every few seconds:
   each record when it sends it), ``LogAppendTime`` if a topic is configured so; the probe
   reports which one it saw. Records older than ``max_age_s`` are left out, so an app that writes
   nothing shows no figure instead of an old one, and the records its registry entry declares
-  timer-driven (``App.timer_driven``: attribution's closes and orphans) are counted apart: they
-  are late by design (the window plus the lateness) and measure the configuration, not the
+  timer-driven (``App.timer_driven``: attribution's closes and orphans) are measured apart
+  (``timer_p50_ms``/``timer_p99_ms``): they are late by design (the window plus the lateness,
+  plus in Real-Time Mode the wait for a boundary) and measure the configuration, not the
   pipeline. :meth:`LatencyProbe.for_app` builds the probe of a registry app from its entry.
 * :func:`add_history` keeps a bounded history of the figures (the last hour).
 * :meth:`LatencyProbe.dlq_total` sums the end offsets of the app's DLQ topic, and
@@ -97,8 +98,12 @@ def summarize(
     max_age_s: float = MAX_AGE_S,
     timer_driven: int = 0,
     timestamp_type: str | None = None,
+    timer_samples: Iterable[tuple[float, float]] = (),
 ) -> dict:
-    """``e2e_latency`` from ``(output Kafka timestamp ms, source_kafka_ts ms)`` pairs.
+    """``e2e_latency`` from ``(output Kafka timestamp ms, source_kafka_ts ms)`` pairs of the
+    input-driven records; ``timer_samples``, the same of the timer-driven ones, give their own
+    ``timer_p50_ms``/``timer_p99_ms``/``timer_samples`` (a close comes the window plus the
+    lateness after its key's newest input, plus, in Real-Time Mode, the wait for a boundary).
 
     Only outputs written within ``max_age_s`` of ``now_s`` count; ``window_s`` is how far back
     the counted ones reach (now minus the oldest one's output timestamp).
@@ -117,6 +122,7 @@ def summarize(
         else:
             fresh.append((out_ms, out_ms - src_ms))
     latencies = [lat for _, lat in fresh]
+    closes = [out - src for out, src in timer_samples if out >= (now_s - max_age_s) * 1000]
     figures = {
         "p50_ms": _round(percentile(latencies, 0.50)),
         "p99_ms": _round(percentile(latencies, 0.99)),
@@ -126,6 +132,9 @@ def summarize(
         "max_age_s": max_age_s,
         "stale": stale,
         "timer_driven": timer_driven,
+        "timer_p50_ms": _round(percentile(closes, 0.50)),
+        "timer_p99_ms": _round(percentile(closes, 0.99)),
+        "timer_samples": len(closes),
         "timestamp_type": timestamp_type,
     }
     if not fresh:
@@ -244,9 +253,10 @@ class LatencyProbe:
                     wanted[(topic, partition)] = high
                     assignment.append(TopicPartition(topic, partition, start))
         samples: list[tuple[float, float]] = []
-        timer_driven, ts_type = 0, None
+        timers: list[tuple[float, float]] = []
+        ts_type = None
         if not assignment:
-            return samples, timer_driven, ts_type
+            return samples, timers, ts_type
         ends = dict(wanted)
         consumer.assign(assignment)
         deadline = time.monotonic() + self.timeout_s
@@ -261,28 +271,27 @@ class LatencyProbe:
                     if place in wanted and msg.offset() >= wanted[place] - 1:
                         del wanted[place]
                     kind, out_ms = msg.timestamp()
-                    sample = _sample(msg.value(), out_ms, self.timer_driven)
-                    if sample == "timer":
-                        timer_driven += 1
-                    elif sample is not None:
-                        samples.append(sample)
+                    timer, sample = _sample(msg.value(), out_ms, self.timer_driven)
+                    if sample is not None:
+                        (timers if timer else samples).append(sample)
                         ts_type = _TIMESTAMP_TYPES.get(kind, ts_type)
         finally:
             consumer.unassign()
-        return samples, timer_driven, ts_type
+        return samples, timers, ts_type
 
     def measure(self, now_s: float | None = None) -> dict:
         """``e2e_latency``: p50/p99 (ms), samples, window_s, measured_at (epoch s), and
         ``topics``, ``timestamp_type``, the counts left out (``stale``, ``timer_driven``) and,
         with no sample, ``why``."""
-        samples, timer_driven, ts_type = self.read()
+        samples, timers, ts_type = self.read()
         now_s = time.time() if now_s is None else now_s
         figures = summarize(
             samples,
             now_s,
             max_age_s=self.max_age_s,
-            timer_driven=timer_driven,
+            timer_driven=len(timers),
             timestamp_type=ts_type,
+            timer_samples=timers,
         )
         figures["topics"] = self.topics
         return figures
@@ -290,19 +299,19 @@ class LatencyProbe:
 
 def _sample(
     value: bytes | None, out_ms: float, timer_driven: frozenset[str]
-) -> tuple[float, float] | str | None:
+) -> tuple[bool, tuple[float, float] | None]:
+    """(whether the record is timer-driven, its (output ms, source ms) or None if unreadable)."""
     try:
         record = json.loads(value) if value else None
     except ValueError:
-        return None
+        return False, None
     if not isinstance(record, dict) or not record.get("source_kafka_ts"):
-        return None
-    if record.get("record_type") in timer_driven:
-        return "timer"
+        return False, None
+    timer = record.get("record_type") in timer_driven
     try:
-        return float(out_ms), ts_ms(record["source_kafka_ts"])
+        return timer, (float(out_ms), ts_ms(record["source_kafka_ts"]))
     except (TypeError, ValueError):
-        return None
+        return timer, None
 
 
 def add_history(

@@ -213,6 +213,8 @@ def test_probe_measures_the_newest_records_of_the_output_topic(kafka):
             "samples",
             "stale",
             "timer_driven",
+            "timer_p99_ms",
+            "timer_samples",
             "timestamp_type",
             "topics",
         )
@@ -221,7 +223,10 @@ def test_probe_measures_the_newest_records_of_the_output_topic(kafka):
         "p99_ms": 40.0,
         "samples": 4,
         "stale": 1,
+        # the close's own figure: 300 s after its key's newest input, apart from the others
         "timer_driven": 1,
+        "timer_p99_ms": 300_000.0,
+        "timer_samples": 1,
         "timestamp_type": "CreateTime",
         "topics": [topic],
     }

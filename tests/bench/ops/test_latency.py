@@ -4,9 +4,13 @@ boundaries"."""
 
 from __future__ import annotations
 
+import json
+from types import SimpleNamespace
+
 from bench.harness import latency_stats, quantiles
 from bench.ops.latency import (
     BOUNDARY_AFTER_MS,
+    OutputReader,
     between_boundaries,
     boundaries,
     interval_ms,
@@ -105,3 +109,28 @@ def test_interval_ms():
     assert interval_ms("30 seconds") == 30_000
     assert interval_ms("5 minutes") == 300_000
     assert interval_ms("1 minute") == 60_000
+
+
+class _Msg:
+    """A Kafka message as the reader sees it: a value and a (type, ms) timestamp."""
+
+    def __init__(self, record: dict, out_ms: float) -> None:
+        self._value, self._out = json.dumps(record).encode(), out_ms
+
+    def value(self) -> bytes:
+        return self._value
+
+    def timestamp(self) -> tuple[int, float]:
+        return 1, self._out
+
+
+def test_timer_driven_records_are_measured_apart_from_the_input_driven():
+    # the reader's sampling alone (its constructor connects to a broker)
+    reader = SimpleNamespace(skip=("request_closed",), timer_samples=[])
+    src = "2026-11-28T10:00:00.000Z"
+    src_ms = 1_795_860_000_000.0
+    matched = _Msg({"record_type": "attributed_impression", "source_kafka_ts": src}, src_ms + 40)
+    closed = _Msg({"record_type": "request_closed", "source_kafka_ts": src}, src_ms + 331_000)
+    assert OutputReader.sample(reader, matched) == (src_ms + 40, src_ms)
+    assert OutputReader.sample(reader, closed) is None
+    assert reader.timer_samples == [(src_ms + 331_000, src_ms)]

@@ -44,15 +44,19 @@ function latencyVital(app) {
   const target = app.latency_target_ms;
   const title = "Measured end to end: an output record's Kafka timestamp minus the source " +
     "record's, over the newest output of the last minute (the listener's probe, every 15 s). " +
-    `Target for this mode: p99 within ${fmtMs(target)}.`;
+    `Target for this mode: p99 within ${fmtMs(target)}. Records a timer emits (a window's ` +
+    "close, its orphans) come the window plus the lateness after their key's newest input: " +
+    "their p99 is shown apart and not held to the target.";
+  // timer-driven records (closes, orphans) measured apart: late by design
+  const closes = e2e && e2e.timer_samples ? ` · closes p99 ${fmtMs(e2e.timer_p99_ms)}` : "";
   if (!e2e || e2e.p99_ms === null || e2e.p99_ms === undefined) {
     return vital("latency", "latency p99", DASH,
       (e2e && e2e.error ? `probe failed: ${e2e.error}` : "no output in the last minute") +
-      ` · target ${fmtMs(target)}`, "none", title);
+      ` · target ${fmtMs(target)}${closes}`, "none", title);
   }
   const level = e2e.p99_ms <= target ? "ok" : e2e.p99_ms <= 2 * target ? "warn" : "bad";
   return vital("latency", "latency p99", fmtMs(e2e.p99_ms),
-    `p50 ${fmtMs(e2e.p50_ms)} · target ${fmtMs(target)}`, level, title);
+    `p50 ${fmtMs(e2e.p50_ms)} · target ${fmtMs(target)}${closes}`, level, title);
 }
 
 // Keeping up: input and processed rows per second of the last batch (Real-Time Mode: of the
