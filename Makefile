@@ -13,7 +13,7 @@ SEED ?= 7
 .PHONY: lint airflow setup lock test test-unit test-e2e compose-versions compose-env kafka-up kafka-down kafka-status generate up clean \
 	app status bench-click-surge bench-attribution bench-bronze bench-engine-soak bench-views bench-quality \
 	bench-scale bench-beside bench-pool bench-freshness bench-attribution-batch bench-backfill bench-maintenance bench-supervisor bench-boundary \
-	bench-recovery bench-lake down \
+	bench-recovery bench-burst-profile bench-lake down \
 	faults faults-ops soak bench bench-quick
 
 setup:
@@ -188,6 +188,13 @@ bench-boundary: setup
 bench-recovery: BENCH_DIR = $(REPORTS)/bench
 bench-recovery: setup
 	$(OPS_PY) -m bench.ops.recovery --out-dir "$(BENCH_DIR)"
+
+# Where attribution's timer burst spends its time: a flight recording (JFR) of the app's JVM
+# through one run with closes due at every boundary, split by category inside the stalls
+# (bench.ops.burst_profile: about 5 minutes).
+bench-burst-profile: BENCH_DIR = $(REPORTS)/bench
+bench-burst-profile: setup
+	$(OPS_PY) -m bench.ops.burst_profile --out-dir "$(BENCH_DIR)"
 
 # Both lake benchmarks, as before they had targets of their own.
 bench-lake: bench-bronze bench-views

@@ -226,6 +226,8 @@ class Result:
     load_average: list[float] = field(default_factory=list)
     # the timer-driven records' latency (latency_stats, bound_ms, within_bound), apart
     timer_driven: dict = field(default_factory=dict)
+    # epoch ms the measured window starts at (the boundaries' seconds count from it)
+    measure_from_ms: float | None = None
 
 
 def timeline(
@@ -484,6 +486,8 @@ class Scenario:
     rtm_interval: str = DEFAULT_RTM_INTERVAL
     app_args: tuple[str, ...] = ()
     conf: tuple[str, ...] = ()
+    # options for the app's JVM (JAVA_TOOL_OPTIONS: a flight recording, say)
+    java_options: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -503,7 +507,7 @@ def launch(
     """How a scenario's app is started: its settings (in Real-Time Mode, a task slot per
     partition: :func:`rtm_master`), its arguments (its query name and a checkpoint under
     ``workdir``, reading from the latest offsets, the measured knobs, the interval, the engine,
-    ``app_args``) and its environment (``conf``)."""
+    ``app_args``) and its environment (``conf``, ``java_options``)."""
     args = [
         "--trigger",
         s.mode,
@@ -520,15 +524,14 @@ def launch(
     ]
     if s.mode == "realtime":
         settings = settings.with_overrides(spark_master_ops=rtm_master(s.app, settings))
-    env = (
-        {
-            "PYSPARK_SUBMIT_ARGS": " ".join(f"--conf {shlex.quote(c)}" for c in s.conf)
-            + " pyspark-shell"
-        }
-        if s.conf
-        else None
-    )
-    return settings, args, env
+    env = {}
+    if s.conf:
+        env["PYSPARK_SUBMIT_ARGS"] = (
+            " ".join(f"--conf {shlex.quote(c)}" for c in s.conf) + " pyspark-shell"
+        )
+    if s.java_options:
+        env["JAVA_TOOL_OPTIONS"] = " ".join(s.java_options)
+    return settings, args, env or None
 
 
 def run_scenario(
@@ -591,6 +594,7 @@ def run_scenario(
         stop_app(proc)
         watcher.stopping.set()
     measure_from = started_ms + s.warmup_s * 1000
+    result.measure_from_ms = measure_from
     outputs = [(out, src) for out, src in reader.samples if src >= measure_from]
     samples = [(src, out - src) for out, src in outputs]
     latencies = [lat for _, lat in samples]

@@ -15,6 +15,7 @@ from tests.support.help import assert_help_shows_defaults
         "bench.ops.beside",
         "bench.ops.boundary",
         "bench.ops.recovery",
+        "bench.ops.burst_profile",
     ],
 )
 def test_help_shows_every_flags_default(module, capsys, monkeypatch):
