@@ -10,7 +10,7 @@ import pytest
 
 from adlake import registry
 from bench import report as bench_report
-from bench.lake import scale
+from bench.lake import scale, scale_report
 from spark_apps.common.attribution.contract import AttributionConfig
 from tests.support.help import assert_help_shows_defaults
 
@@ -103,7 +103,7 @@ def test_the_goals_compare_the_largest_history_and_the_last_hour_with_their_smal
 def test_the_report_has_a_table_of_history_and_of_position_and_the_goals(tmp_path):
     (tmp_path / "scale.json").write_text(json.dumps(synthetic()))
     inputs = bench_report.read_inputs(tmp_path)
-    section = bench_report.scale_section(inputs.scale)
+    section = scale_report.scale_section(inputs.results["scale.json"])
 
     assert "| 1 | 150 | 147 | 8.0 s | 90.0 s | 30.0 s | 1.0 → 1.5, 1.0 → 1.5 |" in section
     assert "| **30 / 1** |  | 30.00× | **1.25×** | **1.10×** | 1.10× |  |" in section
@@ -116,7 +116,7 @@ def test_the_report_has_a_table_of_history_and_of_position_and_the_goals(tmp_pat
     assert "| scale | hourly run with 30 days of silver vs 1 | <= 1.2x |" in goals
     assert "| **no** |" in goals
     assert "gold daily run, 30 days of history" in bench_report.machine_section(inputs, None)
-    assert "Not run: no `scale.json`" in bench_report.scale_section(None)
+    assert "Not run: no `scale.json`" in scale_report.scale_section(None)
 
 
 def test_a_malformed_scale_json_names_its_field(tmp_path):
