@@ -27,7 +27,7 @@ On a broker of its own (free loopback ports, runtime under a temporary directory
    as a running engine is by the hours before; neither counted).
    ``--no-fixed-costs`` skips this step.
 
-``--out-dir DIR`` writes ``DIR/bronze.json`` (the report's contract, :mod:`bench.report`).
+``--out-dir DIR`` writes ``DIR/bronze.json`` (the report's contract, :mod:`.bronze_report`).
 ``--quick`` is a smoke run of the tool (``make bench-quick``): steps 1 and 2 on 2,000 records
 in batches of half of them; no silver (the report shows none of its figures; its first run is
 seconds of table creation) and no fixed cost (each is a Spark start of its own, ten seconds and

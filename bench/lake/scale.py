@@ -31,7 +31,7 @@ scratch runtime (this run's ``ADLAKE_RUNTIME_DIR``): ``--work-dir``, default a n
 ``/tmp/adlake-bench-scale-*``, printed at the start; its tables are deleted at the end unless
 ``--keep`` (30 days at 1M rows a day are about 1.5 GB).
 
-``--out-dir DIR`` writes ``DIR/scale.json`` (the report's contract, :mod:`bench.report`; unset:
+``--out-dir DIR`` writes ``DIR/scale.json`` (the report's contract, :mod:`.scale_report`; unset:
 ``<reports>/bench-scale-<time>.json``). ``--quick`` is a smoke run of the tool (``make
 bench-quick``): 2,000 rows a day, 1, 2 and 3 days, 4 files a day, a daily run of the day
 tables only, no warm-up, one repetition, no process. The default run took 18.7 minutes on 2
