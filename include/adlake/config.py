@@ -579,6 +579,14 @@ def _bad(name: str, value: str, allowed: str) -> ConfigError:
     return ConfigError(f"{_var(name)}={value!r} is not valid: {allowed}")
 
 
+# Settings that were removed, with what replaces them: a deployment that still sets one is told
+# why rather than only that the name is unknown.
+REMOVED = {
+    "ADLAKE_APP_STALE_MARGIN_S": "a Real-Time Mode app now says it is alive between checkpoint "
+    "boundaries, so ADLAKE_APP_STALE_AFTER_S bounds both modes; unset it",
+}
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Resolve settings from the environment (``os.environ`` by default): each row's variable,
     or its default in the profile, parsed by its kind; then a row left empty takes its
@@ -599,6 +607,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         k for k in env if k.startswith(ENV_PREFIX) and k not in known and k not in _NON_SETTINGS
     )
     if unknown:
+        removed = next((k for k in unknown if k in REMOVED), None)
+        if removed:
+            raise ConfigError(f"{removed} is no longer a setting: {REMOVED[removed]}")
         allowed = ", ".join(sorted(known))
         raise ConfigError(f"unknown setting {unknown[0]}: allowed settings are {allowed}")
 

@@ -73,6 +73,11 @@ def test_invalid_value_names_the_setting_and_what_is_allowed(name, value, allowe
     assert allowed in message
 
 
+def test_a_removed_setting_says_what_replaced_it():
+    with pytest.raises(ConfigError, match="ADLAKE_APP_STALE_MARGIN_S is no longer a setting: .*"):
+        load_settings({"ADLAKE_APP_STALE_MARGIN_S": "60"})
+
+
 def test_unknown_setting_is_rejected_not_ignored():
     with pytest.raises(ConfigError, match="unknown setting ADLAKE_SHUFLE_PARTITIONS"):
         load_settings({"ADLAKE_SHUFLE_PARTITIONS": "4"})
