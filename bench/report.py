@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from bench.report_kit import (
     Node,
     Section,
     load_text,
+    summary,
     table,
 )
 
@@ -88,13 +88,14 @@ class Inputs:
     goals: list[Goal] = field(default_factory=list)
     extras: dict[str, dict] = field(default_factory=dict)  # each file's raw JSON (machine, command)
     modified: dict[str, float] = field(default_factory=dict)  # each file's mtime
+    read: dict[str, set] = field(default_factory=dict)  # each file's paths the readers read
 
     def of(self, benchmark: Section) -> list[Any]:
         """A benchmark's results, one per file of it, None where the file is absent."""
         return [self.results.get(file) for file in benchmark.files]
 
 
-def _load_json(path: Path) -> Node:
+def _load_json(path: Path, trail: set | None = None) -> Node:
     try:
         value = json.loads(path.read_text())
     except json.JSONDecodeError as e:
@@ -103,7 +104,7 @@ def _load_json(path: Path) -> Node:
         ) from None
     if not isinstance(value, dict):
         raise MalformedReport(path.name, "", f"expected a JSON object, got {type(value).__name__}")
-    return Node(path.name, "", value)
+    return Node(path.name, "", value, trail=trail)
 
 
 def read_inputs(directory: Path) -> Inputs:
@@ -114,7 +115,8 @@ def read_inputs(directory: Path) -> Inputs:
             path = directory / name
             if not path.is_file():
                 continue
-            node = _load_json(path)
+            inputs.read[name] = set()
+            node = _load_json(path, inputs.read[name])
             inputs.extras[name] = node.value
             inputs.modified[name] = path.stat().st_mtime
             inputs.results[name], goals = reader(node)
@@ -245,13 +247,16 @@ def draw_plots(inputs: Inputs, out: Path) -> dict[str, str]:
 
 
 def build(directory: Path, out: Path, command: str | None = None) -> Path:
-    """Read ``directory``'s benchmark JSONs, write ``out/REPORT.md`` and the plots, with a copy
-    of the JSONs; the report's path. Raises :class:`MalformedReport` before writing anything if a JSON is malformed."""
+    """Read ``directory``'s benchmark JSONs, write ``out/REPORT.md`` and the plots, with each
+    JSON's summary (:func:`~bench.report_kit.summary`: what the report read of it, from which it
+    builds the same report again); the report's path. Raises :class:`MalformedReport` before
+    writing anything if a JSON is malformed."""
     inputs = read_inputs(directory)
     out.mkdir(parents=True, exist_ok=True)
     if out.resolve() != directory.resolve():  # the figures travel with the report (docs/bench/)
-        for name in inputs.extras:
-            shutil.copy2(directory / name, out / name)
+        for name, raw in inputs.extras.items():
+            (out / name).write_text(json.dumps(summary(raw, inputs.read[name]), indent=1) + "\n")
+            os.utime(out / name, (inputs.modified[name], inputs.modified[name]))
     plots = draw_plots(inputs, out)
     report = out / "REPORT.md"
     report.write_text(render(inputs, plots, out, command))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,16 @@ class Node:
     file: str
     where: str
     value: Any
+    # the keys from the file's root to here, and the set every read adds its path to (None: not
+    # recorded): what the report read of the file (:func:`summary`)
+    path: tuple = ()
+    trail: set | None = field(default=None, compare=False, repr=False)
+
+    def _at(self, key: str | int, where: str, value: Any) -> Node:
+        path = (*self.path, key)
+        if self.trail is not None:
+            self.trail.add(path)
+        return Node(self.file, where, value, path, self.trail)
 
     def _child(self, key: str | int) -> Node:
         where = (
@@ -55,14 +65,14 @@ class Node:
             else (f"{self.where}.{key}" if self.where else key)
         )
         if isinstance(key, int):
-            return Node(self.file, where, self.value[key])
+            return self._at(key, where, self.value[key])
         if not isinstance(self.value, Mapping):
             raise MalformedReport(
                 self.file, self.where, f"expected an object, got {self.value!r:.60}"
             )
         if key not in self.value:
             raise MalformedReport(self.file, where, "missing")
-        return Node(self.file, where, self.value[key])
+        return self._at(key, where, self.value[key])
 
     def _fail(self, expected: str) -> MalformedReport:
         return MalformedReport(
@@ -73,7 +83,10 @@ class Node:
         return self._child(key)
 
     def has(self, key: str) -> bool:
-        return isinstance(self.value, Mapping) and self.value.get(key) is not None
+        present = isinstance(self.value, Mapping) and self.value.get(key) is not None
+        if present and self.trail is not None:
+            self.trail.add((*self.path, key))
+        return present
 
     def num(self, key: str | None = None, optional: bool = False) -> float | None:
         node = self._child(key) if key is not None else self
@@ -120,6 +133,39 @@ class Node:
             raise node._fail("an object")
         numbers = {k: node.num(k, optional=True) for k in node.value}
         return {k: v for k, v in numbers.items() if v is not None}
+
+
+def summary(value: Any, trail: set[tuple]) -> Any:
+    """A benchmark's JSON cut to what the report read of it (``trail``: the paths a :class:`Node`
+    recorded): the fields read, whole where nothing under them was read field by field, every
+    item of a list read, and the top level's plain values (cores, quick, the command) and
+    ``errors``, which the report reads as they are. Building the report from the summary gives
+    the same report, so a committed report keeps this instead of the whole run output.
+
+    >>> raw = {"cores": 2, "runs": [{"p99": 5, "batches": [1, 2]}], "workdir": {"a": 1}}
+    >>> summary(raw, {("runs",), ("runs", 0), ("runs", 0, "p99")})
+    {'cores': 2, 'runs': [{'p99': 5}]}
+    """
+    trie: dict = {}
+    for path in trail:
+        node = trie
+        for key in path:
+            node = node.setdefault(key, {})
+
+    def cut(value: Any, read: dict, top: bool = False) -> Any:
+        if not read:
+            return value
+        if isinstance(value, Mapping):
+            return {
+                k: cut(v, read.get(k, {}))
+                for k, v in value.items()
+                if k in read or (top and (k == "errors" or not isinstance(v, (Mapping, list))))
+            }
+        if isinstance(value, list):
+            return [cut(v, read.get(i, {})) for i, v in enumerate(value)]
+        return value
+
+    return cut(value, trie, top=True)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ In the ops environment: the plots need its matplotlib (the lake environment has 
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 from pathlib import Path
@@ -665,3 +666,31 @@ def test_the_boundary_runs_are_summarised_into_a_table_and_the_best_ones_cdf(tmp
     (tmp_path / "in" / "boundary.json").unlink()
     report = build(tmp_path / "in", tmp_path / "out").read_text()
     assert "`make bench-boundary` writes `boundary.json`" in report
+
+
+def test_a_report_built_from_its_own_summaries_is_the_same_report(tmp_path):
+    """The JSON beside a report is what the report read of each benchmark's output (not the
+    whole run output): building again from it gives the same report and the same summaries."""
+    files = {
+        **synthetic(),
+        **beside_and_backfill(),
+        "maintenance.json": maintenance_json(),
+        "supervisor.json": supervisor_json(),
+    }
+    files["ops.json"]["workdir_files"] = {"app.log": "raw output the report never reads"}
+    files["ops.json"]["cores"] = 2  # a plain top-level value the machine section reads as is
+    for run in files["ops.json"]["runs"]:
+        run["batches"] = [{"batch_id": 1, "state_operator_metrics": [{"numRowsTotal": 5}]}]
+    first = build(write(tmp_path / "in", files), tmp_path / "out")
+    second = build(tmp_path / "out", tmp_path / "again")
+
+    def masked(report: Path) -> str:
+        return re.sub(r"report built [0-9-]+ [0-9:]+", "report built", report.read_text())
+
+    assert masked(second) == masked(first)
+    for name in files:
+        kept = json.loads((tmp_path / "out" / name).read_text())
+        assert json.loads((tmp_path / "again" / name).read_text()) == kept, name
+    ops = json.loads((tmp_path / "out" / "ops.json").read_text())
+    assert "workdir_files" not in ops and all("batches" not in r for r in ops["runs"])
+    assert (ops["cores"], ops["goals"]) == (2, files["ops.json"]["goals"])
