@@ -7,8 +7,8 @@ In the ops environment: the plots need its matplotlib (the lake environment has 
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 from pathlib import Path
 
