@@ -238,9 +238,9 @@ ROWS: tuple[Setting, ...] = (
     ),
     Setting(
         "app_rtm_interval_s",
-        _SECONDS,
-        "30",
-        "the Real-Time Mode checkpoint interval the lifecycle starts apps with: how often the long-running batch commits, the watermark advances and timers fire",
+        Optional(_SECONDS),
+        "",
+        "the Real-Time Mode checkpoint interval the lifecycle starts every app with (empty: each app's own, from its registry entry, as the Streaming apps docs list them): how often the long-running batch commits (a crash replays up to one interval of input), the watermark advances and timers fire; each boundary stalls the query for up to a second ([choosing it](streaming-apps.md#the-checkpoint-interval))",
     ),
     Setting(
         "app_start_grace_s",

@@ -301,10 +301,15 @@ def test_the_app_process_gets_the_callers_settings(settings):
     assert load_settings(apps.settings_env(users)) == users
 
 
-def test_the_default_rtm_interval_is_the_runners(settings):
-    from spark_apps.common.streaming.triggers import DEFAULT_RTM_INTERVAL
-
-    assert apps.interval_s(DEFAULT_RTM_INTERVAL) == settings.app_rtm_interval_s
+def test_each_app_starts_with_its_own_rtm_interval_unless_the_setting_gives_one(settings):
+    unset = settings.with_overrides(app_rtm_interval_s=None)
+    for app in registry.ops_apps():
+        argv = apps.app_argv(
+            app.name, "realtime", apps.default_knobs(app.name), apps.rtm_interval_s(unset, app.name)
+        )
+        assert argv[2:4] == ["--trigger-interval", f"{app.rtm_interval_s} seconds"], app.name
+        every = settings.with_overrides(app_rtm_interval_s=7)
+        assert apps.rtm_interval_s(every, app.name) == 7
 
 
 # -- backoff ---------------------------------------------------------------------------------------

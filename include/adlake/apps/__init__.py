@@ -165,6 +165,7 @@ from adlake.apps.state import (
     log_path,
     read_desired,
     read_restarts,
+    rtm_interval_s,
     write_desired,
     write_restarts,
 )
@@ -227,6 +228,7 @@ __all__ = [
     "observe_health",
     "read_desired",
     "read_restarts",
+    "rtm_interval_s",
     "reconcile",
     "record_intent",
     "record_restart",

@@ -34,6 +34,7 @@ from adlake.apps.state import (
     lock_path,
     log_path,
     read_json,
+    rtm_interval_s,
 )
 from adlake.config import REPO_ROOT, Settings, settings_env
 from adlake.processes import boot_time, holds_flock, is_process, seen_here
@@ -339,7 +340,7 @@ def launch(
         trigger,
         "--",
         spec.module,
-        *app_argv(app, trigger, knobs, settings.app_rtm_interval_s),
+        *app_argv(app, trigger, knobs, rtm_interval_s(settings, app)),
         *extra,
     ]
     log = log_path(settings, app)

@@ -254,6 +254,21 @@ def app_argv(
     return argv
 
 
+def rtm_interval_s(settings: Settings, app: str) -> int:
+    """The Real-Time Mode checkpoint interval the lifecycle starts ``app`` with: the setting
+    ``app_rtm_interval_s`` when set (every app), else the app's own (``App.rtm_interval_s``).
+
+    >>> from adlake.config import load_settings
+    >>> rtm_interval_s(load_settings({}), "click_surge") == app_spec("click_surge").rtm_interval_s
+    True
+    >>> rtm_interval_s(load_settings({"ADLAKE_APP_RTM_INTERVAL_S": "5"}), "click_surge")
+    5
+    """
+    if settings.app_rtm_interval_s is not None:
+        return settings.app_rtm_interval_s
+    return app_spec(app).rtm_interval_s
+
+
 def default_knobs(app: str) -> dict[str, object]:
     return {k.name: k.default for k in app_spec(app).knobs}
 

@@ -349,6 +349,10 @@ class App:
     rules: tuple[KnobRule, ...] = ()
     # What the benchmarks run it with and hold it to.
     bench: Benchmark = Benchmark()
+    # Its Real-Time Mode checkpoint interval, seconds, unless app_rtm_interval_s sets one for
+    # every app: how often the long-running batch commits (a crash replays up to one interval),
+    # the watermark advances and event-time timers fire; each boundary stalls the query.
+    rtm_interval_s: int = 30
 
     def __post_init__(self) -> None:
         knobs = {k.name for k in self.knobs}

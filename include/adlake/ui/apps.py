@@ -69,7 +69,7 @@ def app_view(settings: Settings, app: str, now: float) -> dict:
     return {
         "idle": idle(info),
         # a Real-Time Mode batch lasts the checkpoint interval: its last batch is up to that old
-        "rtm_interval_s": settings.app_rtm_interval_s if mode == "realtime" else None,
+        "rtm_interval_s": apps.rtm_interval_s(settings, app) if mode == "realtime" else None,
         **info,
         # the end-to-end p99 the page holds the app to, in the mode it runs (or would run) in
         "latency_target_ms": latency_target_ms(settings, mode),

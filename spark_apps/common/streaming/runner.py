@@ -94,8 +94,8 @@ def build_parser(spec: StreamingApp) -> argparse.ArgumentParser:
     parser.add_argument(
         "--trigger-interval",
         default=None,
-        help=f"realtime: checkpoint interval ({DEFAULT_RTM_INTERVAL} when "
-        "unset); processing_time: batch interval (0 seconds when unset)",
+        help=f"realtime: checkpoint interval (the app's own, {spec.app.rtm_interval_s} seconds, "
+        "when unset); processing_time: batch interval (0 seconds when unset)",
     )
     parser.add_argument(
         "--checkpoint",
@@ -194,7 +194,11 @@ def run(spec: StreamingApp, argv: list[str] | None = None, settings: Settings | 
     :data:`LOCK_HELD`."""
     args = parse_args(spec, argv)
     settings = settings or load_settings()
-    trigger = TriggerConfig(args.trigger, args.trigger_interval)
+    interval = args.trigger_interval
+    if args.trigger == "realtime" and interval is None:
+        # the app's own checkpoint interval (its registry entry), as the lifecycle starts it
+        interval = f"{spec.app.rtm_interval_s} seconds"
+    trigger = TriggerConfig(args.trigger, interval)
     name = args.query_name
     checkpoint = resolve_checkpoint(settings, args.checkpoint, name)
     command = [sys.executable, "-m", spec.app.module, *(sys.argv[1:] if argv is None else argv)]

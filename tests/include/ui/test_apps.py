@@ -79,7 +79,10 @@ def test_a_running_app_with_the_probes_figures(user, runtime, hold_lock):
     assert 3600 <= app["uptime_s"] < 3700
     assert 20 <= app["progress_age_s"] < 120 and 10 <= app["report_age_s"] < 110
     # in Real-Time Mode the last batch may be an interval old: the page says how long that is
-    assert (app["idle"], app["rtm_interval_s"]) == (False, runtime.app_rtm_interval_s)
+    assert (app["idle"], app["rtm_interval_s"]) == (
+        False,
+        apps.rtm_interval_s(runtime, "click_surge"),
+    )
     status = app["status"]
     assert status["e2e_latency"]["p99_ms"] == 90.0
     assert status["latency_history"] == history

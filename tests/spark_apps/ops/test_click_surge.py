@@ -498,8 +498,8 @@ def test_invalid_arguments_are_rejected_before_anything_starts(capsys, argv, mes
     ],
 )
 def test_trigger_config_defaults_are_the_documented_ones(mode, interval, expected):
-    # Both ops apps take their Real-Time Mode checkpoint interval from here (30 s: timers fire at
-    # interval boundaries), not from a constant of their own.
+    # TriggerConfig's fallback; an app started without --trigger-interval gets its own
+    # (App.rtm_interval_s, the runner passes it)
     assert DEFAULT_RTM_INTERVAL == "30 seconds"
     assert TriggerConfig(mode, interval).kwargs() == expected
 
