@@ -3,12 +3,12 @@ attributed with the processor's state in memory against ``transformWithState`` a
 server, and the gold job's rebuild of the reconciliation's day as Airflow runs it.
 
 On tables of its own (a temporary runtime): one day of synthetic silver
-(:func:`bench.lake.scale.write_days`, ``--rows-per-day``), then in this process's warm session
-the batch attribution of the day's events with their margins (the reconciliation's input), both
-forms, written to Spark's ``noop`` sink (the attribution alone, no table); then, with a lake
-engine of its own started, ``spark_apps.lake.gold --tables attribution_reconciliation`` over
-the day as a client process, twice (the first run pays the engine's warm-up): task start to
-commit. Written to ``--out`` (unset: ``<reports>/bench/attribution-batch.json``).
+(:func:`bench.lake.synthetic_silver.write_days`, ``--rows-per-day``), then in this process's warm
+session the batch attribution of the day's events with their margins (the reconciliation's input),
+both forms, written to Spark's ``noop`` sink (the attribution alone, no table); then, with a lake
+engine of its own started, ``spark_apps.lake.gold --tables attribution_reconciliation`` over the
+day as a client process, twice (the first run pays the engine's warm-up): task start to commit.
+Written to ``--out`` (unset: ``<reports>/bench/attribution-batch.json``).
 
     .venv/lake/bin/python -m bench.lake.attribution_batch --rows-per-day 1000000
 """
@@ -27,7 +27,7 @@ from adlake.config import load_settings
 from adlake.helpformat import HelpFormatter
 from adlake.local.kafka import free_port
 from bench import harness
-from bench.lake import scale
+from bench.lake import synthetic_silver
 
 say = harness.progress("attribution-batch")
 
@@ -88,11 +88,11 @@ def measure(args: argparse.Namespace) -> dict:
         rows_per_day=args.rows_per_day,
         last_day=args.day,
         seed=7,
-        files_per_day=scale.DEFAULT_FILES_PER_DAY,
+        files_per_day=synthetic_silver.DEFAULT_FILES_PER_DAY,
     )
-    written = scale.write_days(spark, settings, (0, 1), scale_args)
+    written = synthetic_silver.write_days(spark, settings, (0, 1), scale_args)
     say(f"silver: {written}")
-    day = scale.midnight(args.day)
+    day = synthetic_silver.midnight(args.day)
     result: dict = {"rows_per_day": args.rows_per_day, "silver_rows": written}
     # the first attribution of a session pays its Python workers' start: once, untimed
     attribution_seconds(spark, settings, day - timedelta(days=1), state_server=False)

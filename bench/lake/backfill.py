@@ -3,7 +3,7 @@ its wall time and days per minute, and its gold against one rebuild of the same 
 
 1. **Silver.** ``--days`` days (default 7) of synthetic silver ending on ``--last-day``, about
    ``--rows-per-day`` rows a day across the topics (default 1,000,000), written straight into
-   the silver tables by :mod:`bench.lake.scale`'s generator, in a scratch runtime
+   the silver tables by :mod:`bench.lake.synthetic_silver`, in a scratch runtime
    (``--work-dir``, default a new ``/tmp/adlake-bench-backfill-*``) with a broker of its own
    (empty topics: bronze and silver find nothing new, as in a backfill of history).
 2. **Airflow.** The lake engine of that runtime (on a free port: Airflow's tasks run as its
@@ -47,7 +47,7 @@ from adlake.local import platform
 from adlake.local.kafka import free_port
 from bench import harness
 from bench.harness import cores, load_average, timed
-from bench.lake import scale
+from bench.lake import scale, synthetic_silver
 
 GOAL_MINUTES = 10.0
 GOAL_DAYS, GOAL_ROWS_PER_DAY = 7, 1_000_000
@@ -287,13 +287,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--files-per-day",
         type=int,
-        default=scale.DEFAULT_FILES_PER_DAY,
+        default=synthetic_silver.DEFAULT_FILES_PER_DAY,
         help="silver files a day and table (as hourly silver runs leave them)",
     )
     parser.add_argument(
         "--last-day",
         type=date.fromisoformat,
-        default=scale.LAST_DAY,
+        default=synthetic_silver.LAST_DAY,
         help="the backfill's last day",
     )
     parser.add_argument("--seed", type=int, default=7, help="of the generated silver")
@@ -336,7 +336,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "lake", "backfill-benchmark", settings.with_overrides(lake_engine="local")
         )
         try:
-            rows, silver_s = timed(scale.write_days, spark, settings, (0, args.days), args)
+            rows, silver_s = timed(
+                synthetic_silver.write_days, spark, settings, (0, args.days), args
+            )
             say(f"silver written in {silver_s:.0f} s: {rows}")
             engine = LakeEngine(settings)
             engine.start()

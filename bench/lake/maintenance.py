@@ -2,12 +2,13 @@
 back. Printed, and written as ``maintenance.json``.
 
 In a scratch runtime and one warm Spark session, ``--hours`` (default 200) hourly runs of the
-lake's writes on page clicks, hour after hour, as the hourly chain and the view DAG make them:
-the hour's clicks appended to ``silver_page_clicks`` (synthetic, :mod:`bench.lake.scale`'s
+lake's writes on page clicks, hour after hour, as the hourly chain and the view DAG make them: the
+hour's clicks appended to ``silver_page_clicks`` (synthetic, :mod:`bench.lake.synthetic_silver`'s
 generator, ``--rows-per-day``), gold's ``page_traffic`` rebuilt over the hour (its
 ``replaceWhere``) and, after a day's last hour, over the day (``lake_daily``), and the view
-``page_clicks_hourly`` refreshed from silver's change feed (``MERGE``). Then, measured after the first hour, after the last without maintenance, and after
-one ``lake_maintenance`` run (``spark_apps.lake.maintenance.run``, every table written):
+``page_clicks_hourly`` refreshed from silver's change feed (``MERGE``). Then, measured after the
+first hour, after the last without maintenance, and after one ``lake_maintenance`` run
+(``spark_apps.lake.maintenance.run``, every table written):
 
 * files per gold day-partition (``page_traffic``: mean and max);
 * bytes on disk against the live data, every table written together;
@@ -42,7 +43,7 @@ from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from bench import harness
 from bench.harness import cores, load_average
-from bench.lake import scale
+from bench.lake import synthetic_silver
 
 VIEW = registry.view("page_clicks_hourly")
 SOURCE, GOLD = VIEW.source, "page_traffic"
@@ -296,12 +297,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "lake", "maintenance-benchmark", settings.with_overrides(lake_engine="local")
     )
     days = args.hours // 24 + 2
-    last_day = date.fromisoformat(scale.LAST_DAY)
+    last_day = date.fromisoformat(synthetic_silver.LAST_DAY)
     first_hour = datetime.combine(
         last_day - timedelta(days=days - 1), datetime.min.time(), tzinfo=UTC
     )
-    plan = scale.plan(args.rows_per_day)
-    clicks = scale.generate(spark, "page_clicks", (0, days), plan, last_day, args.seed, 1)
+    plan = synthetic_silver.plan(args.rows_per_day)
+    clicks = synthetic_silver.generate(
+        spark, "page_clicks", (0, days), plan, last_day, args.seed, 1
+    )
     clicks = clicks.localCheckpoint()
     say(f"scratch runtime {work}; {days} days of clicks ({plan['clicks']:,} a day)")
     sim = Simulation(spark, settings, clicks, first_hour)

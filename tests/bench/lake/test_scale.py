@@ -10,7 +10,7 @@ import pytest
 
 from adlake import registry
 from bench import report as bench_report
-from bench.lake import scale, scale_report
+from bench.lake import scale, scale_report, synthetic_silver
 from spark_apps.common.attribution.contract import AttributionConfig
 from tests.support.help import assert_help_shows_defaults
 
@@ -34,8 +34,8 @@ def test_quick_is_a_small_run_without_process_or_warm_up():
 def test_every_generated_callback_falls_in_its_impressions_window():
     """Batch attribution must find what the generated real-time records say was attributed."""
     window = AttributionConfig().window_ms
-    assert all(0 < lo < hi <= window for _, _, lo, hi in scale.CALLBACKS)
-    assert {kind for kind, *_ in scale.CALLBACKS} <= set(registry.CALLBACK_EVENT_TYPES)
+    assert all(0 < lo < hi <= window for _, _, lo, hi in synthetic_silver.CALLBACKS)
+    assert {kind for kind, *_ in synthetic_silver.CALLBACKS} <= set(registry.CALLBACK_EVENT_TYPES)
 
 
 def run(seconds: float, **tables: float) -> dict:
