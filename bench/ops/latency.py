@@ -33,14 +33,13 @@ and latency is measured within a checkpoint interval unless ``--rtm-interval`` i
 the run: event-time timers fire at the interval's boundary, where the query pauses (see
 docs/bench/attribution-boundary.md).
 
-``suite`` runs the report's scenarios (:func:`run_suite`) and writes ``ops.json``.
+``suite`` runs the report's scenarios (:func:`bench.ops.suite.run_suite`) and writes ``ops.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import shlex
 import sys
@@ -60,20 +59,60 @@ from bench.harness import (
     cores,
     latency_stats,
     load_average,
-    percentile,
     quantiles,
     say,
     start_app,
     stop_app,
     wait_started,
 )
-from bench.ops import kafka_hop
+
+# The Real-Time Mode boundary analysis lives in bench.ops.boundaries; all of it is still importable
+# from here (other benchmarks and long-running processes import it from this module).
+from bench.ops.boundaries import (  # noqa: F401 - re-exported
+    _PRE_PHASES,
+    BOUNDARY_AFTER_MS,
+    BOUNDARY_SEARCH_MS,
+    between_boundaries,
+    boundaries,
+    boundary_phases,
+    interval_ms,
+    timeline,
+)
 from spark_apps.common.streaming.triggers import DEFAULT_RTM_INTERVAL
+
+# The report's suite lives in bench.ops.suite, which imports this module: its names are still
+# importable from here, resolved on first use (PEP 562) so neither module sees the other half-built.
+_SUITE_NAMES = (
+    "SUITE_GOAL_BOUND",
+    "SUITE_RTM_S",
+    "SUITE_MICROBATCH_S",
+    "SUITE_HOP_S",
+    "QUICK_RATE",
+    "QUICK_WARMUP_S",
+    "QUICK_MEASURED_S",
+    "QUICK_HOP_S",
+    "QUICK_RTM_INTERVAL",
+    "QUICK_SETTLE_S",
+    "QUICK_DRAIN_S",
+    "QUICK_CATCH_UP_S",
+    "warmup_s",
+    "suite_scenarios",
+    "p99_goals",
+    "run_suite",
+)
+
+
+def __getattr__(name: str):
+    """The suite's names (:data:`_SUITE_NAMES`), from :mod:`bench.ops.suite`."""
+    if name in _SUITE_NAMES:
+        from bench.ops import suite
+
+        return getattr(suite, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 NO_ANOMALIES = dict(out_of_order=0, duplicates=0, late=0, malformed=0, orphans=0, surge_pages=0)
 MODE_NAMES = {"realtime": "Real-Time Mode", "processing_time": "micro-batch"}
-# What bounds the suite's p99 in Real-Time Mode (each app's goal: App.bench.suite_p99_ms).
-SUITE_GOAL_BOUND = "the interval boundary: see docs/bench/attribution-boundary.md"
 
 
 def ops_apps() -> tuple[registry.App, ...]:
@@ -190,12 +229,6 @@ def default_modes(app: registry.App) -> list[str]:
     return [app.default_trigger]
 
 
-def warmup_s(app: registry.App, settings: Settings) -> float:
-    """The full suite's warm-up: 60 s per 8 Real-Time Mode task slots (the JIT of long-lived
-    tasks on 2 cores takes the first 30-40 s of traffic; attribution's 16 need 120 s)."""
-    return 60.0 * math.ceil(rtm_slots(app, settings) / 8)
-
-
 @dataclass
 class Result:
     app: str
@@ -228,171 +261,6 @@ class Result:
     timer_driven: dict = field(default_factory=dict)
     # epoch ms the measured window starts at (the boundaries' seconds count from it)
     measure_from_ms: float | None = None
-
-
-def timeline(
-    samples: list[tuple[float, float]], measure_from: float, slice_s: int = 5
-) -> list[dict]:
-    """Per ``slice_s`` seconds of source time since ``measure_from`` (ms): outputs and their
-    latency p50/p99/max. ``samples`` are (source ms, latency ms)."""
-    slices: dict[int, list[float]] = {}
-    for src, lat in samples:
-        slices.setdefault(int((src - measure_from) // (slice_s * 1000)) * slice_s, []).append(lat)
-    return [
-        {
-            "t_s": start,
-            "n": len(values),
-            "p50": percentile(values, 0.5),
-            "p99": percentile(values, 0.99),
-            "max": round(max(values), 1),
-        }
-        for start, values in sorted(slices.items())
-    ]
-
-
-# How far around an interval boundary (ms) the stall is looked for, and how long after a stall
-# ends its backlog may still be late: outputs of inputs sent up to 1 s after it are not counted
-# as "between boundaries".
-BOUNDARY_SEARCH_MS = 10_000
-BOUNDARY_AFTER_MS = 1_000
-# progress phases that run before a batch's work starts (the next batch's part of a boundary)
-_PRE_PHASES = (
-    "latestOffset",
-    "getBatch",
-    "queryPlanning",
-    "walCommit",
-    "setOffsetRange",
-    "getOffset",
-    "getEndOffset",
-)
-
-
-def boundary_phases(ending: dict, following: dict, interval_ms: float | None) -> dict:
-    """The progress phases that fall in one boundary: the ending batch's ``addBatch`` (the
-    interval plus its end: the timers the new watermark fires, the state commit) and
-    ``commitOffsets``, then the starting batch's ``latestOffset``, ``walCommit``, ``getBatch``
-    and ``queryPlanning``; ``addBatchOverInterval`` is ``addBatch`` minus the interval."""
-    phases = {k: v for k, v in ending.items() if k in ("addBatch", "commitOffsets")}
-    phases.update({k: v for k, v in following.items() if k in _PRE_PHASES})
-    if interval_ms and "addBatch" in phases:
-        phases["addBatchOverInterval"] = phases["addBatch"] - interval_ms
-    return phases
-
-
-def interval_ms(text: str) -> float:
-    """A trigger interval ("30 seconds", "5 minutes") in milliseconds."""
-    amount, unit = text.split()
-    scale = {"ms": 1, "millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000}
-    return float(amount) * scale[unit.lower().rstrip("s") if unit.lower() != "ms" else "ms"]
-
-
-def boundaries(
-    batches: list[dict],
-    outputs: list[tuple[float, float]],
-    measure_from: float,
-    measure_to: float,
-    interval_ms: float | None = None,
-) -> list[dict]:
-    """Real-Time Mode's checkpoint-interval boundaries in the measured window, from the query's
-    progress (``batches``: one dict per batch as the app's status file gave it: ``batch_id``,
-    ``started_ms`` (the progress ``timestamp``), ``duration_ms``, ``phases_ms`` (its
-    ``durationMs``), ``state_operator_metrics``) and the outputs (``(output Kafka ms, source
-    ms)``).
-
-    A boundary is the end of one long-running batch and the start of the next: it is placed at
-    ``end = started_ms + duration_ms`` of the ending batch. Its **stall** is the longest gap
-    between consecutive output timestamps within ``BOUNDARY_SEARCH_MS`` before ``end`` and
-    ``BOUNDARY_SEARCH_MS`` plus the next batch's pre-work phases (``_PRE_PHASES``) after it: at
-    1,000 inputs/s outputs are milliseconds apart, so that gap is the time the query emitted
-    nothing. ``stall_start_s``/``stall_end_s`` are its edges (seconds since ``measure_from``);
-    ``held_from_s`` is the source time of the oldest input written after the gap (the first
-    input the stall held, a few ms before the gap opened); the boundary's **span**, in source
-    time, is ``[held_from, stall end + BOUNDARY_AFTER_MS]``, and ``peak_ms`` is the highest
-    latency of an output whose source time falls in it. ``durations_ms`` are the phases that
-    fall in the boundary (:func:`boundary_phases`: the ending batch's ``addBatch``, which spans
-    the interval plus the end-of-batch work, and ``commitOffsets``; the starting batch's
-    ``latestOffset``/``walCommit``/``queryPlanning``); ``ending_batch_ms`` and
-    ``next_durations_ms`` are both batches' whole ``durationMs``; ``timers_fired`` is the ending
-    batch's ``numExpiredTimers`` (the timers its end fired) if Spark reports it."""
-    import bisect
-
-    result = []
-    ordered = sorted(batches, key=lambda b: b["batch_id"])
-    by_out = sorted(outputs)
-    out_times = [out for out, _ in by_out]
-    for ending, starting in zip(ordered, ordered[1:] + [None]):
-        end = ending["started_ms"] + (ending["duration_ms"] or 0)
-        if not measure_from <= end <= measure_to:
-            continue
-        following = (starting or {}).get("phases_ms") or {}
-        pre = sum(v for k, v in following.items() if k in _PRE_PHASES)
-        lo = bisect.bisect_left(out_times, end - BOUNDARY_SEARCH_MS)
-        hi = bisect.bisect_right(out_times, end + BOUNDARY_SEARCH_MS + pre)
-        window = out_times[lo:hi]
-        gap, gap_start, gap_end = None, end, end + pre
-        for a, b in zip(window, window[1:]):
-            if gap is None or b - a > gap:
-                gap, gap_start, gap_end = b - a, a, b
-        # the first input the stall held: the oldest source among the outputs written after it
-        after = bisect.bisect_left(out_times, gap_end)
-        held = [
-            src
-            for _, src in by_out[
-                after : bisect.bisect_right(out_times, gap_end + BOUNDARY_SEARCH_MS)
-            ]
-        ]
-        held_from = min(min(held), gap_start) if held else gap_start
-        # (their outputs come within a minute unless the app fell behind, which the run's
-        # lag at end and timeline show)
-        until = bisect.bisect_right(out_times, gap_end + 60_000)
-        peak = [
-            out - src
-            for out, src in by_out[lo:until]
-            if held_from <= src <= gap_end + BOUNDARY_AFTER_MS
-        ]
-        timers = None
-        for op in ending.get("state_operator_metrics") or []:
-            fired = (op.get("customMetrics") or {}).get("numExpiredTimers")
-            if fired is not None:
-                timers = (timers or 0) + int(fired)
-        result.append(
-            {
-                "t_s": round((end - measure_from) / 1000, 3),
-                "batch_id": ending["batch_id"],
-                "stall_ms": round(gap, 1) if gap is not None else None,
-                "stall_start_s": round((gap_start - measure_from) / 1000, 3),
-                "stall_end_s": round((gap_end - measure_from) / 1000, 3),
-                "held_from_s": round((held_from - measure_from) / 1000, 3),
-                "peak_ms": round(max(peak), 1) if peak else None,
-                "durations_ms": boundary_phases(
-                    ending.get("phases_ms") or {}, following, interval_ms
-                ),
-                "ending_batch_ms": ending.get("phases_ms") or {},
-                "next_durations_ms": following,
-                "state_operator_metrics": ending.get("state_operator_metrics") or [],
-                "timers_fired": timers,
-            }
-        )
-    return result
-
-
-def between_boundaries(
-    samples: list[tuple[float, float]], spans: list[dict], measure_from: float
-) -> list[float]:
-    """**Between boundaries**: the latencies of outputs whose source time (the Kafka timestamp
-    of the input) is outside every boundary's span ``[held_from, stall end +
-    BOUNDARY_AFTER_MS]`` (see :func:`boundaries`): inputs that arrived while the query was not
-    reading, and in the second after it resumed, while it worked off the backlog, are left out;
-    every other output counts. ``samples``: (source ms, latency ms). With no boundary, every
-    output."""
-    cuts = [
-        (
-            measure_from + b["held_from_s"] * 1000,
-            measure_from + b["stall_end_s"] * 1000 + BOUNDARY_AFTER_MS,
-        )
-        for b in spans
-    ]
-    return [lat for src, lat in samples if not any(lo <= src <= hi for lo, hi in cuts)]
 
 
 class StatusWatcher(threading.Thread):
@@ -639,149 +507,12 @@ def run_scenario(
     return result
 
 
-# -- the report's suite --------------------------------------------------------------------------
-
-# The full suite: seconds measured in Real-Time Mode and in micro-batch, and of the Kafka hop.
-SUITE_RTM_S, SUITE_MICROBATCH_S, SUITE_HOP_S = 600.0, 120.0, 60.0
-# The quick suite (a smoke run of the tool and the report, about half a minute): one app (see
-# suite_scenarios), a few seconds of traffic, and Spark's shortest Real-Time Mode checkpoint
-# interval (spark.sql.streaming.realTimeMode.minBatchDuration) so that the run holds a boundary.
-QUICK_RATE, QUICK_WARMUP_S, QUICK_MEASURED_S, QUICK_HOP_S = 200.0, 1.0, 7.0, 2.0
-QUICK_RTM_INTERVAL = "5 seconds"
-QUICK_SETTLE_S, QUICK_DRAIN_S, QUICK_CATCH_UP_S = 1.0, 1.0, 20.0
-
-
-def suite_scenarios(settings: Settings, quick: bool, rate: float) -> list[Scenario]:
-    """The report's runs, the registry's apps in its order: each in Real-Time Mode (the default
-    checkpoint interval) with :func:`warmup_s`, :data:`SUITE_RTM_S` measured, and an app whose
-    default trigger is Real-Time Mode also in micro-batch (``processing_time`` 0 s,
-    :data:`SUITE_MICROBATCH_S`); each in its ``engine`` knob's default. ``quick``: one run, of
-    the first app whose default trigger is Real-Time Mode (its boundaries and timeline are what
-    the report draws; every app's run is the same :func:`run_scenario`, and each app start is a
-    Spark start of 10-20 s), with the quick figures above."""
-    apps = ops_apps()
-    if quick:
-        app = next((a for a in apps if a.default_trigger == "realtime"), apps[0])
-        return [
-            Scenario(
-                app,
-                app.default_trigger,
-                rate,
-                QUICK_WARMUP_S,
-                QUICK_MEASURED_S,
-                default_engine(app),
-                QUICK_RTM_INTERVAL,
-            )
-        ]
-    scenarios = []
-    for app in apps:
-        warm, engine = warmup_s(app, settings), default_engine(app)
-        scenarios.append(Scenario(app, "realtime", rate, warm, SUITE_RTM_S, engine))
-        if app.default_trigger == "realtime":
-            scenarios.append(
-                Scenario(app, "processing_time", rate, warm, SUITE_MICROBATCH_S, engine)
-            )
-    return scenarios
-
-
-def p99_goals(runs: list[Result], rate: float, interval: str) -> list[dict]:
-    """Each app's goal for its Real-Time Mode run (``App.bench.suite_p99_ms``), against that run
-    (not met when the run did not happen)."""
-    by_key = {(r.app, r.mode): r for r in runs}
-    goals, mode = [], "realtime"
-    for app in ops_apps():
-        target = app.bench.suite_p99_ms
-        if target is None:
-            continue
-        run = by_key.get((app.name, mode))
-        p99 = run.whole.get("p99") if run else None
-        goals.append(
-            {
-                "goal": f"{app.name} whole-run p99 in {MODE_NAMES[mode]} at {rate:,.0f} events/s "
-                f"({interval} checkpoint interval)",
-                "target": f"<= {target:.0f} ms",
-                "measured": f"{p99} ms (between boundaries {run.between_boundaries.get('p99')} ms)"
-                if run
-                else "not measured in this run",
-                "met": p99 is not None and p99 <= target,
-                "bound": SUITE_GOAL_BOUND,
-            }
-        )
-    return goals
-
-
-def run_suite(out_dir: Path, quick: bool = False, rate: float = 1000.0) -> dict:
-    """The operational apps' part of the benchmark report, on one private broker: the runs of
-    :func:`suite_scenarios` one after the other, with the bare Kafka hop (:mod:`.kafka_hop`,
-    :data:`SUITE_HOP_S` at the same rate) right before the last app's runs, so the ratio of that
-    app's latency to the hop's compares one machine state. A run that fails is recorded in
-    ``errors`` and the others still run. ``quick`` runs at :data:`QUICK_RATE`, whatever
-    ``rate``. Writes and returns ``out_dir/ops.json`` (the report's contract: ``runs``,
-    ``kafka_hop``, ``goals``)."""
-    base = load_settings()
-    rate = QUICK_RATE if quick else rate
-    scenarios = suite_scenarios(base, quick, rate)
-    interval = QUICK_RTM_INTERVAL if quick else DEFAULT_RTM_INTERVAL
-    hop_s = QUICK_HOP_S if quick else SUITE_HOP_S
-    pacing = (
-        dict(settle_s=QUICK_SETTLE_S, drain_s=QUICK_DRAIN_S, catch_up_s=QUICK_CATCH_UP_S)
-        if quick
-        else {}
-    )
-    runs: list[Result] = []
-    errors: list[str] = []
-    hop_figures: dict = {"rate": rate, "duration_s": hop_s, "whole": {}}
-    started = time.monotonic()
-
-    def attempt(what: str, run) -> None:
-        try:
-            run()
-        except Exception as exc:  # noqa: BLE001 - the report says what failed
-            errors.append(f"{what}: {type(exc).__name__}: {exc}")
-            say(f"suite: {what} failed: {exc}")
-
-    def hop() -> None:
-        say(f"suite: kafka hop at {rate:.0f}/s for {hop_s:.0f} s")
-        hop_figures.update(kafka_hop.figures(settings.kafka_bootstrap, rate, hop_s, quick))
-        say(f"suite: kafka hop {hop_figures['whole']}")
-
-    def measure(scenario: Scenario) -> None:
-        attempt(
-            f"{scenario.app.name} {scenario.mode}",
-            lambda: runs.append(run_scenario(settings, scenario, workdir, **pacing)),
-        )
-
-    with harness.private_broker("suite", base) as (settings, workdir):
-        last = scenarios[-1].app
-        for i, scenario in enumerate(scenarios):
-            if scenario.app == last and (i == 0 or scenarios[i - 1].app != last):
-                attempt("kafka hop", hop)
-            measure(scenario)
-    hop_p99 = hop_figures["whole"].get("p99")
-    for run in runs:
-        if hop_p99 and run.whole.get("p99") is not None:
-            run.notes.append(f"p99 / kafka hop p99 = {run.whole['p99'] / hop_p99:.1f}")
-    summary = {
-        "quick": quick,
-        "cores": cores(),
-        "rate": rate,
-        "rtm_interval": interval,
-        "elapsed_s": round(time.monotonic() - started, 1),
-        "runs": [asdict(r) for r in runs],
-        "kafka_hop": hop_figures,
-        "goals": p99_goals(runs, rate, interval),
-        "errors": errors,
-        "workdir": str(workdir),
-    }
-    harness.write_json(out_dir / "ops.json", summary, indent=1)
-    say(f"suite: written to {out_dir / 'ops.json'} in {summary['elapsed_s']} s; logs in {workdir}")
-    return summary
-
-
 # -- one app -------------------------------------------------------------------------------------
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from bench.ops.suite import QUICK_MEASURED_S, QUICK_RATE, QUICK_WARMUP_S
+
     parser = argparse.ArgumentParser(
         prog="bench.ops.latency", description=__doc__, formatter_class=HelpFormatter
     )
@@ -883,6 +614,8 @@ def main(argv: list[str] | None = None) -> int:
     base = load_settings()
     rates = [float(r) for r in args.rates.split(",")]
     if args.app == "suite":
+        from bench.ops.suite import run_suite
+
         out_dir = Path(args.out_dir) if args.out_dir else harness.report_dir(base, args.quick)
         summary = run_suite(out_dir, args.quick, rates[0])
         return 1 if summary["errors"] else 0  # ops.json is written either way
