@@ -12,7 +12,7 @@ import pytest
 
 from adlake import registry
 from adlake.config import load_settings
-from bench.ops import boundary, latency, soak
+from bench.ops import boundary, latency, soak, suite
 from tests.support.toy_app import TOY, TOY_TOPIC
 
 INPUTS = ("ad_requests", "ad_impressions", "ad_callbacks", "page_clicks")
@@ -28,10 +28,10 @@ def toy_registry(monkeypatch):
 def test_the_latency_tool_measures_an_added_app(toy_registry):
     assert [a.name for a in latency.ops_apps()] == ["attribution", "click_surge", TOY.name]
     assert latency.parse_args([TOY.name]).app == TOY.name
-    scenarios = latency.suite_scenarios(load_settings(), quick=False, rate=1000.0)
+    scenarios = suite.suite_scenarios(load_settings(), quick=False, rate=1000.0)
     # in Real-Time Mode, as every app; its default trigger is micro-batch: no second run
     assert [s.mode for s in scenarios if s.app is TOY] == ["realtime"]
-    goals = latency.p99_goals([], 1000.0, "30 seconds")
+    goals = suite.p99_goals([], 1000.0, "30 seconds")
     assert [g["goal"].split()[0] for g in goals] == ["attribution"]  # the toy declares none
 
 

@@ -8,14 +8,15 @@ import json
 from types import SimpleNamespace
 
 from bench.harness import latency_stats, quantiles
-from bench.ops.latency import (
+from bench.ops import boundaries as boundaries_module, latency, suite
+from bench.ops.boundaries import (
     BOUNDARY_AFTER_MS,
-    OutputReader,
     between_boundaries,
     boundaries,
     interval_ms,
     timeline,
 )
+from bench.ops.latency import OutputReader
 
 
 def test_quantiles_are_1001_values_from_min_to_max():
@@ -134,3 +135,13 @@ def test_timer_driven_records_are_measured_apart_from_the_input_driven():
     assert OutputReader.sample(reader, matched) == (src_ms + 40, src_ms)
     assert OutputReader.sample(reader, closed) is None
     assert reader.timer_samples == [(src_ms + 331_000, src_ms)]
+
+
+def test_the_moved_names_are_still_importable_from_latency():
+    """Other benchmarks and running processes import the boundary analysis and the suite from
+    bench.ops.latency, where they were."""
+    for name in ("BOUNDARY_SEARCH_MS", "BOUNDARY_AFTER_MS", "_PRE_PHASES", "boundary_phases"):
+        assert getattr(latency, name) is getattr(boundaries_module, name)
+    assert latency.boundaries is boundaries and latency.timeline is timeline
+    for name in latency._SUITE_NAMES:
+        assert getattr(latency, name) is getattr(suite, name)
