@@ -1,2 +1,3 @@
 """Benchmarks of the operational apps, run in the ops environment (``.venv/ops``): latency
-(:mod:`.latency`), the bare Kafka hop (:mod:`.kafka_hop`) and the soak (:mod:`.soak`)."""
+(:mod:`.latency`; its Real-Time Mode boundaries :mod:`.boundaries`, the report's suite
+:mod:`.suite`), the bare Kafka hop (:mod:`.kafka_hop`) and the soak (:mod:`.soak`)."""

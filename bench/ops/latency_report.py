@@ -178,7 +178,7 @@ def ops_section(ops: Ops | None) -> str:
         "End-to-end latency, output Kafka timestamp − input Kafka timestamp, over each run's "
         "measured span; *between boundaries* leaves out the inputs a checkpoint-interval "
         "boundary held: from the first input its stall held to 1 s after the stall "
-        "(`between_boundaries` in `bench/ops/latency.py`).",
+        "(`between_boundaries` in `bench/ops/boundaries.py`).",
         "",
     ]
     rows = [
