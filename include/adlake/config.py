@@ -240,7 +240,7 @@ ROWS: tuple[Setting, ...] = (
         "app_rtm_interval_s",
         Optional(_SECONDS),
         "",
-        "the Real-Time Mode checkpoint interval the lifecycle starts every app with (empty: each app's own, from its registry entry, as the Streaming apps docs list them): how often the long-running batch commits (a crash replays up to one interval of input), the watermark advances and timers fire; each boundary stalls the query for up to a second ([choosing it](streaming-apps.md#the-checkpoint-interval))",
+        "the Real-Time Mode checkpoint interval the lifecycle starts every app with (empty: each app's own, from its registry entry, as the Streaming apps docs list them): how often the long-running batch commits (a crash replays up to one interval of input), the watermark advances and timers fire; each boundary pauses the query for one to a few seconds on 2 cores ([choosing it](streaming-apps.md#the-checkpoint-interval))",
     ),
     Setting(
         "app_start_grace_s",

@@ -621,7 +621,7 @@ def test_start_runs_the_app_detached_in_its_own_session_holding_its_lock(fake):
         "--trigger",
         "realtime",
         "--trigger-interval",
-        "30 seconds",
+        f"{registry.app(APP).rtm_interval_s} seconds",
         "--threshold",
         "50",
     ]
@@ -631,7 +631,7 @@ def test_start_runs_the_app_detached_in_its_own_session_holding_its_lock(fake):
         "--trigger",
         "realtime",
         "--trigger-interval",
-        "30 seconds",
+        f"{registry.app(APP).rtm_interval_s} seconds",
         "--threshold",
         "50",
     ]

@@ -216,7 +216,8 @@ class StatusReporter:
             last = read_status(self.settings, self.app) or {"mode": self.mode, **self.extra}
             if last.get("state") not in ("running", "starting"):
                 return last  # a final state is not overwritten
-            last.update(last_alive_at=now)
+            # its tasks run: it is running, also before its first boundary reports a batch
+            last.update(state="running", last_alive_at=now)
             write_status(self.settings, self.app, last, now=now)
         return last
 
