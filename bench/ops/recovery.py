@@ -136,9 +136,11 @@ def run(settings: Settings, app: registry.App, interval: str, workdir: Path) -> 
     load_start = load_average()
     proc = start_app(app, settings, args, log, env, own_group=True)
     watcher = StatusWatcher(settings, name)
-    reader = IdReader(settings.kafka_bootstrap, registry.topic(app.outputs[0]))
+    reader = None
     try:
         harness.wait_started(settings, name, proc, log)
+        # once the query has started: its output topic then answers offset queries
+        reader = IdReader(settings.kafka_bootstrap, registry.topic(app.outputs[0]))
         reader.start()
         watcher.start()
         time.sleep(5)  # the long-running batch's tasks are scheduled
@@ -182,7 +184,8 @@ def run(settings: Settings, app: registry.App, interval: str, workdir: Path) -> 
         sending.join()
         time.sleep(5)  # the outputs of the last inputs
     finally:
-        reader.stopping.set()
+        if reader is not None:
+            reader.stopping.set()
         watcher.stopping.set()
         harness.stop_app(proc)
     figures = analyse(reader.samples, measure_from, killed, restarted, target_ms)
