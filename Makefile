@@ -210,7 +210,7 @@ BENCH_JSON = ops.json bronze.json views.json scale.json beside.json backfill.jso
 bench: BENCH_DIR = $(REPORTS)/bench
 bench: setup
 	mkdir -p "$(BENCH_DIR)" && cd "$(BENCH_DIR)" && rm -f $(BENCH_JSON)
-	$(OPS_PY) -m bench.ops.latency suite --out-dir "$(BENCH_DIR)"; ops=$$?; \
+	$(OPS_PY) -m bench.ops.suite --out-dir "$(BENCH_DIR)"; ops=$$?; \
 	$(LAKE_PY) -m bench.lake.bronze --out-dir "$(BENCH_DIR)"; bronze=$$?; \
 	$(LAKE_PY) -m bench.lake.views --suite --out-dir "$(BENCH_DIR)"; views=$$?; \
 	$(LAKE_PY) -m bench.lake.scale --out-dir "$(BENCH_DIR)"; scale=$$?; \
@@ -232,7 +232,7 @@ bench: setup
 bench-quick: BENCH_DIR = $(REPORTS)/bench-quick
 bench-quick: setup
 	mkdir -p "$(BENCH_DIR)" && cd "$(BENCH_DIR)" && rm -f $(BENCH_JSON)
-	$(OPS_PY) -m bench.ops.latency suite --quick --out-dir "$(BENCH_DIR)" & ops_pid=$$!; \
+	$(OPS_PY) -m bench.ops.suite --quick --out-dir "$(BENCH_DIR)" & ops_pid=$$!; \
 	$(LAKE_PY) -m bench.lake --quick --out-dir "$(BENCH_DIR)"; lake=$$?; \
 	$(LAKE_PY) -m bench.lake.scale --quick --out-dir "$(BENCH_DIR)"; scale=$$?; \
 	wait $$ops_pid; ops=$$?; \

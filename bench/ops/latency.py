@@ -21,7 +21,6 @@ every scenario:
     .venv/ops/bin/python -m bench.ops.latency click_surge --rates 1000 --duration 60
     .venv/ops/bin/python -m bench.ops.latency attribution --modes realtime,processing_time \
         --rates 1000,2000,4000 --warmup 120
-    .venv/ops/bin/python -m bench.ops.latency suite --out-dir .runtime/reports/bench
 
 Any app of the registry (runtime ``ops``) can be measured. Unless ``--modes`` says otherwise, an
 app whose default trigger is Real-Time Mode runs in it and in micro-batch in one invocation, so
@@ -33,7 +32,8 @@ and latency is measured within a checkpoint interval unless ``--rtm-interval`` i
 the run: event-time timers fire at the interval's boundary, where the query pauses (see
 docs/bench/attribution-boundary.md).
 
-``suite`` runs the report's scenarios (:func:`bench.ops.suite.run_suite`) and writes ``ops.json``.
+The report's scenarios run as :mod:`bench.ops.suite` (``python -m bench.ops.suite``), which
+writes ``ops.json``.
 """
 
 from __future__ import annotations
@@ -69,7 +69,6 @@ from bench.harness import (
 # The Real-Time Mode boundary analysis lives in bench.ops.boundaries; all of it is still importable
 # from here (other benchmarks and long-running processes import it from this module).
 from bench.ops.boundaries import (  # noqa: F401 - re-exported
-    _PRE_PHASES,
     BOUNDARY_AFTER_MS,
     BOUNDARY_SEARCH_MS,
     between_boundaries,
@@ -79,37 +78,6 @@ from bench.ops.boundaries import (  # noqa: F401 - re-exported
     timeline,
 )
 from spark_apps.common.streaming.triggers import DEFAULT_RTM_INTERVAL
-
-# The report's suite lives in bench.ops.suite, which imports this module: its names are still
-# importable from here, resolved on first use (PEP 562) so neither module sees the other half-built.
-_SUITE_NAMES = (
-    "SUITE_GOAL_BOUND",
-    "SUITE_RTM_S",
-    "SUITE_MICROBATCH_S",
-    "SUITE_HOP_S",
-    "QUICK_RATE",
-    "QUICK_WARMUP_S",
-    "QUICK_MEASURED_S",
-    "QUICK_HOP_S",
-    "QUICK_RTM_INTERVAL",
-    "QUICK_SETTLE_S",
-    "QUICK_DRAIN_S",
-    "QUICK_CATCH_UP_S",
-    "warmup_s",
-    "suite_scenarios",
-    "p99_goals",
-    "run_suite",
-)
-
-
-def __getattr__(name: str):
-    """The suite's names (:data:`_SUITE_NAMES`), from :mod:`bench.ops.suite`."""
-    if name in _SUITE_NAMES:
-        from bench.ops import suite
-
-        return getattr(suite, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 NO_ANOMALIES = dict(out_of_order=0, duplicates=0, late=0, malformed=0, orphans=0, surge_pages=0)
 MODE_NAMES = {"realtime": "Real-Time Mode", "processing_time": "micro-batch"}
@@ -286,7 +254,7 @@ class StatusWatcher(threading.Thread):
                 continue
             self.batches[batch] = {
                 "batch_id": batch,
-                "started_ms": _ts_ms(status["last_batch_at"]),
+                "started_ms": ts_ms(status["last_batch_at"]),
                 "duration_ms": status.get("batch_duration_ms"),
                 "phases_ms": status.get("batch_phases_ms") or {},
                 "input_rows": status.get("input_rows"),
@@ -295,7 +263,7 @@ class StatusWatcher(threading.Thread):
             }
 
 
-def _ts_ms(text: str) -> float:
+def ts_ms(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000
 
 
@@ -314,9 +282,9 @@ class OutputReader(TopicReader):
         if not source:
             return None
         if value.get("record_type") in self.skip:
-            self.timer_samples.append((float(msg.timestamp()[1]), _ts_ms(source)))
+            self.timer_samples.append((float(msg.timestamp()[1]), ts_ms(source)))
             return None
-        return float(msg.timestamp()[1]), _ts_ms(source)
+        return float(msg.timestamp()[1]), ts_ms(source)
 
 
 def _ticker(
@@ -511,35 +479,19 @@ def run_scenario(
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from bench.ops.suite import QUICK_MEASURED_S, QUICK_RATE, QUICK_WARMUP_S
-
     parser = argparse.ArgumentParser(
         prog="bench.ops.latency", description=__doc__, formatter_class=HelpFormatter
     )
     parser.add_argument(
         "app",
-        choices=[*(a.name for a in ops_apps()), "suite"],
-        help="the app to measure, or `suite`: the report's scenarios in one run "
-        "(see run_suite), written to --out-dir/ops.json",
-    )
-    parser.add_argument(
-        "--out-dir",
-        default=None,
-        help="suite: the report's directory (unset: <reports>/bench, or "
-        "<reports>/bench-quick with --quick)",
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="suite: a smoke run of the tool and the report: one app in Real-Time Mode at "
-        f"{QUICK_RATE:g} events/s, {QUICK_WARMUP_S:g} s warm-up and {QUICK_MEASURED_S:g} s "
-        "measured (about half a minute)",
+        choices=[a.name for a in ops_apps()],
+        help="the app to measure (the report's suite: bench.ops.suite)",
     )
     parser.add_argument(
         "--rates",
         "--rate",
         default="1000",
-        help="input rates (events/s), comma-separated: a run each (suite: the first)",
+        help="input rates (events/s), comma-separated: a run each",
     )
     parser.add_argument("--duration", type=float, default=60.0, help="measured seconds per run")
     parser.add_argument(
@@ -613,12 +565,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     base = load_settings()
     rates = [float(r) for r in args.rates.split(",")]
-    if args.app == "suite":
-        from bench.ops.suite import run_suite
-
-        out_dir = Path(args.out_dir) if args.out_dir else harness.report_dir(base, args.quick)
-        summary = run_suite(out_dir, args.quick, rates[0])
-        return 1 if summary["errors"] else 0  # ops.json is written either way
     app = registry.app(args.app)
     engines = args.engines.split(",") if default_engine(app) else [None]
     scenarios = [

@@ -1,5 +1,5 @@
-"""The apps' latency suite's part of the benchmark report: ``ops.json`` (``bench.ops.latency
-suite``), per run the latency percentiles, 1001 quantiles (the CDF), a 5 s timeline, the interval
+"""The apps' latency suite's part of the benchmark report: ``ops.json`` (``bench.ops.suite``),
+per run the latency percentiles, 1001 quantiles (the CDF), a 5 s timeline, the interval
 boundaries with their stall and durations; the bare Kafka hop. Its tables, the latency CDFs and
 the Real-Time Mode runs' timelines; and the runs' types and readers, which other benchmarks of
 the apps' latency share (:mod:`bench.ops.beside_report`)."""

@@ -46,10 +46,10 @@ from bench.harness import TopicReader, cores, latency_stats, load_average, say, 
 from bench.ops.latency import (
     Scenario,
     StatusWatcher,
-    _ts_ms,
     default_engine,
     launch,
     traffic,
+    ts_ms,
 )
 
 RATE, WARMUP_S, AFTER_S = 1000.0, 60.0, 120.0
@@ -73,7 +73,7 @@ class IdReader(TopicReader):
             return None
         return (
             float(msg.timestamp()[1]),
-            _ts_ms(source),
+            ts_ms(source),
             tuple(value.get(f) for f in self.id_fields),
         )
 

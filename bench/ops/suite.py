@@ -1,18 +1,24 @@
-"""The operational apps' part of the benchmark report (``python -m bench.ops.latency suite``):
+"""The operational apps' part of the benchmark report (``python -m bench.ops.suite``):
 the report's scenarios, each app in Real-Time Mode (and in micro-batch when that is its
 comparison) measured by :func:`bench.ops.latency.run_scenario` on one private broker, the bare
-Kafka hop beside them, each app's p99 goal, written as ``ops.json`` (:func:`run_suite`).
+Kafka hop beside them, each app's p99 goal, written as ``ops.json`` (:func:`run_suite`)::
+
+    .venv/ops/bin/python -m bench.ops.suite --out-dir .runtime/reports/bench
+    .venv/ops/bin/python -m bench.ops.suite --quick
 """
 
 from __future__ import annotations
 
+import argparse
 import math
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 from adlake import registry
 from adlake.config import Settings, load_settings
+from adlake.helpformat import HelpFormatter
 from bench import harness
 from bench.harness import cores, say
 from bench.ops import kafka_hop
@@ -172,3 +178,32 @@ def run_suite(out_dir: Path, quick: bool = False, rate: float = 1000.0) -> dict:
     harness.write_json(out_dir / "ops.json", summary, indent=1)
     say(f"suite: written to {out_dir / 'ops.json'} in {summary['elapsed_s']} s; logs in {workdir}")
     return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="bench.ops.suite", description=__doc__, formatter_class=HelpFormatter
+    )
+    parser.add_argument(
+        "--out-dir",
+        default=None,
+        help="the report's directory (unset: <reports>/bench, or <reports>/bench-quick with "
+        "--quick)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run of the tool and the report: one app in Real-Time Mode at "
+        f"{QUICK_RATE:g} events/s, {QUICK_WARMUP_S:g} s warm-up and {QUICK_MEASURED_S:g} s "
+        "measured (about half a minute)",
+    )
+    parser.add_argument("--rate", type=float, default=1000.0, help="input rate, events/s")
+    args = parser.parse_args(argv)
+    base = load_settings()
+    out_dir = Path(args.out_dir) if args.out_dir else harness.report_dir(base, args.quick)
+    summary = run_suite(out_dir, args.quick, args.rate)
+    return 1 if summary["errors"] else 0  # ops.json is written either way
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -16,6 +16,7 @@ from tests.support.help import assert_help_shows_defaults
         "bench.ops.boundary",
         "bench.ops.recovery",
         "bench.ops.burst_profile",
+        "bench.ops.suite",
     ],
 )
 def test_help_shows_every_flags_default(module, capsys, monkeypatch):

@@ -8,7 +8,7 @@ import json
 from types import SimpleNamespace
 
 from bench.harness import latency_stats, quantiles
-from bench.ops import boundaries as boundaries_module, latency, suite
+from bench.ops import boundaries as boundaries_module, latency
 from bench.ops.boundaries import (
     BOUNDARY_AFTER_MS,
     between_boundaries,
@@ -138,10 +138,8 @@ def test_timer_driven_records_are_measured_apart_from_the_input_driven():
 
 
 def test_the_moved_names_are_still_importable_from_latency():
-    """Other benchmarks and running processes import the boundary analysis and the suite from
-    bench.ops.latency, where they were."""
-    for name in ("BOUNDARY_SEARCH_MS", "BOUNDARY_AFTER_MS", "_PRE_PHASES", "boundary_phases"):
+    """Other benchmarks and running processes import the boundary analysis from
+    bench.ops.latency, where it was."""
+    for name in ("BOUNDARY_SEARCH_MS", "BOUNDARY_AFTER_MS", "boundary_phases"):
         assert getattr(latency, name) is getattr(boundaries_module, name)
     assert latency.boundaries is boundaries and latency.timeline is timeline
-    for name in latency._SUITE_NAMES:
-        assert getattr(latency, name) is getattr(suite, name)
