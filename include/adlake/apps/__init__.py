@@ -52,7 +52,7 @@ ones below, in one place.
 **Staleness.** A micro-batch app reports after every batch and, when idle, a heartbeat (Spark's
 idle event, about every 10 s). A Real-Time Mode batch lasts a checkpoint interval
 (``app_rtm_interval_s``, given to the app as ``--trigger-interval``) and reports at its end; in
-between, the app checks every 20 s that its query is alive (active, its batch's tasks running:
+between, the app checks every 20 s that its query is alive (its driver answers and the query is active:
 ``spark_apps.common.streaming.listener.query_alive``) and says so. Either app is stale after
 ``app_stale_after_s`` (120 s) without a report, whatever the interval. A started app has
 ``app_start_grace_s`` more to report at all.

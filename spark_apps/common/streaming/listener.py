@@ -216,7 +216,7 @@ class StatusReporter:
             last = read_status(self.settings, self.app) or {"mode": self.mode, **self.extra}
             if last.get("state") not in ("running", "starting"):
                 return last  # a final state is not overwritten
-            # its tasks run: it is running, also before its first boundary reports a batch
+            # its query is active: it is running, also before its first boundary reports a batch
             last.update(state="running", last_alive_at=now)
             write_status(self.settings, self.app, last, now=now)
         return last
@@ -341,18 +341,13 @@ ALIVE_EVERY_S = 20.0
 
 
 def query_alive(query, spark: SparkSession) -> bool:
-    """Whether a Real-Time Mode query is alive mid-interval: active, its trigger running a batch,
-    and tasks of that batch running. Each question is a round trip to the driver's JVM, so a
-    driver that does not answer (hung, stopped) blocks here and reports nothing. A task that
-    hangs while it holds its slot still counts as running: that is seen at the boundary, which
-    its batch then never reaches."""
-    if not query.isActive or not query.status.get("isTriggerActive"):
-        return False
-    tracker = spark.sparkContext.statusTracker()
-    return any(
-        (info := tracker.getStageInfo(stage)) is not None and info.numActiveTasks > 0
-        for stage in tracker.getActiveStageIds()
-    )
+    """Whether a Real-Time Mode query is alive mid-interval: its driver answers (each question is
+    a round trip to the driver's JVM, so a driver that does not answer, hung or stopped, blocks
+    here and reports nothing) and the query is active with no exception. A task that hangs while
+    it holds its slot is not seen here: its batch then never reaches its boundary, and the run's
+    progress (rates, lag) stops moving. ``spark`` is the session (kept for the caller's
+    signature)."""
+    return bool(query.isActive) and query.exception() is None
 
 
 def attach_listener(spark: SparkSession, reporter: StatusReporter) -> object:
