@@ -340,13 +340,12 @@ def observe_latency(df: DataFrame, source_ts_ms: str | Column) -> DataFrame:
 ALIVE_EVERY_S = 20.0
 
 
-def query_alive(query, spark: SparkSession) -> bool:
+def query_alive(query) -> bool:
     """Whether a Real-Time Mode query is alive mid-interval: its driver answers (each question is
     a round trip to the driver's JVM, so a driver that does not answer, hung or stopped, blocks
     here and reports nothing) and the query is active with no exception. A task that hangs while
     it holds its slot is not seen here: its batch then never reaches its boundary, and the run's
-    progress (rates, lag) stops moving. ``spark`` is the session (kept for the caller's
-    signature)."""
+    progress (rates, lag) stops moving."""
     return bool(query.isActive) and query.exception() is None
 
 

@@ -275,7 +275,7 @@ def _run_query(
         # a batch reports only at its boundary: between them, say the query is alive (at least
         # once per interval)
         every_s = min(ALIVE_EVERY_S, interval_s(trigger.interval or DEFAULT_RTM_INTERVAL) / 2)
-        stop.run(query, every=(every_s, lambda: query_alive(query, spark) and reporter.alive()))
+        stop.run(query, every=(every_s, lambda: query_alive(query) and reporter.alive()))
     else:
         stop.run(query)
     print(f"[{name}] stopped ({stop.reason or 'query ended'})", flush=True)
