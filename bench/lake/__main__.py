@@ -23,7 +23,7 @@ from adlake.config import load_settings
 from adlake.helpformat import HelpFormatter
 from bench import harness
 from bench.harness import load_average, say
-from bench.lake import bronze, views
+from bench.lake import bronze, views, views_suite
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             failed.append("bronze")
     try:
         own = base.with_overrides(runtime_dir=harness.work_dir("views"))
-        report = views.suite(spark, own, views.parse_args(["--suite", *flags]), out_dir)
+        report = views_suite.suite(spark, own, views.parse_args(["--suite", *flags]), out_dir)
         if any(c.get("verify_differences") for c in report["cases"]):
             failed.append("views (the incremental refresh differs from a recomputation)")
     except Exception:  # noqa: BLE001 - reported, and the status says it failed

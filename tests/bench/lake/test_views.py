@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.lake import views as views_benchmark
+from bench.lake import views as views_benchmark, views_suite
 
 pytest.importorskip("delta")
 
@@ -61,7 +61,7 @@ def test_the_goals_compare_each_case_with_its_target_and_name_what_bounds_it():
         _case("append", 100_000_000, 3.5, 110.0),
     ]
 
-    one_row, append, fixed = views_benchmark.goals(cases)
+    one_row, append, fixed = views_suite.goals(cases)
 
     assert one_row["met"] and "1.20 s (median of 3)" in one_row["measured"]
     assert "7 Spark jobs, 2 Delta commits" in one_row["measured"]
@@ -75,6 +75,6 @@ def test_the_goals_compare_each_case_with_its_target_and_name_what_bounds_it():
 def test_one_size_has_no_growth_goal():
     cases = [_case("one_row", 1000, 2.0, None, all_s=[2.0]), _case("append", 1000, 4.0, 8.0)]
 
-    goals = views_benchmark.goals(cases)
+    goals = views_suite.goals(cases)
 
     assert [g["met"] for g in goals] == [False, False]  # 2.0 s > 1.5 s; 2x < 5x
