@@ -11,24 +11,27 @@ its window, so every click is an output whose latency is measured). Then:
    of the apps that read them: half each of twice the rate; malformed records, duplicates,
    out-of-order events and orphans at the generator's defaults, no late events: see "no loss")
    for ``--duration-min`` minutes;
-2. every ``--sample-s`` seconds, per app: rows in state and the state store's memory (RocksDB's,
-   from the query's progress), the checkpoint directory's size and file count, the driver JVM's
-   heap (``jcmd <pid> GC.heap_info``: used and committed) and resident memory, the measured
-   end-to-end latency p50/p99 (the status file's ``e2e_latency``, from the app's own probe of its
-   output topic) and the input rate;
+2. every ``--sample-s`` seconds, per app (:mod:`bench.ops.soak_samples`): rows in state and the
+   state store's memory (RocksDB's, from the query's progress), the checkpoint directory's size
+   and file count, the driver JVM's heap (``jcmd <pid> GC.heap_info``: used and committed) and
+   resident memory, the measured end-to-end latency p50/p99 (the status file's ``e2e_latency``,
+   from the app's own probe of its output topic) and the input rate;
 3. when the traffic ends: every app must read every input offset, then one closing request
    (:func:`adlake.generator.closing_request`) moves the watermark of every app with state that
    reads ad requests (attribution) past every key's close (:func:`closed_by_request`), and the
-   counts in and out are compared (:func:`account`);
-4. the samples, the verdict (each metric flat after the warm-up, :func:`trend`) and the counts go
-   to ``<reports>/soak/soak-<time>.json``, the plot to the ``.png`` beside it.
+   counts in and out are compared (:func:`bench.ops.soak_accounting.account`);
+4. the samples, the verdict (each metric flat after the warm-up,
+   :func:`bench.ops.soak_samples.trend`) and the counts go to
+   ``<reports>/soak/soak-<time>.json``, the plot to the ``.png`` beside it.
 
-**No loss**, from the generator's own report (what was sent and what of it is malformed or a
-duplicate, by the rules the DLQs apply) against the outputs read back and deduplicated by ids:
+**No loss** (:mod:`bench.ops.soak_accounting`), from the generator's own report (what was sent
+and what of it is malformed or a duplicate, by the rules the DLQs apply) against the outputs read
+back and deduplicated by ids:
 
 * each DLQ holds exactly the malformed records of its app's topics;
-* each app's outputs, by their meaning (:data:`OUTPUT_CHECKS`; an app without an entry: each of
-  its output topics holds records, :func:`generic_checks`):
+* each app's outputs, by their meaning (:data:`bench.ops.soak_accounting.OUTPUT_CHECKS`; an
+  app without an entry: each of its output topics holds records,
+  :func:`bench.ops.soak_accounting.generic_checks`):
 * attribution: every distinct valid request is closed once (``request_closed``), every distinct
   valid impression is emitted once as ``attributed_impression`` or ``orphan_impression``, every
   distinct valid callback once as ``attributed_callback`` or ``orphan_callback``;
@@ -45,286 +48,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-from adlake import generator, payload_rules, registry
+from adlake import generator, registry
 from adlake.apps import committed_offsets
 from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
-from adlake.processes import driver_jvm
 from adlake.status import read_status
 from bench import harness
 from bench.harness import start_app, stop_app, wait_started, wait_until
 from bench.ops.latency import knob_args, ops_apps, rtm_master
-from spark_apps.common.attribution.contract import (
-    ATTRIBUTED_CALLBACK,
-    ATTRIBUTED_IMPRESSION,
-    ORPHAN_CALLBACK,
-    ORPHAN_IMPRESSION,
-    REQUEST_CLOSED,
-)
+from bench.ops.soak_accounting import account
+from bench.ops.soak_samples import METRICS, plot, sample_app, trend
 
-# What each sample holds per app, in the plot's order: (field, label).
-METRICS = (
-    ("state_rows", "rows in state"),
-    ("state_memory_mb", "state store memory (MB)"),
-    ("checkpoint_mb", "checkpoint size (MB)"),
-    ("checkpoint_files", "checkpoint files"),
-    ("heap_used_mb", "driver heap used (MB)"),
-    ("e2e_p99_ms", "end-to-end latency p99 (ms)"),
-)
-# A metric is flat when its mean over the last third of the samples after the warm-up is within
-# this share of its mean over the middle third (and not over the cap, for the latency).
-FLAT_TOLERANCE = 0.2
-_HEAP = re.compile(r"heap\s+total (?:reserved \d+K, committed )?(\d+)K, used (\d+)K")
-
-
-# -- what is sampled -------------------------------------------------------------------------------
-
-
-def dir_usage(path: Path) -> tuple[int, int]:
-    """``(bytes, files)`` under ``path`` (0, 0 if it does not exist); files that vanish while
-    they are counted (the checkpoint's maintenance deletes old ones) are skipped."""
-    size = files = 0
-    for root, _, names in os.walk(path):
-        for name in names:
-            try:
-                size += os.stat(os.path.join(root, name)).st_size
-            except FileNotFoundError:
-                continue
-            files += 1
-    return size, files
-
-
-def parse_heap_info(text: str) -> dict[str, float] | None:
-    """Heap used and committed (MB) from ``jcmd <pid> GC.heap_info``.
-
-    >>> parse_heap_info(" garbage-first heap   total 262144K, used 104857K [0x0000000080000000")
-    {'heap_used_mb': 102.4, 'heap_committed_mb': 256.0}
-    >>> parse_heap_info(" garbage-first heap   total reserved 2097152K, committed 524288K, "
-    ...                 "used 51200K [0x0000000080000000")
-    {'heap_used_mb': 50.0, 'heap_committed_mb': 512.0}
-    >>> parse_heap_info("Could not attach") is None
-    True
-    """
-    match = _HEAP.search(text)
-    if not match:
-        return None
-    return {
-        "heap_used_mb": round(int(match.group(2)) / 1024, 1),
-        "heap_committed_mb": round(int(match.group(1)) / 1024, 1),
-    }
-
-
-def heap(jvm_pid: int | None) -> dict[str, float | None]:
-    """The driver JVM's heap (``jcmd``) and resident memory (``/proc``), None where unreadable."""
-    out: dict[str, float | None] = {"heap_used_mb": None, "heap_committed_mb": None, "rss_mb": None}
-    if jvm_pid is None:
-        return out
-    try:
-        result = subprocess.run(
-            ["jcmd", str(jvm_pid), "GC.heap_info"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-        out.update(parse_heap_info(result.stdout) or {})
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    try:
-        for line in (Path("/proc") / str(jvm_pid) / "status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                out["rss_mb"] = round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    return out
-
-
-def sample_app(settings: Settings, app: str, pid: int, checkpoint: Path) -> dict:
-    """One sample of ``app`` (see the module docstring, step 2)."""
-    status = read_status(settings, app) or {}
-    e2e = status.get("e2e_latency") or {}
-    size, files = dir_usage(checkpoint)
-    return {
-        "state": status.get("state"),
-        "batch_id": status.get("batch_id"),
-        "state_rows": status.get("state_rows"),
-        "state_memory_mb": status.get("state_memory_mb"),
-        "checkpoint_mb": round(size / 1e6, 2),
-        "checkpoint_files": files,
-        **heap(driver_jvm(pid)),
-        "e2e_p50_ms": e2e.get("p50_ms"),
-        "e2e_p99_ms": e2e.get("p99_ms"),
-        "e2e_samples": e2e.get("samples"),
-        "input_rows_per_s": status.get("input_rows_per_s"),
-        "late_rows": status.get("late_rows"),
-    }
-
-
-# -- the verdict -----------------------------------------------------------------------------------
-
-
-def trend(points: list[tuple[float, float | None]], warmup_s: float) -> dict:
-    """Whether a metric stays bounded: over the samples after ``warmup_s``, the mean of the last
-    third against the mean of the middle third (``growth``: 0.1 = 10% higher), and ``flat`` when
-    that growth is within :data:`FLAT_TOLERANCE`. Too few samples give ``flat`` None.
-
-    >>> trend([(60 * i, 100.0 + i % 2) for i in range(12)], warmup_s=120)["flat"]
-    True
-    >>> trend([(60 * i, 100.0 * i) for i in range(12)], warmup_s=120)["flat"]
-    False
-    >>> trend([(0, 1.0), (60, 2.0)], warmup_s=0)["flat"] is None
-    True
-    """
-    values = [v for t, v in points if t >= warmup_s and v is not None]
-    third = len(values) // 3
-    if third < 1:
-        return {"samples": len(values), "growth": None, "flat": None}
-    middle = sum(values[third : 2 * third]) / third
-    last = sum(values[-third:]) / third
-    growth = (last - middle) / middle if middle else (0.0 if not last else None)
-    return {
-        "samples": len(values),
-        "middle_mean": round(middle, 2),
-        "last_mean": round(last, 2),
-        "max": max(values),
-        "growth": None if growth is None else round(growth, 3),
-        "flat": None if growth is None else growth <= FLAT_TOLERANCE,
-    }
-
-
-# -- no loss ---------------------------------------------------------------------------------------
-
-
-def expected_counts(report: dict) -> dict[str, int]:
-    """From a generator report: distinct valid events per input topic (sent, less the malformed
-    and the duplicates) and the records each DLQ must hold.
-
-    >>> r = {"sent": {"ad_requests": 10, "ad_impressions": 8, "ad_callbacks": 5, "page_clicks": 9},
-    ...      "anomalies_by_topic": {t: {"invalid_json": 1, "duplicate": 1} for t in
-    ...                             ("ad_requests", "ad_impressions", "ad_callbacks",
-    ...                              "page_clicks")}}
-    >>> expected_counts(r)["ad_requests"], expected_counts(r)["page_clicks_records"]
-    (8, 8)
-    >>> expected_counts(r)["ad_events_dlq"], expected_counts(r)["page_clicks_dlq"]
-    (3, 1)
-    """
-    out: dict[str, int] = {}
-    rejected = {
-        t: sum(report["anomalies_by_topic"][t].get(k, 0) for k in payload_rules.REASON_KINDS)
-        for t in report["sent"]
-    }
-    for topic, sent in report["sent"].items():
-        out[topic] = sent - rejected[topic] - report["anomalies_by_topic"][topic]["duplicate"]
-        out[f"{topic}_records"] = sent - rejected[topic]  # valid records, duplicates included
-    for app in ops_apps():
-        if app.dlq:
-            out[app.dlq] = sum(rejected[t] for t in app.inputs)
-    return out
-
-
-@dataclass(frozen=True)
-class Tally:
-    """What the checks compare: the expected counts (:func:`expected_counts`), the records read
-    from each output topic, the rows each app's watermark dropped (its status's, by app) and the
-    closing request's id."""
-
-    expected: dict[str, int]
-    outputs: dict[str, list[dict]]
-    late_rows: dict[str, int]
-    closing_id: str | None
-
-
-# An app's check of its outputs: (expected, got) by what it counts.
-Check = Callable[[registry.App, Tally], dict[str, tuple[int, int]]]
-
-
-def generic_checks(app: registry.App, tally: Tally) -> dict[str, tuple[int, int]]:
-    """The check of an app without one of its own: each of its output topics holds records (its
-    measured knobs make every input an output, and every app gets traffic)."""
-    return {f"{t} has records": (1, min(1, len(tally.outputs[t]))) for t in app.outputs}
-
-
-def attribution_checks(app: registry.App, tally: Tally) -> dict[str, tuple[int, int]]:
-    """Attribution's checks: every distinct valid request closed once, every impression and
-    callback emitted once, attributed or orphaned (the closing request not counted)."""
-    expected = tally.expected
-    by_type: dict[str, set] = {}
-    for v in tally.outputs[app.outputs[0]]:
-        item = {
-            REQUEST_CLOSED: v["request_id"],
-            ATTRIBUTED_IMPRESSION: v["impression_id"],
-            ORPHAN_IMPRESSION: v["impression_id"],
-            ATTRIBUTED_CALLBACK: v["callback_id"],
-            ORPHAN_CALLBACK: v["callback_id"],
-        }[v["record_type"]]
-        by_type.setdefault(v["record_type"], set()).add(item)
-    closed = by_type.get(REQUEST_CLOSED, set()) - {tally.closing_id}
-    return {
-        "requests closed": (expected["ad_requests"], len(closed)),
-        "impressions attributed or orphaned": (
-            expected["ad_impressions"],
-            len(by_type.get(ATTRIBUTED_IMPRESSION, set()) | by_type.get(ORPHAN_IMPRESSION, set())),
-        ),
-        "callbacks attributed or orphaned": (
-            expected["ad_callbacks"],
-            len(by_type.get(ATTRIBUTED_CALLBACK, set()) | by_type.get(ORPHAN_CALLBACK, set())),
-        ),
-    }
-
-
-def click_surge_checks(app: registry.App, tally: Tally) -> dict[str, tuple[int, int]]:
-    """Click-surge's check: the final counts of all windows add up to the valid clicks, less
-    those the watermark dropped as late (its ``late_rows``)."""
-    windows: dict[tuple, int] = {}
-    for v in tally.outputs[app.outputs[0]]:
-        key = (v["page_id"], v["window_start"])
-        windows[key] = max(windows.get(key, 0), v["click_count"])
-    return {
-        "clicks counted in windows (+ late)": (
-            tally.expected["page_clicks_records"],
-            sum(windows.values()) + tally.late_rows.get(app.name, 0),
-        )
-    }
-
-
-# The checks of an app's outputs by their meaning, by app: these read its output's records as
-# the app defines them. An app without an entry gets generic_checks.
-OUTPUT_CHECKS: dict[str, Check] = {
-    "attribution": attribution_checks,
-    "click_surge": click_surge_checks,
-}
-
-
-def account(
-    report: dict,
-    outputs: dict[str, list[dict]],
-    late_rows: dict[str, int],
-    closing_id: str | None,
-) -> dict:
-    """In against out (module docstring, "No loss"): per check, ``expected``, ``got`` and
-    ``lost`` (expected - got; negative: more than expected). ``late_rows``: each app's rows the
-    watermark dropped (its status's), by app."""
-    expected = expected_counts(report)
-    tally = Tally(expected, outputs, late_rows, closing_id)
-    got: dict[str, tuple[int, int]] = {}
-    apps = ops_apps()
-    for app in apps:
-        got.update(OUTPUT_CHECKS.get(app.name, generic_checks)(app, tally))
-    for app in (a for a in apps if a.dlq):
-        topic = registry.topic(app.dlq)
-        ids = {tuple(v[f] for f in topic.id_fields) for v in outputs[app.dlq]}
-        got[f"{app.dlq} records"] = (expected[app.dlq], len(ids))
-    return {name: {"expected": e, "got": g, "lost": e - g} for name, (e, g) in got.items()}
+# -- the broker and the checkpoints, read when the traffic ends ------------------------------------
 
 
 def read_values(settings: Settings, topic: str, timeout_s: float = 600) -> list[dict]:
@@ -395,42 +136,6 @@ def committed_all(settings: Settings, app: registry.App, checkpoint: Path) -> bo
     finally:
         consumer.close()
     return committed_offsets(checkpoint) == ends
-
-
-# -- the plot ----------------------------------------------------------------------------------
-
-
-def plot(samples: list[dict], warmup_s: float, path: Path, title: str) -> Path:
-    """One panel per metric (:data:`METRICS`), a line per app, minutes on the x axis; the
-    warm-up shaded."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(3, 2, figsize=(12, 10), sharex=True)
-    for ax, (name, label) in zip(axes.flat, METRICS):
-        for app in ops_apps():
-            points = [
-                (s["t_s"] / 60, s[app.name][name])
-                for s in samples
-                if s[app.name].get(name) is not None
-            ]
-            if points:
-                ax.plot(*zip(*points), marker="o", markersize=3, label=app.name)
-        ax.axvspan(0, warmup_s / 60, color="0.9", label="warm-up")
-        if name == "e2e_p99_ms":  # milliseconds beside the warm-up's seconds
-            ax.set_yscale("log")
-        ax.set_title(label)
-        ax.grid(True, alpha=0.3)
-    for ax in axes[-1]:
-        ax.set_xlabel("minutes since the traffic started")
-    axes.flat[0].legend()
-    fig.suptitle(title)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    harness.save_plot(fig, path, dpi=90)
-    return path
 
 
 # -- the run -------------------------------------------------------------------------------------

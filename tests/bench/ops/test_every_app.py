@@ -12,7 +12,7 @@ import pytest
 
 from adlake import registry
 from adlake.config import load_settings
-from bench.ops import boundary, latency, soak, suite
+from bench.ops import boundary, latency, soak, soak_accounting, suite
 from tests.support.toy_app import TOY, TOY_TOPIC
 
 INPUTS = ("ad_requests", "ad_impressions", "ad_callbacks", "page_clicks")
@@ -63,11 +63,11 @@ def test_the_soak_runs_and_accounts_an_added_app(toy_registry, tmp_path):
         "ad_events_dlq": [],
         "page_clicks_dlq": [],
     }
-    counts = soak.account(report, outputs, late_rows={}, closing_id=None)
+    counts = soak_accounting.account(report, outputs, late_rows={}, closing_id=None)
     assert counts[f"{TOY_TOPIC.name} has records"] == {"expected": 1, "got": 1, "lost": 0}
     assert counts["page_clicks_dlq records"]["lost"] == 0
     outputs[TOY_TOPIC.name] = []
-    counts = soak.account(report, outputs, late_rows={}, closing_id=None)
+    counts = soak_accounting.account(report, outputs, late_rows={}, closing_id=None)
     assert counts[f"{TOY_TOPIC.name} has records"]["lost"] == 1
 
 

@@ -1,6 +1,7 @@
-"""The soak (``bench/ops/soak.py``): its sampling, verdict, accounting and plot on small
-hand-made data, and, in the long form only (``FAULTS_FORM=long``, ``make faults``), a smoke run
-of the real thing: a broker, both apps and half a minute of traffic.
+"""The soak (``bench/ops/soak.py``, with ``soak_samples.py`` and ``soak_accounting.py``): its
+sampling, verdict, accounting and plot on small hand-made data, and, in the long form only
+(``FAULTS_FORM=long``, ``make faults``), a smoke run of the real thing: a broker, both apps and
+half a minute of traffic.
 
 The 30-minute soak itself is ``make soak`` and no test."""
 
@@ -11,7 +12,7 @@ import os
 
 import pytest
 
-from bench.ops import soak
+from bench.ops import soak, soak_accounting, soak_samples
 from tests.support.help import assert_help_shows_defaults
 
 
@@ -24,26 +25,30 @@ def test_dir_usage_counts_bytes_and_files(tmp_path):
     (tmp_path / "offsets" / "0").write_bytes(b"x" * 10)
     (tmp_path / "commits").mkdir()
     (tmp_path / "commits" / "0").write_bytes(b"y" * 5)
-    assert soak.dir_usage(tmp_path) == (15, 2)
-    assert soak.dir_usage(tmp_path / "missing") == (0, 0)
+    assert soak_samples.dir_usage(tmp_path) == (15, 2)
+    assert soak_samples.dir_usage(tmp_path / "missing") == (0, 0)
 
 
 def test_an_unknown_driver_has_no_heap():
-    assert soak.heap(None) == {"heap_used_mb": None, "heap_committed_mb": None, "rss_mb": None}
+    assert soak_samples.heap(None) == {
+        "heap_used_mb": None,
+        "heap_committed_mb": None,
+        "rss_mb": None,
+    }
 
 
 def test_trend_tells_a_plateau_from_growth():
     warmup = 300
     # fills during the warm-up, then flat with noise: bounded
     plateau = [(60 * i, min(i, 5) * 1000.0 + (i % 3) * 20) for i in range(30)]
-    assert soak.trend(plateau, warmup)["flat"] is True
+    assert soak_samples.trend(plateau, warmup)["flat"] is True
     # a leak: grows by 3% a minute
     leak = [(60 * i, 1000.0 * 1.03**i) for i in range(30)]
-    verdict = soak.trend(leak, warmup)
-    assert verdict["flat"] is False and verdict["growth"] > soak.FLAT_TOLERANCE
+    verdict = soak_samples.trend(leak, warmup)
+    assert verdict["flat"] is False and verdict["growth"] > soak_samples.FLAT_TOLERANCE
     # missing samples (a probe that did not answer) are left out, not read as zeros
     holes = [(t, None if t % 120 else v) for t, v in plateau]
-    assert soak.trend(holes, warmup)["samples"] == len(
+    assert soak_samples.trend(holes, warmup)["samples"] == len(
         [1 for t, v in holes if t >= warmup and v is not None]
     )
 
@@ -100,7 +105,9 @@ def outputs() -> dict[str, list[dict]]:
 
 
 def test_accounting_deduplicates_and_balances():
-    counts = soak.account(generator_report(), outputs(), late_rows={}, closing_id="close")
+    counts = soak_accounting.account(
+        generator_report(), outputs(), late_rows={}, closing_id="close"
+    )
     assert {name: (c["expected"], c["got"]) for name, c in counts.items()} == {
         "requests closed": (2, 2),
         "impressions attributed or orphaned": (2, 2),
@@ -115,9 +122,9 @@ def test_accounting_deduplicates_and_balances():
     fewer = outputs()
     fewer["page_surges"] = fewer["page_surges"][:-1]
     assert (
-        soak.account(generator_report(), fewer, late_rows={"click_surge": 1}, closing_id="close")[
-            "clicks counted in windows (+ late)"
-        ]["lost"]
+        soak_accounting.account(
+            generator_report(), fewer, late_rows={"click_surge": 1}, closing_id="close"
+        )["clicks counted in windows (+ late)"]["lost"]
         == 0
     )
 
@@ -129,7 +136,7 @@ def test_accounting_reports_what_is_missing():
     ]
     missing["page_surges"] = missing["page_surges"][:-1]  # p2's last update: one click lost
     missing["page_clicks_dlq"] = []
-    counts = soak.account(generator_report(), missing, late_rows={}, closing_id="close")
+    counts = soak_accounting.account(generator_report(), missing, late_rows={}, closing_id="close")
     assert {name: c["lost"] for name, c in counts.items() if c["lost"]} == {
         "callbacks attributed or orphaned": 1,
         "clicks counted in windows (+ late)": 1,
@@ -137,7 +144,9 @@ def test_accounting_reports_what_is_missing():
     }
     # the closing request is left out: counted, it would be one close too many
     assert (
-        soak.account(generator_report(), outputs(), {}, closing_id=None)["requests closed"]["lost"]
+        soak_accounting.account(generator_report(), outputs(), {}, closing_id=None)[
+            "requests closed"
+        ]["lost"]
         == -1
     )
 
@@ -146,11 +155,11 @@ def test_the_plot_has_a_panel_per_metric(tmp_path):
     samples = [
         {
             "t_s": 60.0 * i,
-            **{a.name: {m: float(i) for m, _ in soak.METRICS} for a in soak.ops_apps()},
+            **{a.name: {m: float(i) for m, _ in soak_samples.METRICS} for a in soak.ops_apps()},
         }
         for i in range(5)
     ]
-    path = soak.plot(samples, 120, tmp_path / "soak.png", "test")
+    path = soak_samples.plot(samples, 120, tmp_path / "soak.png", "test")
     assert path.read_bytes().startswith(b"\x89PNG")
 
 
