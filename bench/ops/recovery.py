@@ -43,14 +43,8 @@ from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from bench import harness
 from bench.harness import TopicReader, cores, latency_stats, load_average, say, start_app
-from bench.ops.latency import (
-    Scenario,
-    StatusWatcher,
-    default_engine,
-    launch,
-    traffic,
-    ts_ms,
-)
+from bench.ops.latency import Scenario, default_engine, launch, traffic
+from bench.ops.watchers import StatusWatcher, ts_ms
 
 RATE, WARMUP_S, AFTER_S = 1000.0, 60.0, 120.0
 INTERVALS = ("30 seconds", "1 minute", "5 minutes")

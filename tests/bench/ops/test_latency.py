@@ -16,7 +16,7 @@ from bench.ops.boundaries import (
     interval_ms,
     timeline,
 )
-from bench.ops.latency import OutputReader
+from bench.ops.watchers import OutputReader
 
 
 def test_quantiles_are_1001_values_from_min_to_max():
