@@ -43,7 +43,6 @@ from adlake.local.bootstrap import venv_python
 from bench import harness
 from bench.harness import cores, load_average, say
 from bench.ops.latency import Scenario, default_engine, ops_apps, run_scenario
-from spark_apps.common.streaming.triggers import DEFAULT_RTM_INTERVAL
 
 # The apps' latency targets, by trigger (the ones their page shows); an app's p99 beside the lake
 # against idle has its entry's goal (App.bench.beside_p99_ratio).
@@ -184,7 +183,8 @@ def measure(args: argparse.Namespace) -> dict:
         "rate": args.rate,
         "warmup_s": args.warmup,
         "duration_s": args.duration,
-        "rtm_interval": args.rtm_interval,
+        "rtm_interval": args.rtm_interval
+        or "each app's own: " + ", ".join(f"{s.app.name} {s.interval}" for s in runs),
         "lake": {"slots": args.slots, "nice": args.nice, "rounds": rounds},
         "cores": cores(),
         "runs": apps,
@@ -208,7 +208,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=120.0, help="seconds before measuring")
     parser.add_argument("--duration", type=float, default=240.0, help="measured seconds per run")
     parser.add_argument(
-        "--rtm-interval", default=DEFAULT_RTM_INTERVAL, help="Real-Time Mode checkpoint interval"
+        "--rtm-interval",
+        default=None,
+        help="Real-Time Mode checkpoint interval (unset: each app's own, App.rtm_interval_s)",
     )
     parser.add_argument(
         "--slots", type=int, default=_SETTINGS.lake_pool_slots, help="the lake pool's slots"

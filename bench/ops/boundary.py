@@ -38,7 +38,6 @@ from adlake.helpformat import HelpFormatter
 from bench import harness
 from bench.harness import cores, say
 from bench.ops.latency import (
-    DEFAULT_RTM_INTERVAL,
     Scenario,
     default_engine,
     knob_flags,
@@ -46,6 +45,7 @@ from bench.ops.latency import (
     rtm_slots,
     run_scenario,
 )
+from spark_apps.common.streaming.triggers import DEFAULT_RTM_INTERVAL
 
 RATE, WARMUP_S, MEASURED_S = 1000.0, 60.0, 120.0
 # A run of a longer interval lasts this many intervals, so that it crosses that many boundaries.

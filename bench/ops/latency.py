@@ -75,7 +75,6 @@ from bench.ops.boundaries import (  # noqa: F401 - re-exported
     timeline,
 )
 from bench.ops.watchers import OutputReader, StatusWatcher, ticker
-from spark_apps.common.streaming.triggers import DEFAULT_RTM_INTERVAL
 
 NO_ANOMALIES = dict(out_of_order=0, duplicates=0, late=0, malformed=0, orphans=0, surge_pages=0)
 MODE_NAMES = {"realtime": "Real-Time Mode", "processing_time": "micro-batch"}
@@ -227,6 +226,8 @@ class Result:
     timer_driven: dict = field(default_factory=dict)
     # epoch ms the measured window starts at (the boundaries' seconds count from it)
     measure_from_ms: float | None = None
+    # Real-Time Mode's checkpoint interval the run had (None in micro-batch)
+    rtm_interval: str | None = None
 
 
 @dataclass(frozen=True)
@@ -242,17 +243,32 @@ class Scenario:
     warmup_s: float
     duration_s: float
     engine: str | None = None
-    rtm_interval: str = DEFAULT_RTM_INTERVAL
+    rtm_interval: str | None = None  # None: the app's own (own_interval)
     app_args: tuple[str, ...] = ()
     conf: tuple[str, ...] = ()
     # options for the app's JVM (JAVA_TOOL_OPTIONS: a flight recording, say)
     java_options: tuple[str, ...] = ()
 
     @property
+    def interval(self) -> str:
+        """The Real-Time Mode checkpoint interval the run starts the app with."""
+        return self.rtm_interval or own_interval(self.app)
+
+    @property
     def name(self) -> str:
         """The query's name (its status file, checkpoint and log)."""
         engine = f"-{self.engine}" if self.engine else ""
         return f"{self.app.name}-{self.mode}-{int(self.rate)}{engine}"
+
+
+def own_interval(app: registry.App) -> str:
+    """The app's own Real-Time Mode checkpoint interval (``App.rtm_interval_s``, which the
+    lifecycle starts it with by default), as ``--trigger-interval`` takes it.
+
+    >>> own_interval(registry.app("click_surge")), own_interval(registry.app("attribution"))
+    ('300 seconds', '30 seconds')
+    """
+    return f"{app.rtm_interval_s} seconds"
 
 
 def default_engine(app: registry.App) -> str | None:
@@ -277,7 +293,7 @@ def launch(
         "--starting-offsets",
         "latest",
         *knob_args(s.app),
-        *(["--trigger-interval", s.rtm_interval] if s.mode == "realtime" else []),
+        *(["--trigger-interval", s.interval] if s.mode == "realtime" else []),
         *(["--engine", s.engine] if s.engine else []),
         *s.app_args,
     ]
@@ -307,7 +323,14 @@ def run_scenario(
     ``catch_up_s`` more until an output of the traffic's last second is read (a smoke run on a
     busy machine, whose batches lag)."""
     s, app, name = scenario, scenario.app, scenario.name
-    result = Result(app.name, s.mode, s.rate, s.duration_s, engine=s.engine)
+    result = Result(
+        app.name,
+        s.mode,
+        s.rate,
+        s.duration_s,
+        engine=s.engine,
+        rtm_interval=s.interval if s.mode == "realtime" else None,
+    )
     load_start = load_average()
     settings, args, env = launch(settings, s, workdir)
     log = workdir / f"{name}.log"
@@ -369,13 +392,13 @@ def run_scenario(
     if s.mode == "realtime":  # micro-batches are many and short: only RTM's are kept
         result.batches = sorted(watcher.batches.values(), key=lambda b: b["batch_id"])
         result.boundaries = boundaries(
-            result.batches, outputs, measure_from, sent_until_ms, interval_ms(s.rtm_interval)
+            result.batches, outputs, measure_from, sent_until_ms, interval_ms(s.interval)
         )
     # the timer-driven records (closes, orphans) of inputs sent in the measured window: their own
     # figure, against how late they may come
     closes = [out - src for out, src in reader.timer_samples if src >= measure_from]
     if closes:
-        bound = timer_bound_ms(app, args, s.mode, s.rtm_interval)
+        bound = timer_bound_ms(app, args, s.mode, s.interval)
         result.timer_driven = {
             **latency_stats(closes),
             "bound_ms": bound,
@@ -433,8 +456,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--rtm-interval",
-        default="5 minutes",
-        help="Real-Time Mode checkpoint interval (timers fire at its boundaries)",
+        default=None,
+        help="Real-Time Mode checkpoint interval (timers fire at its boundaries; unset: the app's "
+        "own, App.rtm_interval_s)",
     )
     parser.add_argument(
         "--engines",

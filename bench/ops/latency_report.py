@@ -59,10 +59,20 @@ class Run:
     boundaries: list[Boundary]
     load: tuple[float, float]
     notes: list[str]
+    # Real-Time Mode's checkpoint interval (None: micro-batch, or a run that did not record it)
+    rtm_interval: str | None = None
+    # the timer-driven records (closes, orphans), apart: p50/p99/max/n, bound_ms, within_bound
+    timer_driven: dict[str, float | None] | None = None
 
     @property
     def label(self) -> str:
         return f"{self.app} {MODE_NAMES.get(self.mode, self.mode)}"
+
+    @property
+    def mode_text(self) -> str:
+        """The mode, with the checkpoint interval when the run recorded one."""
+        interval = f" ({self.rtm_interval})" if self.rtm_interval else ""
+        return MODE_NAMES[self.mode] + interval
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,44 @@ def read_boundaries(run: Node) -> list[Boundary]:
     return boundaries
 
 
+TIMER_FIGURES = ("p50", "p99", "max", "n", "bound_ms", "within_bound")
+
+
+def read_timer_driven(run: Node) -> dict[str, float | None] | None:
+    """The run's timer-driven records' figures; None when it had none (or did not split them)."""
+    if not run.has("timer_driven") or not run.get("timer_driven").value:
+        return None
+    node = run.get("timer_driven")
+    return {k: node.num(k, optional=True) for k in TIMER_FIGURES}
+
+
+def timer_table(runs: Sequence[Run]) -> list[str]:
+    """The timer-driven records (closes, orphans) of the runs that had them, against how late
+    each may come: window + lateness (+ the interval in Real-Time Mode, timers fire at a
+    boundary) + 1 s."""
+    rows = [
+        [
+            r.label,
+            *(ms(r.timer_driven[k]) for k in ("p50", "p99", "max")),
+            fmt(r.timer_driven["n"], digits=0),
+            ms(r.timer_driven["bound_ms"]),
+            fmt(r.timer_driven["within_bound"], digits=0),
+        ]
+        for r in runs
+        if r.timer_driven
+    ]
+    if not rows:
+        return []
+    return [
+        "",
+        "Records a timer drives (a close, an orphan), apart from those an input drives: they are "
+        "due a window plus the lateness after their key's last input and fire at the next "
+        "boundary, so their latency is measured against that bound:",
+        "",
+        table(["run", "p50", "p99", "max", "records", "bound", "within the bound"], rows),
+    ]
+
+
 @dataclass(frozen=True)
 class Ops:
     """``ops.json``: the suite's runs and the bare Kafka hop (None: not measured)."""
@@ -151,6 +199,8 @@ def read_ops(node: Node) -> tuple[Ops, list[Goal]]:
                 boundaries,
                 load_average(r),
                 notes,
+                r.text("rtm_interval") if r.has("rtm_interval") else None,
+                read_timer_driven(r),
             )
         )
     hop = None
@@ -184,7 +234,7 @@ def ops_section(ops: Ops | None) -> str:
     rows = [
         [
             r.app,
-            MODE_NAMES[r.mode],
+            r.mode_text,
             fmt(r.rate, "/s", 0),
             fmt(r.duration_s, " s", 0),
             *(ms(r.whole[k]) for k in ("p50", "p95", "p99", "max")),
@@ -232,6 +282,7 @@ def ops_section(ops: Ops | None) -> str:
             rows,
         )
     )
+    out += timer_table(runs)
     notes = [f"* {r.label} at {fmt(r.rate, '/s', 0)}: {note}" for r in runs for note in r.notes]
     if notes:
         out += ["", "Notes of the runs:", "", *notes]

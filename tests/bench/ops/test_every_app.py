@@ -31,8 +31,17 @@ def test_the_latency_tool_measures_an_added_app(toy_registry):
     scenarios = suite.suite_scenarios(load_settings(), quick=False, rate=1000.0)
     # in Real-Time Mode, as every app; its default trigger is micro-batch: no second run
     assert [s.mode for s in scenarios if s.app is TOY] == ["realtime"]
-    goals = suite.p99_goals([], 1000.0, "30 seconds")
+    goals = suite.p99_goals([], 1000.0, quick=False)
     assert [g["goal"].split()[0] for g in goals] == ["attribution"]  # the toy declares none
+
+
+def test_the_suite_runs_each_app_at_its_own_checkpoint_interval():
+    scenarios = suite.suite_scenarios(load_settings(), quick=False, rate=1000.0)
+    intervals = {s.app.name: s.interval for s in scenarios if s.mode == "realtime"}
+    assert intervals == {"attribution": "30 seconds", "click_surge": "300 seconds"}
+    # the goal names the interval its app runs at
+    goal = suite.p99_goals([], 1000.0, quick=False)[0]["goal"]
+    assert goal.startswith("attribution") and "(30 seconds checkpoint interval)" in goal
 
 
 def test_the_soak_runs_and_accounts_an_added_app(toy_registry, tmp_path):

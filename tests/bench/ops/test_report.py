@@ -234,6 +234,26 @@ def test_a_run_that_measured_no_output_is_a_row_of_dashes_with_its_note(tmp_path
     assert (tmp_path / "out" / "latency-timeline.png").stat().st_size > 10_000  # click-surge's
 
 
+def test_a_runs_interval_and_its_timer_driven_records_are_shown(tmp_path):
+    files = synthetic()
+    attribution = files["ops.json"]["runs"][2]
+    attribution["rtm_interval"] = "30 seconds"
+    attribution["timer_driven"] = {
+        "p50": 31_000.0,
+        "p95": 40_000.0,
+        "p99": 48_500.0,
+        "max": 50_200.0,
+        "n": 7_000,
+        "bound_ms": 56_000.0,
+        "within_bound": 7_000,
+    }
+    ops = section(build(write(tmp_path / "in", files), tmp_path / "out").read_text(), "Operational")
+    assert "| attribution | Real-Time Mode (30 seconds) | 1,000/s |" in ops
+    assert "| click_surge | Real-Time Mode | 1,000/s |" in ops  # a run without one: as before
+    assert "| attribution Real-Time Mode | 31,000 ms | 48,500 ms | 50,200 ms | 7,000 |" in ops
+    assert "| 56,000 ms | 7,000 |" in ops
+
+
 def test_what_a_benchmark_could_not_measure_is_listed_as_failed(tmp_path):
     files = synthetic()
     files["ops.json"]["kafka_hop"] = {"rate": 1000.0, "duration_s": 120.0, "whole": {}}
