@@ -224,6 +224,10 @@ def test_app_dags_have_a_typed_form(dagbag):
         assert params.get_param("action").schema["enum"] == list(registry.APP_ACTIONS)
         assert params.get_param("trigger").schema["enum"] == list(registry.TRIGGERS)
         assert params["trigger"] == app.default_trigger
+        # the form says how often Real-Time Mode checkpoints this app, and what that trades
+        described = params.get_param("trigger").description
+        assert f"a checkpoint every {app.rtm_interval_s} s" in described
+        assert "a crash replays up to one interval" in described
         for knob in app.knobs:
             assert params.get_param(knob.name).schema["type"] == knob.type
             assert params[knob.name] == knob.default

@@ -455,7 +455,11 @@ def build_maintenance_dag() -> DAG:
 
 
 def app_params(app: registry.App) -> dict[str, Param]:
-    """The trigger form of an app's DAG: action, trigger, and the app's knobs, typed."""
+    """The trigger form of an app's DAG: action, trigger (with the checkpoint interval the app
+    runs at in Real-Time Mode, and its trade-off), and the app's knobs, typed."""
+    from adlake.apps import rtm_interval_s
+
+    interval = rtm_interval_s(load_settings(), app.name)
     params = {
         "action": Param(
             "status",
@@ -467,8 +471,10 @@ def app_params(app: registry.App) -> dict[str, Param]:
             app.default_trigger,
             type="string",
             enum=list(registry.TRIGGERS),
-            description="realtime: Real-Time Mode; processing_time: micro-batches "
-            "(a switch keeps the input: see the runbook)",
+            description=f"realtime: Real-Time Mode, a checkpoint every {interval} s (a longer "
+            "interval pauses less often; a crash replays up to one interval of input; "
+            "ADLAKE_APP_RTM_INTERVAL_S sets it: see the Streaming apps docs); processing_time: "
+            "micro-batches (a switch keeps the input: see the runbook)",
         ),
     }
     for knob in app.knobs:
