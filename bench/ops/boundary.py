@@ -17,6 +17,8 @@ only ``boundary.json``::
     .venv/ops/bin/python -m bench.ops.boundary --out-dir .runtime/reports/bench --only 2-2,2-2-min-deltas-100
     .venv/ops/bin/python -m bench.ops.boundary --out-dir .runtime/reports/bench --repeat 2 --only 2-2
     .venv/ops/bin/python -m bench.ops.boundary --out-dir .runtime/reports/bench --summarise-only
+    .venv/ops/bin/python -m bench.ops.boundary --out-dir .runtime/reports/bench --summarise-only \\
+        --keep docs/bench/boundary.json
 
 What a boundary is and how its stall is measured: ``bench.ops.latency.boundaries`` and
 docs/bench/attribution-boundary.md.
@@ -380,9 +382,11 @@ def timer_goals(rows: list[dict]) -> list[dict]:
     return goals
 
 
-def summarise(out_dir: Path) -> dict:
+def summarise(out_dir: Path, keep: dict | None = None) -> dict:
     """``boundary.json`` from every run file under ``out_dir/boundary``, in the order of
-    :func:`configurations` then the apps' and the repeats'; written and returned."""
+    :func:`configurations` then the apps' and the repeats'; written and returned. ``keep``: an
+    earlier ``boundary.json`` (a committed one, whose run files are not kept) whose runs are
+    kept unless a run file here measures the same configuration, app and repeat."""
     rows = []
     for config in configurations():
         for app in config.apps:
@@ -390,6 +394,7 @@ def summarise(out_dir: Path) -> dict:
             while (path := run_file(out_dir, config, app, repeat)).is_file():
                 rows.append(summarise_run(json.loads(path.read_text()), config, repeat))
                 repeat += 1
+    rows = merged(rows, keep["runs"] if keep else [])
     goals = goals_of(rows)
     defaults = load_settings({"ADLAKE_PROFILE": "local"})
     summary = {
@@ -416,6 +421,32 @@ def summarise(out_dir: Path) -> dict:
     return summary
 
 
+def merged(rows: list[dict], kept: list[dict]) -> list[dict]:
+    """``rows`` and those of ``kept`` that no row of ``rows`` measures again (same configuration,
+    app and repeat), in the matrix's order; a kept row of a configuration no longer in the matrix
+    goes last.
+
+    >>> row = lambda c, a, n: {"configuration": c, "app": a, "repeat": n}
+    >>> [tuple(r.values()) for r in merged([row("2-2", "click_surge", 1)],
+    ...     [row("2-2", "click_surge", 1), row("4-4", "click_surge", 1), row("gone", "x", 1)])]
+    [('4-4', 'click_surge', 1), ('2-2', 'click_surge', 1), ('gone', 'x', 1)]
+    """
+    matrix = list(by_name().values())
+    names = [c.name for c in matrix]
+
+    def key(row: dict) -> tuple:
+        name = row["configuration"]
+        if name not in names:
+            return (len(names), 0, row["repeat"])
+        apps = matrix[names.index(name)].apps
+        app = apps.index(row["app"]) if row["app"] in apps else len(apps)
+        return (names.index(name), app, row["repeat"])
+
+    measured = {(r["configuration"], r["app"], r["repeat"]) for r in rows}
+    again = [r for r in kept if (r["configuration"], r["app"], r["repeat"]) not in measured]
+    return sorted(rows + again, key=key)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="bench.ops.boundary", description=__doc__, formatter_class=HelpFormatter
@@ -438,6 +469,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--summarise-only", action="store_true", help="write boundary.json from the runs present"
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="an earlier boundary.json (say docs/bench/boundary.json) whose runs the summary "
+        "keeps unless a run file measures them again",
     )
     return parser.parse_args(argv)
 
@@ -480,7 +518,8 @@ def main(argv: list[str] | None = None) -> int:
     for i, (config, app, path) in enumerate(todo, 1):
         say(f"boundary: run {i}/{len(todo)}: {config.name} {app} ({config.changes})")
         measure(config, app, path)
-    summary = summarise(args.out_dir)
+    keep = json.loads(args.keep.read_text()) if args.keep else None
+    summary = summarise(args.out_dir, keep)
     say(f"boundary: {len(summary['runs'])} runs in {args.out_dir / SUMMARY_FILE}")
     return 0
 
