@@ -35,7 +35,13 @@ from typing import Any
 
 from adlake.helpformat import HelpFormatter
 from bench.lake import bronze_report, maintenance_report, scale_report, views_report
-from bench.ops import beside_report, boundary_report, latency_report, supervisor_report
+from bench.ops import (
+    beside_report,
+    boundary_report,
+    latency_report,
+    recovery_report,
+    supervisor_report,
+)
 from bench.report_kit import (
     Goal,
     Load,
@@ -57,6 +63,7 @@ BENCHMARKS: tuple[Section, ...] = (
     maintenance_report.SECTION,
     supervisor_report.SECTION,
     boundary_report.SECTION,
+    recovery_report.SECTION,
 )
 # The report's other orders, by benchmark name; those not named follow in BENCHMARKS' order.
 # The files (the list of them and the goals table) put the apps' latency before gold at scale;

@@ -53,6 +53,17 @@ QUICK_RTM_INTERVAL = "5 seconds"
 QUICK_SETTLE_S, QUICK_DRAIN_S, QUICK_CATCH_UP_S = 1.0, 1.0, 20.0
 
 
+def first_realtime_app() -> registry.App:
+    """The app of the quick runs (the suite's and the crash recovery's): the registry's first
+    whose default trigger is Real-Time Mode, else its first.
+
+    >>> first_realtime_app().name
+    'click_surge'
+    """
+    apps = ops_apps()
+    return next((a for a in apps if a.default_trigger == "realtime"), apps[0])
+
+
 def suite_scenarios(settings: Settings, quick: bool, rate: float) -> list[Scenario]:
     """The report's runs, the registry's apps in its order: each in Real-Time Mode (at its own
     checkpoint interval, ``App.rtm_interval_s``, as the lifecycle starts it) with :func:`warmup_s`, :data:`SUITE_RTM_S` measured, and an app whose
@@ -63,7 +74,7 @@ def suite_scenarios(settings: Settings, quick: bool, rate: float) -> list[Scenar
     Spark start of 10-20 s), with the quick figures above."""
     apps = ops_apps()
     if quick:
-        app = next((a for a in apps if a.default_trigger == "realtime"), apps[0])
+        app = first_realtime_app()
         return [
             Scenario(
                 app,

@@ -375,6 +375,7 @@ SECTIONS = (
     "## View refresh",
     "## Bronze and silver",
     "## Operational apps",
+    "## Recovery from a crash",
     "## Plots",
 )
 
@@ -406,14 +407,17 @@ def test_make_bench_quick_writes_every_section_and_plot(tmp_path):
         )
     assert done.returncode == 0, log.read_text()[-6000:]
 
-    for name in FILES:
+    for name in (*FILES, "recovery.json", "recovery-quick/click_surge-5s.json"):
         assert (out / name).is_file(), f"make bench-quick wrote no {name}"
+    assert not (out / "recovery").exists()  # the smoke run's file is apart from full runs'
     report = (out / "REPORT.md").read_text()
     for heading in SECTIONS:
         assert heading in report
     assert "Not run" not in report and "Not drawn" not in report
     assert "| bare Kafka hop (produce → consume) |" in report
     assert "| click_surge | Real-Time Mode |" in report  # the quick suite's one app
+    assert "| click_surge | 5 seconds |" in section(report, "Recovery from a crash")
+    assert "| recovery | click_surge back under the page's 1 s target" in report
     assert "| `append` |" in report and "| `one_row` |" in report
     assert "Command: `make bench-quick`" in report
     assert "**A quick run**" in report
