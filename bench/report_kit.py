@@ -126,21 +126,37 @@ class Node:
             raise self._child(key)._fail(f"{length} numbers")
         return values
 
-    def mapping(self, key: str) -> dict[str, float]:
+    def mapping(self, key: str | None = None) -> dict[str, float]:
         """An object of numbers (phases, durations), in its order; null values left out."""
-        node = self._child(key)
+        node = self._child(key) if key is not None else self
         if not isinstance(node.value, Mapping):
             raise node._fail("an object")
         numbers = {k: node.num(k, optional=True) for k in node.value}
         return {k: v for k, v in numbers.items() if v is not None}
+
+    def unshown(self, key: str, read: Callable[[Node], Any]) -> Any:
+        """``read`` of the field ``key``, a field that a benchmark writes and its result type
+        holds but the report does not show: checked as any other, but left out of the summary
+        (:func:`summary`, none of its reads recorded). None where it is absent or null, as in a
+        summary or a file from before the field.
+
+        >>> node = Node("x.json", "", {"a": {"b": 1}}, trail=set())
+        >>> node.unshown("a", lambda a: a.num("b")), node.unshown("c", Node.text_value)
+        (1.0, None)
+        >>> node.trail
+        set()
+        """
+        unrecorded = Node(self.file, self.where, self.value, self.path)
+        return read(unrecorded.get(key)) if unrecorded.has(key) else None
 
 
 def summary(value: Any, trail: set[tuple]) -> Any:
     """A benchmark's JSON cut to what the report read of it (``trail``: the paths a :class:`Node`
     recorded): the fields read, whole where nothing under them was read field by field, every
     item of a list read, and the top level's plain values (cores, quick, the command) and
-    ``errors``, which the report reads as they are. Building the report from the summary gives
-    the same report, so a committed report keeps this instead of the whole run output.
+    ``errors``, which the report reads as they are; not the fields read by
+    :meth:`Node.unshown`. Building the report from the summary gives the same report, so a
+    committed report keeps this instead of the whole run output.
 
     >>> raw = {"cores": 2, "runs": [{"p99": 5, "batches": [1, 2]}], "workdir": {"a": 1}}
     >>> summary(raw, {("runs",), ("runs", 0), ("runs", 0, "p99")})

@@ -20,6 +20,8 @@ The trade-off, from these figures: a run every ``I`` minutes costs ``1440 / I`` 
 (CPU, rows, log files, all bounded by ``clean-db`` and the task-log pruning at the lake's
 retention), and a crashed app waits up to ``I`` minutes plus a run's start for its restart.
 
+What it writes is :class:`~bench.ops.supervisor_report.Supervisor`, the type the report reads.
+
     .venv/lake/bin/python -m bench.ops.supervisor --out-dir .runtime/reports/bench
     .venv/lake/bin/python -m bench.ops.supervisor --window 120 --out-dir /tmp/sup
 """
@@ -33,6 +35,7 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -41,6 +44,15 @@ from adlake.helpformat import HelpFormatter
 from adlake.local import platform
 from bench import harness
 from bench.harness import cores, load_average
+from bench.ops.supervisor_report import (
+    CleanDb,
+    PerRun,
+    Spread,
+    Supervisor,
+    Timing,
+    TradeOff,
+    Window,
+)
 
 INTERVALS_MIN = (1, 2, 5, 10)  # the trade-off's table: runs a day and the restart's wait
 
@@ -111,7 +123,7 @@ def bytes_under(path: Path) -> tuple[int, int]:
     return len(files), sum(p.stat().st_size for p in files)
 
 
-def window(settings: Settings, db: Path, seconds: float, say) -> dict:
+def window(settings: Settings, db: Path, seconds: float, say) -> Window:
     """CPU (Airflow's processes, the machine), rows and bytes over ``seconds``."""
     sessions = {
         pid for c in platform.AIRFLOW_COMPONENTS if (pid := platform.running_pid(settings, c))
@@ -125,72 +137,68 @@ def window(settings: Settings, db: Path, seconds: float, say) -> dict:
     logs_after = bytes_under(logs)
     elapsed = time.monotonic() - started
     rows = {n: after[2].get(n, 0) - before[2].get(n, 0) for n in after[2]}
-    result = {
-        "seconds": round(elapsed, 1),
-        "airflow_cpu_s": round(after[0] - before[0], 1),
-        "machine_cpu_s": round(after[1] - before[1], 1),
-        "rows_added": {n: d for n, d in sorted(rows.items()) if d},
-        "db_bytes_added": after[3] - before[3],
-        "log_files_added": logs_after[0] - logs_before[0],
-        "log_bytes_added": logs_after[1] - logs_before[1],
-        "load_average": [load_start, load_average()],
-    }
-    say(f"window of {elapsed:.0f} s: {result}")
+    result = Window(
+        seconds=round(elapsed, 1),
+        airflow_cpu_s=round(after[0] - before[0], 1),
+        machine_cpu_s=round(after[1] - before[1], 1),
+        rows_added={n: d for n, d in sorted(rows.items()) if d},
+        db_bytes_added=after[3] - before[3],
+        log_files_added=logs_after[0] - logs_before[0],
+        log_bytes_added=logs_after[1] - logs_before[1],
+        load_average=(load_start, load_average()),
+    )
+    say(f"window of {elapsed:.0f} s: {asdict(result)}")
     return result
 
 
-def per_run(paused: dict, supervised: dict, runs: int) -> dict:
+def per_run(paused: Window, supervised: Window, runs: int) -> PerRun:
     """One run's share of the supervised window above the paused one (same length)."""
-    scale_to = supervised["seconds"] / paused["seconds"]
-    return {
-        "airflow_cpu_s": round(
-            (supervised["airflow_cpu_s"] - paused["airflow_cpu_s"] * scale_to) / runs, 2
-        ),
-        "machine_cpu_s": round(
-            (supervised["machine_cpu_s"] - paused["machine_cpu_s"] * scale_to) / runs, 2
-        ),
-        "rows": round(sum(supervised["rows_added"].values()) / runs, 1),
-        "rows_by_table": {n: round(d / runs, 2) for n, d in supervised["rows_added"].items()},
-        "db_bytes": round(supervised["db_bytes_added"] / runs),
-        "log_files": round(supervised["log_files_added"] / runs, 2),
-        "log_bytes": round(supervised["log_bytes_added"] / runs),
-    }
+    scale_to = supervised.seconds / paused.seconds
+    return PerRun(
+        airflow_cpu_s=round((supervised.airflow_cpu_s - paused.airflow_cpu_s * scale_to) / runs, 2),
+        machine_cpu_s=round((supervised.machine_cpu_s - paused.machine_cpu_s * scale_to) / runs, 2),
+        rows=round(sum(supervised.rows_added.values()) / runs, 1),
+        rows_by_table={n: round(d / runs, 2) for n, d in supervised.rows_added.items()},
+        db_bytes=round(supervised.db_bytes_added / runs),
+        log_files=round(supervised.log_files_added / runs, 2),
+        log_bytes=round(supervised.log_bytes_added / runs),
+    )
 
 
-def trade_off(run: dict, timing: dict) -> list[dict]:
+def trade_off(run: PerRun, timing: Timing) -> list[TradeOff]:
     """Per interval: runs, CPU, rows and log bytes a day; the longest wait of a crashed app."""
     out = []
     for minutes in INTERVALS_MIN:
         runs = 1440 // minutes
         out.append(
-            {
-                "interval_min": minutes,
-                "runs_per_day": runs,
-                "airflow_cpu_s_per_day": round(run["airflow_cpu_s"] * runs),
-                "cpu_share_of_cores": round(run["airflow_cpu_s"] * runs / (86400 * cores()), 4),
-                "rows_per_day": round(run["rows"] * runs),
-                "log_mib_per_day": round(run["log_bytes"] * runs / 2**20, 1),
-                "restart_wait_max_s": round(minutes * 60 + timing["due_to_done_s"]["max"]),
-            }
+            TradeOff(
+                interval_min=minutes,
+                runs_per_day=runs,
+                airflow_cpu_s_per_day=round(run.airflow_cpu_s * runs),
+                cpu_share_of_cores=round(run.airflow_cpu_s * runs / (86400 * cores()), 4),
+                rows_per_day=round(run.rows * runs),
+                log_mib_per_day=round(run.log_bytes * runs / 2**20, 1),
+                restart_wait_max_s=round(minutes * 60 + timing.due_to_done_s.max),
+            )
         )
     return out
 
 
-def timing_of(runs: list[dict]) -> dict:
-    def stats(values: list[float]) -> dict:
-        return {
-            "median": round(statistics.median(values), 1),
-            "max": round(max(values), 1),
-        }
+def timing_of(runs: list[dict]) -> Timing:
+    def stats(values: list[float]) -> Spread:
+        return Spread(
+            median=round(statistics.median(values), 1),
+            max=round(max(values), 1),
+        )
 
-    return {
-        "due_to_task_start_s": stats([(r["started"] - r["due"]).total_seconds() for r in runs]),
-        "task_s": stats([(r["ended"] - r["started"]).total_seconds() for r in runs]),
-        "due_to_done_s": stats([(r["ended"] - r["due"]).total_seconds() for r in runs]),
-    }
+    return Timing(
+        due_to_task_start_s=stats([(r["started"] - r["due"]).total_seconds() for r in runs]),
+        task_s=stats([(r["ended"] - r["started"]).total_seconds() for r in runs]),
+        due_to_done_s=stats([(r["ended"] - r["due"]).total_seconds() for r in runs]),
+    )
 
 
-def clean(settings: Settings, db: Path, say) -> dict:
+def clean(settings: Settings, db: Path, say) -> CleanDb:
     """``platform clean-db``'s command with a zero retention: what stays of the supervisor."""
     before = table_rows(db)
     zero = settings.with_overrides(airflow_metadata_retention_hours=0)
@@ -198,12 +206,12 @@ def clean(settings: Settings, db: Path, say) -> dict:
     if done.returncode:
         raise RuntimeError(f"airflow db clean: {done.stderr[-2000:]}")
     after = table_rows(db)
-    result = {
-        "dag_run": [before["dag_run"], after["dag_run"]],
-        "task_instance": [before["task_instance"], after["task_instance"]],
-        "log": [before.get("log", 0), after.get("log", 0)],
-    }
-    say(f"clean-db with retention 0: rows before → after {result}")
+    result = CleanDb(
+        dag_run=(before["dag_run"], after["dag_run"]),
+        task_instance=(before["task_instance"], after["task_instance"]),
+        log=(before.get("log", 0), after.get("log", 0)),
+    )
+    say(f"clean-db with retention 0: rows before → after {asdict(result)}")
     return result
 
 
@@ -244,21 +252,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         run = per_run(paused, supervised, len(runs))
         timing = timing_of(runs)
         cleaned = clean(settings, db, say)
-    report = {
-        "cores": cores(),
-        "window_s": args.window,
-        "paused": paused,
-        "supervised": supervised,
-        "runs": len(runs),
-        "failed_runs": sum(r["state"] != "success" for r in runs),
-        "per_run": run,
-        "timing": timing,
-        "trade_off": trade_off(run, timing),
-        "clean_db": cleaned,
-        "command": "python -m bench.ops.supervisor",
-    }
-    out = harness.write_json(out_dir / "supervisor.json", report)
-    say(f"{len(runs)} runs; per run {run}; timing {timing}; written {out}")
+    report = Supervisor(
+        cores=cores(),
+        window_s=args.window,
+        paused=paused,
+        supervised=supervised,
+        runs=len(runs),
+        failed_runs=sum(r["state"] != "success" for r in runs),
+        per_run=run,
+        timing=timing,
+        trade_off=trade_off(run, timing),
+        clean_db=cleaned,
+        command="python -m bench.ops.supervisor",
+    )
+    out = harness.write_json(out_dir / "supervisor.json", asdict(report))
+    say(f"{len(runs)} runs; per run {asdict(run)}; timing {asdict(timing)}; written {out}")
     return 0
 
 
