@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -114,8 +114,8 @@ class Node:
             raise node._fail("true or false")
         return node.value
 
-    def items(self, key: str) -> list[Node]:
-        node = self._child(key)
+    def items(self, key: str | None = None) -> list[Node]:
+        node = self._child(key) if key is not None else self
         if not isinstance(node.value, list):
             raise node._fail("a list")
         return [node._child(i) for i in range(len(node.value))]
@@ -185,8 +185,10 @@ def summary(value: Any, trail: set[tuple]) -> Any:
 
 
 @dataclass(frozen=True)
-class Goal:
-    benchmark: str
+class StatedGoal:
+    """A goal as a benchmark's file states it (an item of its ``goals``): what it measures, the
+    target, the figure measured, whether it was met, and what bounds it."""
+
     goal: str
     target: str
     measured: str
@@ -194,15 +196,29 @@ class Goal:
     bound: str
 
     @classmethod
-    def read(cls, benchmark: str, node: Node) -> Goal:
+    def read(cls, node: Node) -> StatedGoal:
         return cls(
-            benchmark,
             node.text("goal"),
             node.text("target"),
             node.text("measured"),
             node.flag("met"),
             node.text("bound"),
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Goal(StatedGoal):
+    """A goal in the report's table: a stated goal and the benchmark that states it."""
+
+    benchmark: str
+
+    @classmethod
+    def read(cls, benchmark: str, node: Node) -> Goal:
+        return cls.of(benchmark, StatedGoal.read(node))
+
+    @classmethod
+    def of(cls, benchmark: str, stated: StatedGoal) -> Goal:
+        return cls(**asdict(stated), benchmark=benchmark)
 
 
 QUANTILES = 1001  # latency at quantile 0.000, 0.001, ..., 1.000

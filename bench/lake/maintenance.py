@@ -22,6 +22,8 @@ VACUUM removes after 7 days in a deployment, it removes here at once).
 Goals: after maintenance at most 4 files per gold day-partition, bytes at most 1.5× the live
 data, and the read and the refresh no slower than after the first hour.
 
+What it writes is :class:`~bench.lake.maintenance_report.Maintenance`, the type the report reads.
+
     .venv/lake/bin/python -m bench.lake.maintenance --out-dir .runtime/reports/bench
     .venv/lake/bin/python -m bench.lake.maintenance --hours 24 --out-dir /tmp/m
 """
@@ -35,6 +37,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -44,6 +47,17 @@ from adlake.helpformat import HelpFormatter
 from bench import harness
 from bench.harness import cores, load_average
 from bench.lake import synthetic_silver
+from bench.lake.maintenance_report import (
+    Clustering,
+    Disk,
+    GoldFiles,
+    Maintenance,
+    MaintenanceState,
+    PointRead,
+    TableMaintenance,
+    Zordered,
+)
+from bench.report_kit import StatedGoal
 
 VIEW = registry.view("page_clicks_hourly")
 SOURCE, GOLD = VIEW.source, "page_traffic"
@@ -52,7 +66,7 @@ GOAL_FILES, GOAL_BYTES_RATIO = 4, 1.5
 HOUR = timedelta(hours=1)
 
 
-def gold_partitions(spark, settings: Settings) -> dict[str, float]:
+def gold_partitions(spark, settings: Settings) -> GoldFiles:
     """Files per day-partition of the gold table (its latest version): mean, max, partitions."""
     from collections import Counter
 
@@ -61,14 +75,14 @@ def gold_partitions(spark, settings: Settings) -> dict[str, float]:
 
     files = log_state(table_path(settings, GOLD), with_files=True).files or []
     counts = list(Counter(json.dumps(f["partitionValues"], sort_keys=True) for f in files).values())
-    return {
-        "partitions": len(counts),
-        "mean": round(statistics.fmean(counts), 2) if counts else 0.0,
-        "max": max(counts, default=0),
-    }
+    return GoldFiles(
+        partitions=len(counts),
+        mean=round(statistics.fmean(counts), 2) if counts else 0.0,
+        max=max(counts, default=0),
+    )
 
 
-def disk(spark, settings: Settings) -> dict[str, int | float]:
+def disk(spark, settings: Settings) -> Disk:
     """Bytes of the written tables: live (latest versions) and on disk (every data file)."""
     from spark_apps.lake import maintenance
     from spark_apps.lake.tables import table_path
@@ -79,12 +93,12 @@ def disk(spark, settings: Settings) -> dict[str, int | float]:
         live += maintenance.live(spark, path)[1]
         n, size = maintenance.disk_usage(Path(path))
         files, on_disk = files + n, on_disk + size
-    return {
-        "live_bytes": live,
-        "disk_bytes": on_disk,
-        "disk_files": files,
-        "ratio": round(on_disk / live, 2) if live else None,
-    }
+    return Disk(
+        live_bytes=live,
+        disk_bytes=on_disk,
+        disk_files=files,
+        ratio=round(on_disk / live, 2) if live else None,
+    )
 
 
 def median_s(action: Callable[[], object], repeats: int) -> float:
@@ -115,7 +129,7 @@ class Simulation:
             gold.rebuild(self.spark, self.settings, GOLD, end - 24 * HOUR, end)
         views.refresh_view(self.spark, self.settings, VIEW)
 
-    def measure(self, repeats: int) -> dict:
+    def measure(self, repeats: int) -> MaintenanceState:
         """The figures of the module docstring; the view refresh's repeats each add an hour."""
         from pyspark.sql import functions as F
 
@@ -139,13 +153,13 @@ class Simulation:
         for _ in range(repeats):
             self._append_hour()
             refresh_times.append(median_s(refresh, 1))
-        return {
-            "gold_files": gold_partitions(self.spark, self.settings),
-            "disk": disk(self.spark, self.settings),
-            "gold_read_s": read_s,
-            "view_refresh_s": round(statistics.median(refresh_times), 3),
-            "load_average": load_average(),
-        }
+        return MaintenanceState(
+            gold_files=gold_partitions(self.spark, self.settings),
+            disk=disk(self.spark, self.settings),
+            gold_read_s=read_s,
+            view_refresh_s=round(statistics.median(refresh_times), 3),
+            load_average=load_average(),
+        )
 
     def _append_hour(self) -> tuple[datetime, datetime]:
         """The next hour's clicks appended to silver (one commit); the hour."""
@@ -162,7 +176,7 @@ class Simulation:
         return start, end
 
 
-def clustering(spark, settings: Settings, repeats: int, files_per_day: int = 8) -> dict:
+def clustering(spark, settings: Settings, repeats: int, files_per_day: int = 8) -> Clustering:
     """Whether clustering gold on its key pays: a read of one page over every day (the key's
     point read), the files it must open (those whose ``page_id`` min/max stats admit the page:
     Delta's data skipping) and its time, on gold as maintenance leaves it (one file a day), then
@@ -180,7 +194,7 @@ def clustering(spark, settings: Settings, repeats: int, files_per_day: int = 8) 
     key = registry.table(GOLD).keys[0]
     page = read_table(spark, settings, GOLD).groupBy(key).count().orderBy("count").first()[key]
 
-    def measure() -> dict:
+    def measure() -> PointRead:
         files = log_state(path, with_files=True).files or []
         stats = [json.loads(f["stats"] or "{}") for f in files]
         opened = sum(
@@ -194,10 +208,10 @@ def clustering(spark, settings: Settings, repeats: int, files_per_day: int = 8) 
         def read() -> object:
             return read_table(spark, settings, GOLD).where(F.col(key) == page).count()
 
-        return {"files": len(files), "files_opened": opened, "read_s": median_s(read, repeats)}
+        return PointRead(files=len(files), files_opened=opened, read_s=median_s(read, repeats))
 
     one_file = measure()
-    days = gold_partitions(spark, settings)["partitions"]
+    days = gold_partitions(spark, settings).partitions
     day_bytes = maintenance.live(spark, path)[1] // max(days, 1)
     bucket = (F.rand(7) * files_per_day).cast("int")  # a day's rows spread over its files
     (
@@ -218,15 +232,16 @@ def clustering(spark, settings: Settings, repeats: int, files_per_day: int = 8) 
     finally:
         spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
     zorder_s = round(time.monotonic() - started, 1)
-    return {
-        "key": key,
-        "page": page,
-        "files_per_day": files_per_day,
-        "max_file_bytes": target,
-        "one_file_a_day": one_file,
-        "spread": spread,
-        "zordered": {**measure(), "optimize_s": zorder_s},
-    }
+    zordered = measure()
+    return Clustering(
+        key=key,
+        page=page,
+        files_per_day=files_per_day,
+        max_file_bytes=target,
+        one_file_a_day=one_file,
+        spread=spread,
+        zordered=Zordered(**asdict(zordered), optimize_s=zorder_s),
+    )
 
 
 def retention(spark, settings: Settings, interval: str) -> None:
@@ -238,32 +253,32 @@ def retention(spark, settings: Settings, interval: str) -> None:
         )
 
 
-def goals(first: dict, after: dict) -> list[dict]:
-    files, ratio = after["gold_files"]["max"], after["disk"]["ratio"]
+def goals(first: MaintenanceState, after: MaintenanceState) -> list[StatedGoal]:
+    files, ratio = after.gold_files.max, after.disk.ratio
     return [
-        {
-            "goal": "files per gold day-partition after maintenance",
-            "target": f"<= {GOAL_FILES}",
-            "measured": f"max {files}, mean {after['gold_files']['mean']}",
-            "met": files <= GOAL_FILES,
-            "bound": "OPTIMIZE bin-packs a day's files into one",
-        },
-        {
-            "goal": "bytes on disk over live bytes after maintenance",
-            "target": f"<= {GOAL_BYTES_RATIO}x",
-            "measured": f"{ratio}x",
-            "met": ratio is not None and ratio <= GOAL_BYTES_RATIO,
-            "bound": "VACUUM at retention 0 leaves the latest version's files",
-        },
-        {
-            "goal": "gold read and view refresh after maintenance vs after the first hour",
-            "target": "no slower",
-            "measured": f"read {after['gold_read_s']} s vs {first['gold_read_s']} s; refresh "
-            f"{after['view_refresh_s']} s vs {first['view_refresh_s']} s",
-            "met": after["gold_read_s"] <= first["gold_read_s"] * 1.1
-            and after["view_refresh_s"] <= first["view_refresh_s"] * 1.1,
-            "bound": "more days to read than after the first hour (within 10% counts as met)",
-        },
+        StatedGoal(
+            goal="files per gold day-partition after maintenance",
+            target=f"<= {GOAL_FILES}",
+            measured=f"max {files}, mean {after.gold_files.mean}",
+            met=files <= GOAL_FILES,
+            bound="OPTIMIZE bin-packs a day's files into one",
+        ),
+        StatedGoal(
+            goal="bytes on disk over live bytes after maintenance",
+            target=f"<= {GOAL_BYTES_RATIO}x",
+            measured=f"{ratio}x",
+            met=ratio is not None and ratio <= GOAL_BYTES_RATIO,
+            bound="VACUUM at retention 0 leaves the latest version's files",
+        ),
+        StatedGoal(
+            goal="gold read and view refresh after maintenance vs after the first hour",
+            target="no slower",
+            measured=f"read {after.gold_read_s} s vs {first.gold_read_s} s; refresh "
+            f"{after.view_refresh_s} s vs {first.view_refresh_s} s",
+            met=after.gold_read_s <= first.gold_read_s * 1.1
+            and after.view_refresh_s <= first.view_refresh_s * 1.1,
+            bound="more days to read than after the first hour (within 10% counts as met)",
+        ),
     ]
 
 
@@ -310,13 +325,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     sim = Simulation(spark, settings, clicks, first_hour)
     sim.hour()
     first = sim.measure(args.repeats)
-    say(f"after the first hour: {first}")
+    say(f"after the first hour: {asdict(first)}")
     for n in range(2, args.hours + 1):
         sim.hour()
         if n % 24 == 0:
             say(f"{n} hours")
     without = sim.measure(args.repeats)
-    say(f"after {args.hours} hours, no maintenance: {without}")
+    say(f"after {args.hours} hours, no maintenance: {asdict(without)}")
     retention(spark, settings, "interval 0 hours")
     started = time.monotonic()
     rows = maintenance.run(spark, settings, list(TABLES), 0, dry_run=False)
@@ -324,24 +339,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Delta refuses to read a change feed past that duration: 0 would fail the view's refresh.
     retention(spark, settings, "interval 1 weeks")
     after = sim.measure(args.repeats)
-    say(f"maintenance in {maintenance_s} s; after it: {after}")
+    say(f"maintenance in {maintenance_s} s; after it: {asdict(after)}")
     clustered = clustering(spark, settings, args.repeats)
-    say(f"clustering: {clustered}")
-    report = {
-        "hours": args.hours,
-        "rows_per_day": args.rows_per_day,
-        "clicks_per_day": plan["clicks"],
-        "tables": list(TABLES),
-        "first": first,
-        "without": without,
-        "after": after,
-        "maintenance_s": maintenance_s,
-        "maintenance": [{k: r[k] for k in ("table", "detail", "seconds")} for r in rows],
-        "goals": goals(first, after),
-        "clustering": clustered,
-        "cores": cores(),
-        "seconds": round(time.monotonic() - began, 1),
-    }
+    say(f"clustering: {asdict(clustered)}")
+    report = asdict(
+        Maintenance(
+            hours=args.hours,
+            rows_per_day=args.rows_per_day,
+            clicks_per_day=plan["clicks"],
+            tables=list(TABLES),
+            first=first,
+            without=without,
+            after=after,
+            maintenance_s=maintenance_s,
+            maintenance=[TableMaintenance(r["table"], r["detail"], r["seconds"]) for r in rows],
+            goals=goals(first, after),
+            clustering=clustered,
+            cores=cores(),
+            seconds=round(time.monotonic() - began, 1),
+        )
+    )
     out_dir = Path(args.out_dir) if args.out_dir else harness.report_dir(base)
     path = harness.write_json(out_dir / "maintenance.json", report)
     print(json.dumps({k: report[k] for k in ("first", "without", "after", "goals")}, indent=1))
