@@ -109,10 +109,12 @@ class Node:
         return self.value
 
     def flag(self, key: str) -> bool:
-        node = self._child(key)
-        if not isinstance(node.value, bool):
-            raise node._fail("true or false")
-        return node.value
+        return self._child(key).flag_value()
+
+    def flag_value(self) -> bool:
+        if not isinstance(self.value, bool):
+            raise self._fail("true or false")
+        return self.value
 
     def items(self, key: str | None = None) -> list[Node]:
         node = self._child(key) if key is not None else self

@@ -27,7 +27,8 @@ On a broker of its own (free loopback ports, runtime under a temporary directory
    as a running engine is by the hours before; neither counted).
    ``--no-fixed-costs`` skips this step.
 
-``--out-dir DIR`` writes ``DIR/bronze.json`` (the report's contract, :mod:`.bronze_report`).
+``--out-dir DIR`` writes ``DIR/bronze.json``: what it writes is
+:class:`~bench.lake.bronze_report.Bronze`, the type the report reads.
 ``--quick`` is a smoke run of the tool (``make bench-quick``): steps 1 and 2 on 2,000 records
 in batches of half of them; no silver (the report shows none of its figures; its first run is
 seconds of table creation) and no fixed cost (each is a Spark start of its own, ten seconds and
@@ -46,6 +47,7 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
+from dataclasses import asdict
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -54,6 +56,8 @@ from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from bench import harness
 from bench.harness import BRONZE_GOAL_RECORDS_PER_S, cores, load_average, say
+from bench.lake.bronze_report import Batch, Bronze, TailBatch, Throughput
+from bench.report_kit import StatedGoal
 from spark_apps.lake import bronze, silver
 from spark_apps.lake.tables import table_path
 
@@ -166,38 +170,38 @@ def steady_batches(batches: list[dict]) -> list[dict]:
     return steady
 
 
-def throughput(batches: list[dict], started_epoch: float, wall_s: float) -> dict:
+def throughput(batches: list[dict], started_epoch: float, wall_s: float) -> Throughput:
     """Start-up, steady-state and wall figures of one query's ``batches``."""
     records = sum(b["records"] for b in batches)
     steady = steady_batches(batches)
     steady_s = sum(b["seconds"] for b in steady)
-    return {
-        "records": records,
-        "wall_s": round(wall_s, 2),
-        "query_start_s": round(_epoch(batches[0]["timestamp"]) - started_epoch, 2)
+    return Throughput(
+        records=records,
+        wall_s=round(wall_s, 2),
+        query_start_s=round(_epoch(batches[0]["timestamp"]) - started_epoch, 2)
         if batches
         else None,
-        "first_batch_s": round(batches[0]["seconds"], 2) if batches else None,
-        "steady_records_per_s": round(sum(b["records"] for b in steady) / steady_s)
+        first_batch_s=round(batches[0]["seconds"], 2) if batches else None,
+        steady_records_per_s=round(sum(b["records"] for b in steady) / steady_s)
         if steady_s
         else None,
-        "wall_records_per_s": round(records / wall_s) if wall_s else None,
-        "tail_batch": next(
+        wall_records_per_s=round(records / wall_s) if wall_s else None,
+        tail_batch=next(
             (
-                {"records": b["records"], "seconds": round(b["seconds"], 3)}
+                TailBatch(records=b["records"], seconds=round(b["seconds"], 3))
                 for b in batches[len(steady) + 1 :]
             ),
             None,
         ),
-        "batches": [
-            {
-                "records": b["records"],
-                "seconds": round(b["seconds"], 3),
-                "durations_ms": b["durations_ms"],
-            }
+        batches=[
+            Batch(
+                records=b["records"],
+                seconds=round(b["seconds"], 3),
+                durations_ms=b["durations_ms"],
+            )
             for b in batches
         ],
-    }
+    )
 
 
 def bench(spark, settings: Settings, args: argparse.Namespace, session_s: float) -> dict:
@@ -226,9 +230,9 @@ def bench(spark, settings: Settings, args: argparse.Namespace, session_s: float)
             f"{written[table.name]:,}) for {args.records:,} records sent"
         )
     say(
-        f"bronze: {args.records:,} records, start-up {session_s + ingest['query_start_s']:.1f} s"
-        f" (session {session_s:.1f} s), steady {ingest['steady_records_per_s']:,} records/s, "
-        f"wall {ingest['wall_records_per_s']:,} records/s"
+        f"bronze: {args.records:,} records, start-up {session_s + ingest.query_start_s:.1f} s"
+        f" (session {session_s:.1f} s), steady {ingest.steady_records_per_s:,} records/s, "
+        f"wall {ingest.wall_records_per_s:,} records/s"
     )
 
     refine = None
@@ -242,8 +246,8 @@ def bench(spark, settings: Settings, args: argparse.Namespace, session_s: float)
             time.monotonic() - started,
         )
         say(
-            f"silver: {refine['records']:,} records in {refine['wall_s']:.1f} s = "
-            f"{refine['wall_records_per_s']:,} records/s"
+            f"silver: {refine.records:,} records in {refine.wall_s:.1f} s = "
+            f"{refine.wall_records_per_s:,} records/s"
         )
 
     if args.fixed_costs:
@@ -374,11 +378,11 @@ def latest_commit(table: Path) -> tuple[int, int]:
     raise RuntimeError(f"{newest} holds no commitInfo")
 
 
-def bound(ingest: dict, load: list) -> str:
+def bound(ingest: Throughput, load: tuple[float, float]) -> str:
     """What the steady-state figure is made of: the share of the steady batches' time spent in
     ``addBatch`` (read Kafka, convert, write Parquet with its statistics, commit to Delta) and
     the load the machine carried."""
-    steady = steady_batches(ingest["batches"])
+    steady = steady_batches([asdict(b) for b in ingest.batches])
     total = sum(b["durations_ms"].get("triggerExecution", 0) for b in steady)
     add = sum(b["durations_ms"].get("addBatch", 0) for b in steady)
     share = (
@@ -390,38 +394,40 @@ def bound(ingest: dict, load: list) -> str:
     )
 
 
-def report(args: argparse.Namespace, session_s: float, measured: dict, load: list) -> dict:
-    ingest = measured["ingest"]
-    steady = ingest["steady_records_per_s"]
-    return {
-        "records": args.records,
-        "partitions": registry.topic(TOPIC).partitions,
-        "topic": TOPIC,
-        "max_offsets_per_trigger": args.max_offsets_per_trigger,
-        "cores": cores(),
-        "quick": args.quick,
-        "session_s": round(session_s, 2),
-        "startup_s": round(session_s + ingest["query_start_s"], 2),
-        "query_start_s": ingest["query_start_s"],
-        "first_batch_s": ingest["first_batch_s"],
-        "tail_batch": ingest["tail_batch"],
-        "steady_records_per_s": steady,
-        "wall_records_per_s": ingest["wall_records_per_s"],
-        "ingest_wall_s": ingest["wall_s"],
-        "batches": ingest["batches"],
-        "silver": measured["silver"],
-        "fixed_cost_s": measured["fixed_cost_s"],
-        "fixed_cost_engine_s": measured["fixed_cost_engine_s"],
-        "fixed_cost_logs": measured["fixed_cost_logs"],
-        "goal": {
-            "goal": "bronze steady-state ingest on 2 cores",
-            "target": f">= {BRONZE_GOAL_RECORDS_PER_S:,} records/s",
-            "measured": f"{steady:,} records/s" if steady else "no batch after the first",
-            "met": bool(steady and steady >= BRONZE_GOAL_RECORDS_PER_S),
-            "bound": args.bound or bound(ingest, load),
-        },
-        "load_average": load,
-    }
+def report(
+    args: argparse.Namespace, session_s: float, measured: dict, load: tuple[float, float]
+) -> Bronze:
+    ingest: Throughput = measured["ingest"]
+    steady = ingest.steady_records_per_s
+    return Bronze(
+        records=args.records,
+        partitions=registry.topic(TOPIC).partitions,
+        topic=TOPIC,
+        max_offsets_per_trigger=args.max_offsets_per_trigger,
+        cores=cores(),
+        quick=args.quick,
+        session_s=round(session_s, 2),
+        startup_s=round(session_s + ingest.query_start_s, 2),
+        query_start_s=ingest.query_start_s,
+        first_batch_s=ingest.first_batch_s,
+        tail_batch=ingest.tail_batch,
+        steady_records_per_s=steady,
+        wall_records_per_s=ingest.wall_records_per_s,
+        ingest_wall_s=ingest.wall_s,
+        batches=ingest.batches,
+        silver=measured["silver"],
+        fixed_cost_s=measured["fixed_cost_s"],
+        fixed_cost_engine_s=measured["fixed_cost_engine_s"],
+        fixed_cost_logs=measured["fixed_cost_logs"],
+        goal=StatedGoal(
+            goal="bronze steady-state ingest on 2 cores",
+            target=f">= {BRONZE_GOAL_RECORDS_PER_S:,} records/s",
+            measured=f"{steady:,} records/s" if steady else "no batch after the first",
+            met=bool(steady and steady >= BRONZE_GOAL_RECORDS_PER_S),
+            bound=args.bound or bound(ingest, load),
+        ),
+        load_average=load,
+    )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -521,7 +527,7 @@ def run(
     private broker of ``settings``, written to ``--out-dir``/bronze.json (unset:
     ``<reports>/bench-bronze-<time>.json`` of ``base``); its path."""
     measured = bench(spark, settings, args, session_s)
-    result = report(args, session_s, measured, [load_start, load_average()])
+    result = asdict(report(args, session_s, measured, (load_start, load_average())))
     out = harness.write_json(
         Path(args.out_dir) / "bronze.json"
         if args.out_dir
