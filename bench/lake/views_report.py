@@ -1,7 +1,8 @@
 """The view refresh suite's part of the benchmark report: ``views.json``
 (``bench.lake.views --suite``), a row per case (delete/update, append, a fixed change per source
-size, one row): incremental and full refresh times, phases, Spark jobs, Delta commits; its table
-and its plot of refresh time against source size."""
+size, one row): incremental and full refresh times, phases, Spark jobs, Delta commits. It holds
+the file's type (:class:`Views`, which :mod:`bench.lake.views_suite` fills and writes as
+``views.json``), its reader, its table and its plot of refresh time against source size."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from bench.report_kit import (
     Node,
     Plot,
     Section,
+    StatedGoal,
     fmt,
     load_average,
     load_text,
@@ -26,60 +28,144 @@ from bench.report_kit import (
 
 FILE = "views.json"
 
+# The fields the report does not show are read with Node.unshown: optional, as the report's
+# summary of the file (and a test's file) lacks them.
 
-@dataclass(frozen=True)
-class ViewCase:
+
+@dataclass(frozen=True, kw_only=True)
+class Refreshed:
+    """A case's fields before its load average (an item of ``cases``, in the order written):
+    the case and its source rows, the incremental refresh (its seconds, phases, Spark jobs per
+    phase, Delta commits, change, groups, its log line), then the full refresh of the same
+    source version."""
+
     case: str
     rows: int
-    change_rows: int
     incremental_s: float
-    full_s: float | None
-    ratio: float | None
-    phases: dict[str, float]
-    jobs: dict[str, float]
+    phases: dict[str, float]  # phase → seconds
+    jobs: dict[str, int]  # phase → Spark jobs
+    total_jobs: int | None = None  # the jobs' sum, as written; the report sums ``jobs``
     commits: int
-    verify_differences: int | None
-    load: tuple[float, float]
+    change_rows: int
+    groups_touched: int | None = None
+    groups_recomputed: int | None = None
+    line: str | None = None
+    full_s: float | None  # None: no full refresh (one_row)
+    ratio: float | None  # full over incremental
+    verify_differences: int | None  # groups differing from a recomputation; None: not verified
 
-    @property
-    def total_jobs(self) -> float:
-        return sum(self.jobs.values())
+
+@dataclass(frozen=True, kw_only=True)
+class ViewCase(Refreshed):
+    """A case as written (``append``, and any case but the two below)."""
+
+    load_average: tuple[float, float]  # start, end
+
+
+@dataclass(frozen=True, kw_only=True)
+class OneRow(Refreshed):
+    """The ``one_row`` case: its median refresh, and every repeat's seconds."""
+
+    all_s: list[float] | None = None
+    load_average: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Changes:
+    """The rows each of the change's three commits changed."""
+
+    inserted: int
+    updated: int
+    deleted: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeleteUpdate(ViewCase):
+    """The ``delete_update`` case, and its change."""
+
+    changes: Changes | None = None
+
+
+Case = ViewCase | OneRow
+
+
+@dataclass(frozen=True, kw_only=True)
+class Views:
+    """``views.json``, as ``bench.lake.views_suite`` writes it."""
+
+    cases: list[Case]
+    goals: list[StatedGoal]
+    quick: bool | None = None
+    aggregates: list[str] | None = None  # the view's, as kind(column)
+    campaigns: int | None = None
+    days: int | None = None
+    cores: int | None = None
+    master: str | None = None  # Spark's
+    started_at: str | None = None
+    seconds: float | None = None  # the whole suite's
 
 
 CASES = ("delete_update", "append", "fixed_change", "one_row")
 
 
-def read_views(node: Node) -> tuple[list[ViewCase], list[Goal]]:
-    cases = []
-    for c in node.items("cases"):
-        name = c.text("case")
-        if name not in CASES:
-            raise MalformedReport(
-                c.file, f"{c.where}.case", f"expected one of {CASES}, got {name!r}"
-            )
-        differences = c.num("verify_differences", optional=True)
-        cases.append(
-            ViewCase(
-                name,
-                int(c.num("rows")),
-                int(c.num("change_rows")),
-                c.num("incremental_s"),
-                c.num("full_s", optional=True),
-                c.num("ratio", optional=True),
-                c.mapping("phases"),
-                c.mapping("jobs"),
-                int(c.num("commits")),
-                None if differences is None else int(differences),
-                load_average(c),
-            )
-        )
-    return cases, [Goal.read("views", g) for g in node.items("goals")]
+def whole(node: Node) -> int:
+    return int(node.num())
 
 
-def views_section(cases: list[ViewCase] | None) -> str:
+def read_case(c: Node) -> Case:
+    name = c.text("case")
+    if name not in CASES:
+        raise MalformedReport(c.file, f"{c.where}.case", f"expected one of {CASES}, got {name!r}")
+    differences = c.num("verify_differences", optional=True)
+    fields = dict(
+        case=name,
+        rows=int(c.num("rows")),
+        incremental_s=c.num("incremental_s"),
+        phases=c.mapping("phases"),
+        jobs={phase: round(n) for phase, n in c.mapping("jobs").items()},
+        total_jobs=c.unshown("total_jobs", whole),
+        commits=int(c.num("commits")),
+        change_rows=int(c.num("change_rows")),
+        groups_touched=c.unshown("groups_touched", whole),
+        groups_recomputed=c.unshown("groups_recomputed", whole),
+        line=c.unshown("line", Node.text_value),
+        full_s=c.num("full_s", optional=True),
+        ratio=c.num("ratio", optional=True),
+        verify_differences=None if differences is None else int(differences),
+        load_average=load_average(c),
+    )
+    if name == "one_row":
+        return OneRow(**fields, all_s=c.unshown("all_s", lambda n: [s.num() for s in n.items()]))
+    if name == "delete_update":
+        return DeleteUpdate(**fields, changes=c.unshown("changes", read_changes))
+    return ViewCase(**fields)
+
+
+def read_changes(node: Node) -> Changes:
+    return Changes(*(int(node.num(k)) for k in ("inserted", "updated", "deleted")))
+
+
+def read_views(node: Node) -> tuple[Views, list[Goal]]:
+    views = Views(
+        cases=[read_case(c) for c in node.items("cases")],
+        goals=[StatedGoal.read(g) for g in node.items("goals")],
+        quick=node.unshown("quick", Node.flag_value),
+        aggregates=node.unshown("aggregates", lambda n: [a.text_value() for a in n.items()]),
+        campaigns=node.unshown("campaigns", whole),
+        days=node.unshown("days", whole),
+        cores=node.unshown("cores", whole),
+        master=node.unshown("master", Node.text_value),
+        started_at=node.unshown("started_at", Node.text_value),
+        seconds=node.unshown("seconds", Node.num),
+    )
+    return views, [Goal.of("views", g) for g in views.goals]
+
+
+def views_section(views: Views | None) -> str:
     out = ["## View refresh (`views.json`)", ""]
-    if cases is None:
+    if views is None:
         return "\n".join(out + [NOT_RUN.format(file="views.json")])
+    cases = views.cases
     out.append(
         table(
             [
@@ -102,10 +188,10 @@ def views_section(cases: list[ViewCase] | None) -> str:
                     fmt(c.incremental_s, " s", 2),
                     fmt(c.full_s, " s", 2),
                     fmt(c.ratio, "×"),
-                    fmt(c.total_jobs, digits=0),
+                    fmt(sum(c.jobs.values()), digits=0),
                     str(c.commits),
                     "–" if c.verify_differences is None else str(c.verify_differences),
-                    load_text(c.load),
+                    load_text(c.load_average),
                 ]
                 for c in cases
             ],
@@ -128,7 +214,7 @@ def views_section(cases: list[ViewCase] | None) -> str:
     return "\n".join(out)
 
 
-def _phase_cell(case: ViewCase, phase: str) -> str:
+def _phase_cell(case: Case, phase: str) -> str:
     seconds = fmt(case.phases.get(phase), digits=2)
     jobs = case.jobs.get(phase)
     return seconds if jobs is None else f"{seconds} ({jobs:.0f})"
@@ -142,8 +228,9 @@ CASE_NAMES = {
 }
 
 
-def plot_views(cases: list[ViewCase], path: Path) -> None:
+def plot_views(views: Views, path: Path) -> None:
     """Refresh time against source rows, incremental (solid) and full (dashed), per case."""
+    cases = views.cases
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5.5))
     markers = {"delete_update": "o", "append": "s", "fixed_change": "D", "one_row": "^"}
@@ -191,9 +278,12 @@ def plot_views(cases: list[ViewCase], path: Path) -> None:
     save_plot(fig, path)
 
 
-def loads(cases: list[ViewCase] | None) -> list[Load]:
+def loads(views: Views | None) -> list[Load]:
     """Each case's load average, for the machine table."""
-    return [(f"views `{c.case}` {fmt(c.rows, digits=0)} rows", c.load) for c in cases or []]
+    return [
+        (f"views `{c.case}` {fmt(c.rows, digits=0)} rows", c.load_average)
+        for c in (views.cases if views else [])
+    ]
 
 
 SECTION = Section(
@@ -207,7 +297,7 @@ SECTION = Section(
             "View refresh time vs source size",
             FILE,
             plot_views,
-            missing=lambda cases: None if cases else "no cases in views.json",
+            missing=lambda views: None if views.cases else "no cases in views.json",
         ),
     ),
     loads=loads,

@@ -2,7 +2,8 @@
 ``python -m bench.lake``): the 1-row refresh with its phases, Spark jobs and Delta commits, an
 append-only change and a delete/update one at the first size, a fixed appended change at every
 source size (:func:`suite`), and the report's goals against them (:func:`goals`). Writes
-``views.json``, which :mod:`bench.lake.views_report` reads.
+``views.json``: what it writes is :class:`~bench.lake.views_report.Views`, the type the report
+reads.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import shutil
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from adlake import registry
 from adlake.config import Settings
 from bench import harness
 from bench.harness import cores, load_average, timed
+from bench.lake.views_report import Case, Changes, DeleteUpdate, OneRow, ViewCase, Views
 from bench.lake.views_source import (
     SOURCE,
     apply_changes,
@@ -26,6 +29,7 @@ from bench.lake.views_source import (
     first_changed_day,
     synthetic_rows,
 )
+from bench.report_kit import StatedGoal
 from spark_apps.lake import views
 from spark_apps.lake.tables import ensure_table, table_path
 
@@ -118,17 +122,18 @@ def suite(spark, settings: Settings, args: argparse.Namespace, out_dir: Path) ->
         shutil.rmtree(path, ignore_errors=True)
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    cases: list[dict] = []
+    cases: list[Case] = []
 
     def say(text: str) -> None:
         print(f"[views {time.monotonic() - started:6.0f} s] {text}", flush=True)
 
-    def case(name: str, rows: int, **fields) -> dict:
-        entry = {"case": name, "rows": rows, **fields}
+    def case(name: str, rows: int, **fields) -> Case:
+        kind = {"one_row": OneRow, "delete_update": DeleteUpdate}.get(name, ViewCase)
+        entry = kind(case=name, rows=rows, **fields)
         cases.append(entry)
         return entry
 
-    def compare(name: str, rows: int, verify: bool) -> dict:
+    def compare(name: str, rows: int, verify: bool, **extra) -> Case:
         load = load_average()
         inc = measured_refresh(spark, settings, view)
         say(f"{name} at {rows:,} rows: {inc['line']}")
@@ -145,7 +150,8 @@ def suite(spark, settings: Settings, args: argparse.Namespace, out_dir: Path) ->
             full_s=round(full_s, 3),
             ratio=round(full_s / inc["incremental_s"], 2),
             verify_differences=diffs,
-            load_average=[load, load_average()],
+            load_average=(load, load_average()),
+            **extra,
         )
 
     ensure_table(spark, settings, SOURCE)
@@ -176,7 +182,7 @@ def suite(spark, settings: Settings, args: argparse.Namespace, out_dir: Path) ->
                 ratio=None,
                 verify_differences=None,
                 all_s=[x["incremental_s"] for x in runs],
-                load_average=[load_average()] * 2,
+                load_average=(load_average(),) * 2,
             )
         append_rows(spark, src, args, next_id, fixed, recent=True, seed=args.seed + 50 + i)
         next_id += fixed
@@ -194,20 +200,22 @@ def suite(spark, settings: Settings, args: argparse.Namespace, out_dir: Path) ->
                 first_new_id=next_id,
             )
             next_id += changes["inserted"]
-            compare("delete_update", rows, verify=True)["changes"] = changes
+            compare("delete_update", rows, verify=True, changes=Changes(**changes))
         # The mixed change above deleted rows: the size stays the generated count, +- 0.1%.
-    report = {
-        "cases": cases,
-        "goals": goals(cases),
-        "quick": args.quick,
-        "aggregates": [f"{a.kind}({a.column or ''})" for a in view.aggregates],
-        "campaigns": args.campaigns,
-        "days": args.days,
-        "cores": cores(),
-        "master": spark.sparkContext.master,
-        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "seconds": round(time.monotonic() - started, 1),
-    }
+    report = asdict(
+        Views(
+            cases=cases,
+            goals=goals(cases),
+            quick=args.quick,
+            aggregates=[f"{a.kind}({a.column or ''})" for a in view.aggregates],
+            campaigns=args.campaigns,
+            days=args.days,
+            cores=cores(),
+            master=spark.sparkContext.master,
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            seconds=round(time.monotonic() - started, 1),
+        )
+    )
     harness.write_json(out_dir / "views.json", report)
     for g in report["goals"]:
         say(
@@ -218,49 +226,48 @@ def suite(spark, settings: Settings, args: argparse.Namespace, out_dir: Path) ->
     return report
 
 
-def goals(cases: Sequence[dict]) -> list[dict]:
+def goals(cases: Sequence[Case]) -> list[StatedGoal]:
     """The report's three goals (see ``GOAL_ONE_ROW_S``) against the cases measured, each with
     what bounds it (the growth goal only with more than one source size)."""
-    one = next(c for c in cases if c["case"] == "one_row")
-    appends = [c for c in cases if c["case"] == "append"]
-    slowest = max(one["phases"], key=one["phases"].get)
+    one = next(c for c in cases if c.case == "one_row")
+    appends = [c for c in cases if c.case == "append"]
+    slowest = max(one.phases, key=one.phases.get)
     out = [
-        {
-            "goal": "1-row incremental refresh",
-            "target": f"<= {GOAL_ONE_ROW_S} s",
-            "measured": f"{one['incremental_s']:.2f} s (median of {len(one['all_s'])}), "
-            f"{one['total_jobs']} Spark jobs, {one['commits']} Delta commits",
-            "met": one["incremental_s"] <= GOAL_ONE_ROW_S,
-            "bound": f"largest phase: {slowest} {one['phases'][slowest]:.2f} s "
-            f"({one['jobs'][slowest]} jobs)",
-        }
+        StatedGoal(
+            goal="1-row incremental refresh",
+            target=f"<= {GOAL_ONE_ROW_S} s",
+            measured=f"{one.incremental_s:.2f} s (median of {len(one.all_s)}), "
+            f"{one.total_jobs} Spark jobs, {one.commits} Delta commits",
+            met=one.incremental_s <= GOAL_ONE_ROW_S,
+            bound=f"largest phase: {slowest} {one.phases[slowest]:.2f} s "
+            f"({one.jobs[slowest]} jobs)",
+        )
     ]
     first, last = appends[0], appends[-1]
     out.append(
-        {
-            "goal": f"append-only {first['change_rows']:,} rows to {first['rows']:,}",
-            "target": f"full / incremental >= {GOAL_APPEND_RATIO:.0f}x",
-            "measured": f"{first['ratio']:.1f}x ({first['incremental_s']:.1f} s vs "
-            f"{first['full_s']:.1f} s)",
-            "met": first["ratio"] >= GOAL_APPEND_RATIO,
-            "bound": f"the incremental refresh's fixed cost ({one['incremental_s']:.2f} s "
-            f"for 1 row) against a full refresh of {first['full_s']:.1f} s",
-        }
+        StatedGoal(
+            goal=f"append-only {first.change_rows:,} rows to {first.rows:,}",
+            target=f"full / incremental >= {GOAL_APPEND_RATIO:.0f}x",
+            measured=f"{first.ratio:.1f}x ({first.incremental_s:.1f} s vs {first.full_s:.1f} s)",
+            met=first.ratio >= GOAL_APPEND_RATIO,
+            bound=f"the incremental refresh's fixed cost ({one.incremental_s:.2f} s "
+            f"for 1 row) against a full refresh of {first.full_s:.1f} s",
+        )
     )
     if len(appends) > 1:
-        growth = last["incremental_s"] / first["incremental_s"]
-        full_growth = last["full_s"] / first["full_s"]
+        growth = last.incremental_s / first.incremental_s
+        full_growth = last.full_s / first.full_s
         out.append(
-            {
-                "goal": f"fixed change of {first['change_rows']:,} appended rows, "
-                f"{first['rows']:,} -> {last['rows']:,} source rows",
-                "target": f"incremental grows < {GOAL_FIXED_GROWTH}x",
-                "measured": f"incremental {growth:.2f}x ({first['incremental_s']:.1f} -> "
-                f"{last['incremental_s']:.1f} s), full {full_growth:.1f}x "
-                f"({first['full_s']:.1f} -> {last['full_s']:.1f} s)",
-                "met": growth < GOAL_FIXED_GROWTH,
-                "bound": "the change is read from the change feed and merged into the "
+            StatedGoal(
+                goal=f"fixed change of {first.change_rows:,} appended rows, "
+                f"{first.rows:,} -> {last.rows:,} source rows",
+                target=f"incremental grows < {GOAL_FIXED_GROWTH}x",
+                measured=f"incremental {growth:.2f}x ({first.incremental_s:.1f} -> "
+                f"{last.incremental_s:.1f} s), full {full_growth:.1f}x "
+                f"({first.full_s:.1f} -> {last.full_s:.1f} s)",
+                met=growth < GOAL_FIXED_GROWTH,
+                bound="the change is read from the change feed and merged into the "
                 "view's touched groups; neither reads the source's other rows",
-            }
+            )
         )
     return out

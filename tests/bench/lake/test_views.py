@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.lake import views as views_benchmark, views_suite
+from bench.lake import views as views_benchmark, views_report, views_suite
 
 pytest.importorskip("delta")
 
@@ -37,20 +37,23 @@ def test_a_tiny_run_reports_both_refreshes_and_what_bounds_their_ratio(spark, se
     assert line.split()[0] == "4,000"
 
 
-def _case(name: str, rows: int, inc: float, full: float | None, **extra) -> dict:
-    return {
-        "case": name,
-        "rows": rows,
-        "incremental_s": inc,
-        "full_s": full,
-        "ratio": None if full is None else round(full / inc, 2),
-        "change_rows": 100_000,
-        "phases": {"bookkeeping": 0.1, "change": 0.3, "merge": 0.7},
-        "jobs": {"bookkeeping": 0, "change": 1, "merge": 6},
-        "total_jobs": 7,
-        "commits": 2,
+def _case(name: str, rows: int, inc: float, full: float | None, **extra) -> views_report.Case:
+    kind = views_report.OneRow if name == "one_row" else views_report.ViewCase
+    return kind(
+        case=name,
+        rows=rows,
+        incremental_s=inc,
+        full_s=full,
+        ratio=None if full is None else round(full / inc, 2),
+        verify_differences=None,
+        change_rows=100_000,
+        phases={"bookkeeping": 0.1, "change": 0.3, "merge": 0.7},
+        jobs={"bookkeeping": 0, "change": 1, "merge": 6},
+        total_jobs=7,
+        commits=2,
+        load_average=(0.5, 1.0),
         **extra,
-    }
+    )
 
 
 def test_the_goals_compare_each_case_with_its_target_and_name_what_bounds_it():
@@ -63,13 +66,13 @@ def test_the_goals_compare_each_case_with_its_target_and_name_what_bounds_it():
 
     one_row, append, fixed = views_suite.goals(cases)
 
-    assert one_row["met"] and "1.20 s (median of 3)" in one_row["measured"]
-    assert "7 Spark jobs, 2 Delta commits" in one_row["measured"]
-    assert one_row["bound"] == "largest phase: merge 0.70 s (6 jobs)"
-    assert append["met"] and append["measured"].startswith("6.0x")  # 12 / 2 >= 5
+    assert one_row.met and "1.20 s (median of 3)" in one_row.measured
+    assert "7 Spark jobs, 2 Delta commits" in one_row.measured
+    assert one_row.bound == "largest phase: merge 0.70 s (6 jobs)"
+    assert append.met and append.measured.startswith("6.0x")  # 12 / 2 >= 5
     # 3.5 / 2.0 = 1.75x growth from 10M to 100M: over the 1.5x target.
-    assert not fixed["met"] and fixed["measured"].startswith("incremental 1.75x")
-    assert "full 9.2x" in fixed["measured"]
+    assert not fixed.met and fixed.measured.startswith("incremental 1.75x")
+    assert "full 9.2x" in fixed.measured
 
 
 def test_one_size_has_no_growth_goal():
@@ -77,4 +80,4 @@ def test_one_size_has_no_growth_goal():
 
     goals = views_suite.goals(cases)
 
-    assert [g["met"] for g in goals] == [False, False]  # 2.0 s > 1.5 s; 2x < 5x
+    assert [g.met for g in goals] == [False, False]  # 2.0 s > 1.5 s; 2x < 5x
