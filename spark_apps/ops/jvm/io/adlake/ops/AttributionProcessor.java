@@ -388,8 +388,14 @@ public final class AttributionProcessor extends StatefulProcessor<Row, Row, Row>
     }
     Row t = timers.get();
     Long closeAt = t == null || t.isNullAt(0) ? null : t.getLong(0);
-    clearAll();
+    // Every due timer lands here at a checkpoint boundary, so only the state that holds anything
+    // is cleared: closed_ids is empty until a key closes (it is written only here and after the
+    // close), and with a tombstone the timers value is rewritten below rather than cleared first.
+    request.clear();
+    impressions.clear();
+    callbacks.clear();
     if (!tombstone) {
+      timers.clear();
       return;
     }
     for (Map.Entry<String, String> e : closed.entrySet()) {

@@ -62,8 +62,12 @@ final class CachedMap {
     load().put(id, value);
   }
 
+  /** Clears the map; one read as empty in this call is not cleared again (a clear scans the
+   * key's prefix in the state store). */
   void clear() {
-    state.clear();
+    if (entries == null || !entries.isEmpty()) {
+      state.clear();
+    }
     entries = new LinkedHashMap<>();
   }
 }

@@ -36,8 +36,12 @@ final class CachedValue {
     loaded = true;
   }
 
+  /** Clears the state; a value read as absent in this call is not cleared again (each clear is a
+   * state-store write, and at a boundary every due timer clears its key). */
   void clear() {
-    state.clear();
+    if (!loaded || value != null) {
+      state.clear();
+    }
     value = null;
     loaded = true;
   }
