@@ -415,7 +415,8 @@ def test_make_bench_quick_writes_every_section_and_plot(tmp_path):
         assert heading in report
     assert "Not run" not in report and "Not drawn" not in report
     assert "| bare Kafka hop (produce → consume) |" in report
-    assert "| click_surge | Real-Time Mode |" in report  # the quick suite's one app
+    # the quick suite's one app, at the interval it ran
+    assert "| click_surge | Real-Time Mode (5 seconds) |" in report
     assert "| click_surge | 5 seconds |" in section(report, "Recovery from a crash")
     assert "| recovery | click_surge back under the page's 1 s target" in report
     assert "| `append` |" in report and "| `one_row` |" in report
