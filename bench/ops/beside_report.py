@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.harness import save_plot
-from bench.ops.latency_report import (
+from bench.ops.latency_result import (
     BETWEEN,
     WHOLE,
-    Run,
+    Result,
     read_boundaries,
     read_percentiles,
     read_quantiles,
@@ -47,7 +47,7 @@ class Beside:
 
     rate: float
     rtm_interval: str
-    runs: dict[str, dict[str, Run]]  # app -> "idle" / "beside" -> its run
+    runs: dict[str, dict[str, Result]]  # app -> "idle" / "beside" -> its run
     ratios: dict[str, float | None]  # app -> its p99 beside / idle
     slots: int
     nice: int
@@ -55,25 +55,26 @@ class Beside:
 
 
 def read_beside(node: Node) -> tuple[Beside, list[Goal]]:
-    runs: dict[str, dict[str, Run]] = {}
+    runs: dict[str, dict[str, Result]] = {}
     for key in ("idle", "beside"):
         by_app = node.get("runs").get(key)
         for app in node.items("apps"):
             name = app.text_value()
             r = by_app.get(name)
             whole = read_percentiles(r, "whole", WHOLE)
-            runs.setdefault(name, {})[key] = Run(
-                name,
-                r.text("mode"),
-                r.num("rate"),
-                r.num("duration_s"),
-                whole,
-                read_percentiles(r, "between_boundaries", BETWEEN),
-                read_quantiles(r, whole),
-                [],
-                read_boundaries(r),
-                load_average(r),
-                [],
+            runs.setdefault(name, {})[key] = Result(
+                app=name,
+                mode=r.text("mode"),
+                rate=r.num("rate"),
+                duration_s=r.num("duration_s"),
+                whole=whole,
+                between_boundaries=read_percentiles(r, "between_boundaries", BETWEEN),
+                quantiles_ms=read_quantiles(r, whole),
+                timeline=[],
+                notes=[],
+                boundaries=read_boundaries(r),
+                load_average=load_average(r),
+                timer_driven={},
             )
     lake = node.get("lake")
     rounds = [{k: r.num(k) for k in ("views_s", "gold_s", "round_s")} for r in lake.items("rounds")]
@@ -151,7 +152,7 @@ def lake_beside_section(beside: Beside | None, backfill: Backfill | None) -> str
                         ms(run.whole["p99"]),
                         ms(run.whole["max"]),
                         fmt(run.whole["n"], digits=0),
-                        load_text(run.load),
+                        load_text(run.load_average),
                     ]
                     for app, by_key in beside.runs.items()
                     for name, run in (("idle", by_key["idle"]), ("beside", by_key["beside"]))
@@ -207,7 +208,7 @@ def plot_beside(beside: Beside, path: Path) -> None:
                     style,
                     color=next(colours),
                     label=f"{run.label}, lake {key} (p99 {ms(run.whole['p99'])}, max "
-                    f"{ms(run.whole['max'])}; load {load_text(run.load)})",
+                    f"{ms(run.whole['max'])}; load {load_text(run.load_average)})",
                 )
     cdf_axes(ax)
     ax.grid(True, which="both", alpha=0.3)
@@ -224,7 +225,7 @@ def loads(beside: Beside | None, backfill: Backfill | None) -> list[Load]:
     out = []
     if beside:
         out += [
-            (f"{app}, lake {key}", by_key[key].load)
+            (f"{app}, lake {key}", by_key[key].load_average)
             for app, by_key in beside.runs.items()
             for key in ("idle", "beside")
         ]

@@ -33,7 +33,8 @@ the run: event-time timers fire at the interval's boundary, where the query paus
 docs/bench/attribution-boundary.md).
 
 The report's scenarios run as :mod:`bench.ops.suite` (``python -m bench.ops.suite``), which
-writes ``ops.json``.
+writes ``ops.json``. A run's figures are a :class:`~bench.ops.latency_result.Result`, the type the
+report reads back.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ import shlex
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from adlake import generator, registry
@@ -74,10 +75,15 @@ from bench.ops.boundaries import (  # noqa: F401 - re-exported
     interval_ms,
     timeline,
 )
+from bench.ops.latency_result import (  # noqa: F401 - MODE_NAMES re-exported
+    MODE_NAMES,
+    Boundary,
+    Result,
+    Slice,
+)
 from bench.ops.watchers import OutputReader, StatusWatcher, ticker
 
 NO_ANOMALIES = dict(out_of_order=0, duplicates=0, late=0, malformed=0, orphans=0, surge_pages=0)
-MODE_NAMES = {"realtime": "Real-Time Mode", "processing_time": "micro-batch"}
 
 
 def ops_apps() -> tuple[registry.App, ...]:
@@ -194,42 +200,6 @@ def default_modes(app: registry.App) -> list[str]:
     return [app.default_trigger]
 
 
-@dataclass
-class Result:
-    app: str
-    mode: str
-    rate: float
-    duration_s: float
-    sent: int = 0
-    measured_outputs: int = 0
-    latency_p50_ms: float | None = None
-    latency_p95_ms: float | None = None
-    latency_p99_ms: float | None = None
-    latency_max_ms: float | None = None
-    input_rows_per_s: float | None = None
-    output_rows_per_s: float | None = None
-    lag_at_end_ms: float | None = None
-    # Latency over the run, per 5-second slice of source time: (seconds from the measured
-    # start, outputs, p50 ms, max ms). Shows whether a tail is steady or comes in bursts.
-    timeline: list[dict] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    engine: str | None = None  # the processor engine, for an app with an `engine` knob
-    # The report's figures (see analyse): whole run and between boundaries, 1001 quantiles,
-    # Real-Time Mode's interval boundaries with their progress phases, the load average.
-    whole: dict = field(default_factory=dict)
-    between_boundaries: dict = field(default_factory=dict)
-    quantiles_ms: list[float] = field(default_factory=list)
-    boundaries: list[dict] = field(default_factory=list)
-    batches: list[dict] = field(default_factory=list)
-    load_average: list[float] = field(default_factory=list)
-    # the timer-driven records' latency (latency_stats, bound_ms, within_bound), apart
-    timer_driven: dict = field(default_factory=dict)
-    # epoch ms the measured window starts at (the boundaries' seconds count from it)
-    measure_from_ms: float | None = None
-    # Real-Time Mode's checkpoint interval the run had (None in micro-batch)
-    rtm_interval: str | None = None
-
-
 @dataclass(frozen=True)
 class Scenario:
     """One measured run: ``app`` in trigger ``mode`` at ``rate`` inputs/s, ``warmup_s`` of
@@ -323,14 +293,6 @@ def run_scenario(
     ``catch_up_s`` more until an output of the traffic's last second is read (a smoke run on a
     busy machine, whose batches lag)."""
     s, app, name = scenario, scenario.app, scenario.name
-    result = Result(
-        app.name,
-        s.mode,
-        s.rate,
-        s.duration_s,
-        engine=s.engine,
-        rtm_interval=s.interval if s.mode == "realtime" else None,
-    )
     load_start = load_average()
     settings, args, env = launch(settings, s, workdir)
     log = workdir / f"{name}.log"
@@ -362,7 +324,7 @@ def run_scenario(
         ).start()
         report = generator.run(config, settings.kafka_bootstrap, progress=False)
         sent_until_ms = time.time() * 1000
-        result.sent = sum(report["sent"].values())
+        sent = sum(report["sent"].values())
         time.sleep(drain_s)  # outputs of the last inputs
         harness.wait_until(
             lambda: any(src >= sent_until_ms - 1000 for _, src in reader.samples),
@@ -376,47 +338,65 @@ def run_scenario(
         stop_app(proc)
         watcher.stopping.set()
     measure_from = started_ms + s.warmup_s * 1000
-    result.measure_from_ms = measure_from
     outputs = [(out, src) for out, src in reader.samples if src >= measure_from]
     samples = [(src, out - src) for out, src in outputs]
     latencies = [lat for _, lat in samples]
-    result.measured_outputs = len(latencies)
-    result.whole = latency_stats(latencies)
-    result.latency_p50_ms, result.latency_p95_ms = result.whole["p50"], result.whole["p95"]
-    result.latency_p99_ms, result.latency_max_ms = result.whole["p99"], result.whole["max"]
-    result.quantiles_ms = quantiles(latencies)
+    whole = latency_stats(latencies)
     span_s = (sent_until_ms - started_ms) / 1000
-    result.input_rows_per_s = round(result.sent / span_s, 1)
-    result.output_rows_per_s = round(len(outputs) / max(s.duration_s, 1e-9), 1)
-    result.timeline = timeline(samples, measure_from)
+    batches: list[dict] = []
+    spans: list[dict] = []
     if s.mode == "realtime":  # micro-batches are many and short: only RTM's are kept
-        result.batches = sorted(watcher.batches.values(), key=lambda b: b["batch_id"])
-        result.boundaries = boundaries(
-            result.batches, outputs, measure_from, sent_until_ms, interval_ms(s.interval)
-        )
+        batches = sorted(watcher.batches.values(), key=lambda b: b["batch_id"])
+        spans = boundaries(batches, outputs, measure_from, sent_until_ms, interval_ms(s.interval))
     # the timer-driven records (closes, orphans) of inputs sent in the measured window: their own
     # figure, against how late they may come
     closes = [out - src for out, src in reader.timer_samples if src >= measure_from]
+    timer_driven: dict = {}
     if closes:
         bound = timer_bound_ms(app, args, s.mode, s.interval)
-        result.timer_driven = {
+        timer_driven = {
             **latency_stats(closes),
             "bound_ms": bound,
             "within_bound": sum(1 for c in closes if bound is None or c <= bound),
         }
-    between = between_boundaries(samples, result.boundaries, measure_from)
-    result.between_boundaries = {k: v for k, v in latency_stats(between).items() if k != "p95"}
-    if reader.samples:
-        result.lag_at_end_ms = round(sent_until_ms - max(src for _, src in reader.samples), 1)
-    if not latencies:
-        result.notes.append(f"no output measured; see {log}")
-    result.load_average = [load_start, load_average()]
+    between = between_boundaries(samples, spans, measure_from)
+    result = Result(
+        app=app.name,
+        mode=s.mode,
+        rate=s.rate,
+        duration_s=s.duration_s,
+        sent=sent,
+        measured_outputs=len(latencies),
+        latency_p50_ms=whole["p50"],
+        latency_p95_ms=whole["p95"],
+        latency_p99_ms=whole["p99"],
+        latency_max_ms=whole["max"],
+        input_rows_per_s=round(sent / span_s, 1),
+        output_rows_per_s=round(len(outputs) / max(s.duration_s, 1e-9), 1),
+        lag_at_end_ms=(
+            round(sent_until_ms - max(src for _, src in reader.samples), 1)
+            if reader.samples
+            else None
+        ),
+        timeline=[Slice(**entry) for entry in timeline(samples, measure_from)],
+        notes=[] if latencies else [f"no output measured; see {log}"],
+        engine=s.engine,
+        whole=whole,
+        between_boundaries={k: v for k, v in latency_stats(between).items() if k != "p95"},
+        quantiles_ms=quantiles(latencies),
+        boundaries=[Boundary(**span) for span in spans],
+        batches=batches,
+        load_average=(load_start, load_average()),
+        timer_driven=timer_driven,
+        measure_from_ms=measure_from,
+        rtm_interval=s.interval if s.mode == "realtime" else None,
+    )
     say(
         f"{name}: whole {result.whole}, between boundaries "
         f"{result.between_boundaries}, {len(result.boundaries)} boundaries "
-        f"(stalls ms: {[b['stall_ms'] for b in result.boundaries]}), sent "
+        f"(stalls ms: {[b.stall_ms for b in result.boundaries]}), sent "
         f"{result.input_rows_per_s}/s, lag at end {result.lag_at_end_ms} ms, load "
-        f"{result.load_average}"
+        f"{list(result.load_average)}"
     )
     return result
 

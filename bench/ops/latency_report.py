@@ -1,18 +1,26 @@
 """The apps' latency suite's part of the benchmark report: ``ops.json`` (``bench.ops.suite``),
 per run the latency percentiles, 1001 quantiles (the CDF), a 5 s timeline, the interval
-boundaries with their stall and durations; the bare Kafka hop. Its tables, the latency CDFs and
-the Real-Time Mode runs' timelines; and the runs' types and readers, which other benchmarks of
-the apps' latency share (:mod:`bench.ops.beside_report`)."""
+boundaries with their stall and durations; the bare Kafka hop. Its reader, which reads each run
+as the type the suite writes (:class:`~bench.ops.latency_result.Result`), its tables, the
+latency CDFs and the Real-Time Mode runs' timelines."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from adlake import registry
 from bench.harness import save_plot
+from bench.ops.latency_result import (
+    MODE_NAMES,
+    WHOLE,
+    Result,
+    read_percentiles,
+    read_quantiles,
+    read_result,
+)
 from bench.report_kit import (
     NOT_RUN,
     QUANTILES,
@@ -34,47 +42,6 @@ from bench.report_kit import (
 FILE = "ops.json"
 
 
-WHOLE = ("p50", "p95", "p99", "max", "n")
-BETWEEN = ("p50", "p99", "max", "n")
-
-
-@dataclass(frozen=True)
-class Boundary:
-    t_s: float
-    stall_ms: float | None  # None: no output around it to measure the stall by
-    durations_ms: dict[str, float]
-    timers_fired: int | None
-
-
-@dataclass(frozen=True)
-class Run:
-    app: str
-    mode: str
-    rate: float
-    duration_s: float
-    whole: dict[str, float | None]
-    between: dict[str, float | None] | None
-    quantiles_ms: list[float]
-    timeline: list[dict[str, float]]
-    boundaries: list[Boundary]
-    load: tuple[float, float]
-    notes: list[str]
-    # Real-Time Mode's checkpoint interval (None: micro-batch, or a run that did not record it)
-    rtm_interval: str | None = None
-    # the timer-driven records (closes, orphans), apart: p50/p99/max/n, bound_ms, within_bound
-    timer_driven: dict[str, float | None] | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{self.app} {MODE_NAMES.get(self.mode, self.mode)}"
-
-    @property
-    def mode_text(self) -> str:
-        """The mode, with the checkpoint interval when the run recorded one."""
-        interval = f" ({self.rtm_interval})" if self.rtm_interval else ""
-        return MODE_NAMES[self.mode] + interval
-
-
 @dataclass(frozen=True)
 class KafkaHop:
     rate: float
@@ -84,55 +51,12 @@ class KafkaHop:
     load: tuple[float, float] | None
 
 
-MODE_NAMES = {"realtime": "Real-Time Mode", "processing_time": "micro-batch"}
 # The apps a run may be of: the registry's operational apps, in its order (the plots' too).
 APPS = tuple(name for name, app in registry.APPS.items() if app.runtime == "ops")
 SLICE_S = 5.0  # a timeline entry's span
 
 
-def read_percentiles(node: Node, key: str, names: Sequence[str]) -> dict[str, float | None]:
-    inner = node.get(key)
-    return {name: inner.num(name, optional=True) for name in names}
-
-
-def read_quantiles(node: Node, whole: dict[str, float | None]) -> list[float]:
-    """The run's 1001 quantiles; none for a run that measured no output (``whole.n`` 0)."""
-    if not whole["n"] and node.get("quantiles_ms").value in ([], None):
-        return []
-    return node.numbers("quantiles_ms", length=QUANTILES)
-
-
-def read_boundaries(run: Node) -> list[Boundary]:
-    boundaries = []
-    for b in run.items("boundaries"):
-        fired = (
-            b.num("timers_fired", optional=True)
-            if isinstance(b.value, Mapping) and "timers_fired" in b.value
-            else None
-        )
-        boundaries.append(
-            Boundary(
-                b.num("t_s"),
-                b.num("stall_ms", optional=True),
-                b.mapping("durations_ms"),
-                None if fired is None else int(fired),
-            )
-        )
-    return boundaries
-
-
-TIMER_FIGURES = ("p50", "p99", "max", "n", "bound_ms", "within_bound")
-
-
-def read_timer_driven(run: Node) -> dict[str, float | None] | None:
-    """The run's timer-driven records' figures; None when it had none (or did not split them)."""
-    if not run.has("timer_driven") or not run.get("timer_driven").value:
-        return None
-    node = run.get("timer_driven")
-    return {k: node.num(k, optional=True) for k in TIMER_FIGURES}
-
-
-def timer_table(runs: Sequence[Run]) -> list[str]:
+def timer_table(runs: Sequence[Result]) -> list[str]:
     """The timer-driven records (closes, orphans) of the runs that had them, against how late
     each may come: window + lateness (+ the interval in Real-Time Mode, timers fire at a
     boundary) + 1 s."""
@@ -163,7 +87,7 @@ def timer_table(runs: Sequence[Run]) -> list[str]:
 class Ops:
     """``ops.json``: the suite's runs and the bare Kafka hop (None: not measured)."""
 
-    runs: list[Run]
+    runs: list[Result]
     kafka_hop: KafkaHop | None
 
 
@@ -177,32 +101,7 @@ def read_ops(node: Node) -> tuple[Ops, list[Goal]]:
             raise MalformedReport(
                 r.file, f"{r.where}.mode", f"expected one of {tuple(MODE_NAMES)}, got {mode!r}"
             )
-        timeline = [
-            {k: s.num(k, optional=k != "t_s") for k in ("t_s", "n", "p50", "p99", "max")}
-            for s in r.items("timeline")
-        ]
-        boundaries = read_boundaries(r)
-        whole = read_percentiles(r, "whole", WHOLE)
-        notes = [str(n.value) for n in r.items("notes")] if r.has("notes") else []
-        runs.append(
-            Run(
-                app,
-                mode,
-                r.num("rate"),
-                r.num("duration_s"),
-                whole,
-                read_percentiles(r, "between_boundaries", BETWEEN)
-                if r.has("between_boundaries")
-                else None,
-                read_quantiles(r, whole),
-                timeline,
-                boundaries,
-                load_average(r),
-                notes,
-                r.text("rtm_interval") if r.has("rtm_interval") else None,
-                read_timer_driven(r),
-            )
-        )
+        runs.append(read_result(r))
     hop = None
     # The suite leaves the hop's `whole` empty when measuring it failed (its `errors` say why).
     if node.has("kafka_hop") and node.get("kafka_hop").value.get("whole") != {}:
@@ -239,9 +138,13 @@ def ops_section(ops: Ops | None) -> str:
             fmt(r.duration_s, " s", 0),
             *(ms(r.whole[k]) for k in ("p50", "p95", "p99", "max")),
             fmt(r.whole["n"], digits=0),
-            *((ms(r.between[k]) for k in ("p50", "p99", "max")) if r.between else ("–",) * 3),
+            *(
+                (ms(r.between_boundaries[k]) for k in ("p50", "p99", "max"))
+                if r.between_boundaries
+                else ("–",) * 3
+            ),
             str(len(r.boundaries)),
-            load_text(r.load),
+            load_text(r.load_average),
         ]
         for r in runs
     ]
@@ -301,7 +204,7 @@ def ops_section(ops: Ops | None) -> str:
     return "\n".join(out)
 
 
-def _hop_ratios(runs: list[Run], hop: KafkaHop | None) -> list[list[str]]:
+def _hop_ratios(runs: list[Result], hop: KafkaHop | None) -> list[list[str]]:
     if hop is None:
         return []
     rows = []
@@ -323,7 +226,7 @@ def boundaries(count: int) -> str:
     return f"{count} boundar{'y' if count == 1 else 'ies'}"
 
 
-def boundary_table(run: Run) -> str:
+def boundary_table(run: Result) -> str:
     """A run's checkpoint-interval boundaries: when, how long input waited, and on what."""
     names = list(dict.fromkeys(k for b in run.boundaries for k in b.durations_ms))
     rows = [
@@ -354,7 +257,7 @@ def boundary_table(run: Run) -> str:
 COLOURS = {"realtime": "tab:blue", "processing_time": "tab:orange", "hop": "tab:grey"}
 
 
-def plot_cdf(runs: list[Run], hop: KafkaHop | None, path: Path) -> None:
+def plot_cdf(runs: list[Result], hop: KafkaHop | None, path: Path) -> None:
     """Latency CDFs, one panel per app: each mode, and the bare Kafka hop as the floor."""
     plt = pyplot()
     apps = [a for a in APPS if any(r.app == a for r in runs)]
@@ -396,17 +299,18 @@ def plot_cdf(runs: list[Run], hop: KafkaHop | None, path: Path) -> None:
     save_plot(fig, path)
 
 
-def plot_timeline(runs: list[Run], path: Path) -> None:
+def plot_timeline(runs: list[Result], path: Path) -> None:
     """Per 5 s slice p50, p99 and max of each Real-Time Mode run; boundaries as vertical lines."""
     plt = pyplot()
     fig, axes = plt.subplots(len(runs), 1, figsize=(11, 3.6 * len(runs)), squeeze=False)
     for ax, run in zip(axes[:, 0], runs):
         # Each slice holds [t_s, t_s + 5): drawn as a step across it, so a boundary's line
         # falls inside the slice it stalled.
-        t = [s["t_s"] for s in run.timeline]
+        t = [s.t_s for s in run.timeline]
         t.append(t[-1] + SLICE_S)
         for key, style in (("max", ":"), ("p99", "-"), ("p50", "-")):
-            values = [s[key] if s[key] is not None else math.nan for s in run.timeline]
+            values = [getattr(s, key) for s in run.timeline]
+            values = [math.nan if v is None else v for v in values]
             ax.step(t, [*values, values[-1]], where="post", linestyle=style, label=key)
         for i, b in enumerate(run.boundaries):
             ax.axvline(
@@ -419,7 +323,9 @@ def plot_timeline(runs: list[Run], path: Path) -> None:
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(lambda v, _: f"{v:,g}")
         ax.yaxis.set_minor_formatter(lambda v, _: f"{v:,g}" if str(v)[0] in "235" else "")
-        top = max((s[k] or 0 for s in run.timeline for k in ("p50", "p99", "max")), default=0)
+        top = max(
+            (getattr(s, k) or 0 for s in run.timeline for k in ("p50", "p99", "max")), default=0
+        )
         if top > 0:
             ax.set_ylim(top=top * 4)  # room for the legend above the lines
         ax.set_xlabel("seconds since the measured start")
@@ -434,7 +340,7 @@ def plot_timeline(runs: list[Run], path: Path) -> None:
     save_plot(fig, path)
 
 
-def realtime_runs(ops: Ops) -> list[Run]:
+def realtime_runs(ops: Ops) -> list[Result]:
     """The Real-Time Mode runs with a timeline: the timeline plot's."""
     return [r for r in ops.runs if r.mode == "realtime" and r.timeline]
 
@@ -443,7 +349,7 @@ def loads(ops: Ops | None) -> list[Load]:
     """Each run's load average, then the hop's, for the machine table."""
     if ops is None:
         return []
-    out = [(f"{r.label} {fmt(r.rate, '/s', 0)}", r.load) for r in ops.runs]
+    out = [(f"{r.label} {fmt(r.rate, '/s', 0)}", r.load_average) for r in ops.runs]
     if ops.kafka_hop and ops.kafka_hop.load:
         out.append(("bare Kafka hop", ops.kafka_hop.load))
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.ops.latency_report import WHOLE, read_percentiles
+from bench.ops.latency_result import WHOLE, read_percentiles
 from bench.report_kit import Goal, Node, Section, fmt, load_average, load_text, ms, table
 
 FILE = "recovery.json"
