@@ -42,7 +42,10 @@ from adlake.helpformat import HelpFormatter
 from adlake.local.bootstrap import venv_python
 from bench import harness
 from bench.harness import cores, load_average, say
+from bench.ops.beside_report import BESIDE_FILE, RUN_KEYS, Beside, Lake, LakeRound
 from bench.ops.latency import Scenario, default_engine, ops_apps, run_scenario
+from bench.ops.latency_result import Result
+from bench.report_kit import StatedGoal
 
 # The apps' latency targets, by trigger (the ones their page shows); an app's p99 beside the lake
 # against idle has its entry's goal (App.bench.beside_p99_ratio).
@@ -51,6 +54,7 @@ TARGETS_MS = {
     "realtime": float(_SETTINGS.latency_target_realtime_ms),
     "processing_time": float(_SETTINGS.latency_target_processing_time_ms),
 }
+BOUND = "the cores the lake engine's work takes from the app's tasks"
 
 
 def scenarios(args: argparse.Namespace) -> list[Scenario]:
@@ -69,14 +73,14 @@ def scenarios(args: argparse.Namespace) -> list[Scenario]:
     ]
 
 
-def run_apps(settings: Settings, runs: list[Scenario], workdir: Path) -> dict[str, dict]:
+def run_apps(settings: Settings, runs: list[Scenario], workdir: Path) -> dict[str, Result]:
     """The scenarios at once, each app with its own traffic, on the broker of ``settings``."""
-    results: dict[str, dict] = {}
+    results: dict[str, Result] = {}
     failures: list[BaseException] = []
 
     def one(scenario: Scenario) -> None:
         try:
-            results[scenario.app.name] = asdict(run_scenario(settings, scenario, workdir))
+            results[scenario.app.name] = run_scenario(settings, scenario, workdir)
         except BaseException as error:  # noqa: BLE001 - re-raised below, after the others
             failures.append(error)
 
@@ -115,7 +119,7 @@ class EngineLake:
             self.proc.kill()
             raise RuntimeError(f"the lake finished no first round; see {self.log}")
 
-    def stop(self) -> list[dict]:
+    def stop(self) -> list[LakeRound]:
         """Stops the loop (its running round's jobs end first); its rounds."""
         self.proc.terminate()
         try:
@@ -123,14 +127,15 @@ class EngineLake:
         except subprocess.TimeoutExpired:
             self.proc.kill()
         try:
-            return json.loads(self.out.read_text())["rounds"]
+            rounds = json.loads(self.out.read_text())["rounds"]
         except (OSError, ValueError, KeyError):
             return []
+        return [LakeRound(**r) for r in rounds]
 
 
-def measure(args: argparse.Namespace) -> dict:
+def measure(args: argparse.Namespace) -> Beside:
     runs = scenarios(args)
-    apps: dict[str, dict] = {}
+    apps: dict[str, dict[str, Result]] = {}
     errors: list[str] = []
     with harness.private_broker("beside", load_settings()) as (settings, workdir):
         names = ", ".join(s.name for s in runs)
@@ -149,51 +154,51 @@ def measure(args: argparse.Namespace) -> dict:
     goals, ratios = [], {}
     for scenario in runs:
         name = scenario.app.name
-        idle, beside = (apps[k][name]["whole"].get("p99") for k in ("idle", "beside"))
+        idle, beside = (apps[k][name].whole.get("p99") for k in RUN_KEYS)
         ratios[name] = round(beside / idle, 2) if idle and beside else None
         target = TARGETS_MS[scenario.mode]
         goals.append(
-            {
-                "goal": f"{name} ({scenario.mode}) p99 after its first {args.warmup:.0f} s at "
+            StatedGoal(
+                goal=f"{name} ({scenario.mode}) p99 after its first {args.warmup:.0f} s at "
                 f"{args.rate:,.0f} events/s, beside the lake's chain and view refreshes",
-                "target": f"<= {target:,.0f} ms (the target its page shows)",
-                "measured": f"{beside:,.0f} ms (lake idle: {idle:,.0f} ms)"
+                target=f"<= {target:,.0f} ms (the target its page shows)",
+                measured=f"{beside:,.0f} ms (lake idle: {idle:,.0f} ms)"
                 if beside and idle
                 else "not measured",
-                "met": beside is not None and beside <= target,
-                "bound": "the cores the lake engine's work takes from the app's tasks",
-            }
+                met=beside is not None and beside <= target,
+                bound=BOUND,
+            )
         )
     for app in ops_apps():
         goal, ratio = app.bench.beside_p99_ratio, ratios.get(app.name)
         if goal is None:
             continue
         goals.append(
-            {
-                "goal": f"{app.name} p99 beside the lake against idle",
-                "target": f"<= {goal}x",
-                "measured": f"{ratio}x" if ratio else "not measured",
-                "met": ratio is not None and ratio <= goal,
-                "bound": "the cores the lake engine's work takes from the app's tasks",
-            }
+            StatedGoal(
+                goal=f"{app.name} p99 beside the lake against idle",
+                target=f"<= {goal}x",
+                measured=f"{ratio}x" if ratio else "not measured",
+                met=ratio is not None and ratio <= goal,
+                bound=BOUND,
+            )
         )
-    return {
-        "apps": [s.app.name for s in runs],
-        "scenarios": [s.name for s in runs],
-        "rate": args.rate,
-        "warmup_s": args.warmup,
-        "duration_s": args.duration,
-        "rtm_interval": args.rtm_interval
+    return Beside(
+        apps=[s.app.name for s in runs],
+        scenarios=[s.name for s in runs],
+        rate=args.rate,
+        warmup_s=args.warmup,
+        duration_s=args.duration,
+        rtm_interval=args.rtm_interval
         or "each app's own: " + ", ".join(f"{s.app.name} {s.interval}" for s in runs),
-        "lake": {"slots": args.slots, "nice": args.nice, "rounds": rounds},
-        "cores": cores(),
-        "runs": apps,
-        "p99_ratio": ratios,
-        "goals": goals,
-        "errors": errors,
-        "load_average_end": load_average(),
-        "workdir": str(workdir),
-    }
+        lake=Lake(slots=args.slots, nice=args.nice, rounds=rounds),
+        cores=cores(),
+        runs=apps,
+        p99_ratio=ratios,
+        goals=goals,
+        errors=errors,
+        load_average_end=load_average(),
+        workdir=str(workdir),
+    )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -225,17 +230,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     out_dir = Path(args.out_dir) if args.out_dir else harness.report_dir(load_settings())
-    summary = measure(args)
-    path = harness.write_json(out_dir / "beside.json", summary, indent=1)
-    runs = summary["runs"]
-    for app in summary["apps"]:
+    beside = measure(args)
+    path = harness.write_json(out_dir / BESIDE_FILE, asdict(beside), indent=1)
+    for app in beside.apps:
+        idle, lake = (beside.run(app, key).whole.get("p99") for key in RUN_KEYS)
         say(
-            f"{app}: p99 idle {runs['idle'][app]['whole'].get('p99')} ms, beside the lake "
-            f"{runs['beside'][app]['whole'].get('p99')} ms (x{summary['p99_ratio'][app]})",
+            f"{app}: p99 idle {idle} ms, beside the lake {lake} ms (x{beside.p99_ratio[app]})",
             "beside",
         )
-    say(f"lake rounds {summary['lake']['rounds']}; written to {path}", "beside")
-    return 1 if summary["errors"] else 0
+    rounds = [(r.views_s, r.gold_s, r.round_s) for r in beside.lake.rounds]
+    say(f"lake rounds (views, gold, round s) {rounds}; written to {path}", "beside")
+    return 1 if beside.errors else 0
 
 
 if __name__ == "__main__":

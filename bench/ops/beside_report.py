@@ -13,14 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.harness import save_plot
-from bench.ops.latency_result import (
-    BETWEEN,
-    WHOLE,
-    Result,
-    read_boundaries,
-    read_percentiles,
-    read_quantiles,
-)
+from bench.ops.latency_result import Result, read_result
 from bench.report_kit import (
     QUANTILES,
     Goal,
@@ -28,6 +21,7 @@ from bench.report_kit import (
     Node,
     Plot,
     Section,
+    StatedGoal,
     cdf_axes,
     fmt,
     load_average,
@@ -40,54 +34,100 @@ from bench.report_kit import (
 BESIDE_FILE, BACKFILL_FILE = "beside.json", "backfill.json"
 
 
-@dataclass(frozen=True)
-class Beside:
-    """``beside.json``: each app in its default trigger, with the lake idle and beside the lake
-    (its engine running the chain and the view refreshes), and the lake's rounds meanwhile."""
+@dataclass(frozen=True, kw_only=True)
+class LakeRound:
+    """One round of the lake's loop (``bench.lake.pool``'s ``run_round``): seconds from
+    silver's commit until every view is published, from the round's start until gold's gate
+    passed, and the whole round. ``slots`` and ``jobs`` (each job's start and end) are not shown."""
 
-    rate: float
-    rtm_interval: str
-    runs: dict[str, dict[str, Result]]  # app -> "idle" / "beside" -> its run
-    ratios: dict[str, float | None]  # app -> its p99 beside / idle
+    slots: int | None = None
+    jobs: dict[str, list[float]] | None = None
+    views_s: float
+    gold_s: float
+    round_s: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lake:
+    """What ran beside the apps: the lake pool's slots, the engine's niceness, its rounds."""
+
     slots: int
     nice: int
-    rounds: list[dict[str, float]]  # views_s, gold_s, round_s of each of the lake's rounds
+    rounds: list[LakeRound]
+
+
+RUN_KEYS = ("idle", "beside")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Beside:
+    """``beside.json``, as ``bench.ops.beside`` writes it: each app in its default trigger, with
+    the lake idle and beside the lake (its engine running the chain and the view refreshes), and
+    the lake's rounds meanwhile. The fields the report does not show are None in a file that
+    lacks them (its summary, a test's file)."""
+
+    apps: list[str]
+    scenarios: list[str] | None = None
+    rate: float  # events/s, each app
+    warmup_s: float | None = None
+    duration_s: float | None = None  # measured, each run
+    rtm_interval: str
+    lake: Lake
+    cores: int | None = None
+    runs: dict[str, dict[str, Result]]  # RUN_KEYS -> app -> its run
+    p99_ratio: dict[str, float | None]  # app -> its p99 beside / idle
+    goals: list[StatedGoal]
+    errors: list[str]
+    load_average_end: float | None = None  # the 1-minute load average at the end
+    workdir: str | None = None
+
+    def run(self, app: str, key: str) -> Result:
+        return self.runs[key][app]
+
+
+# The fields of an app's run this section does not show (see read_result).
+UNSHOWN = frozenset({"timeline", "notes", "timer_driven", "rtm_interval", "between_boundaries"})
+
+
+def read_round(r: Node) -> LakeRound:
+    return LakeRound(
+        slots=r.unshown("slots", lambda n: int(n.num())),
+        jobs=r.unshown("jobs", lambda n: {k: [float(t) for t in v] for k, v in n.value.items()}),
+        views_s=r.num("views_s"),
+        gold_s=r.num("gold_s"),
+        round_s=r.num("round_s"),
+    )
 
 
 def read_beside(node: Node) -> tuple[Beside, list[Goal]]:
-    runs: dict[str, dict[str, Result]] = {}
-    for key in ("idle", "beside"):
-        by_app = node.get("runs").get(key)
-        for app in node.items("apps"):
-            name = app.text_value()
-            r = by_app.get(name)
-            whole = read_percentiles(r, "whole", WHOLE)
-            runs.setdefault(name, {})[key] = Result(
-                app=name,
-                mode=r.text("mode"),
-                rate=r.num("rate"),
-                duration_s=r.num("duration_s"),
-                whole=whole,
-                between_boundaries=read_percentiles(r, "between_boundaries", BETWEEN),
-                quantiles_ms=read_quantiles(r, whole),
-                timeline=[],
-                notes=[],
-                boundaries=read_boundaries(r),
-                load_average=load_average(r),
-                timer_driven={},
-            )
+    apps = [a.text_value() for a in node.items("apps")]
+    runs = {
+        key: {app: read_result(node.get("runs").get(key).get(app), UNSHOWN) for app in apps}
+        for key in RUN_KEYS
+    }
     lake = node.get("lake")
-    rounds = [{k: r.num(k) for k in ("views_s", "gold_s", "round_s")} for r in lake.items("rounds")]
+    ratios = node.get("p99_ratio")
     beside = Beside(
-        node.num("rate"),
-        node.text("rtm_interval"),
-        runs,
-        {name: node.get("p99_ratio").num(name, optional=True) for name in runs},
-        int(lake.num("slots")),
-        int(lake.num("nice")),
-        rounds,
+        apps=apps,
+        scenarios=node.unshown("scenarios", lambda n: [s.text_value() for s in n.items()]),
+        rate=node.num("rate"),
+        warmup_s=node.unshown("warmup_s", Node.num),
+        duration_s=node.unshown("duration_s", Node.num),
+        rtm_interval=node.text("rtm_interval"),
+        lake=Lake(
+            slots=int(lake.num("slots")),
+            nice=int(lake.num("nice")),
+            rounds=[read_round(r) for r in lake.items("rounds")],
+        ),
+        cores=node.unshown("cores", lambda n: int(n.num())),
+        runs=runs,
+        p99_ratio={app: ratios.num(app, optional=True) for app in apps},
+        goals=[StatedGoal.read(g) for g in node.items("goals")],
+        errors=node.unshown("errors", lambda n: [e.text_value() for e in n.items()]) or [],
+        load_average_end=node.unshown("load_average_end", Node.num),
+        workdir=node.unshown("workdir", Node.text_value),
     )
-    return beside, [Goal.read("beside", g) for g in node.items("goals")]
+    return beside, [Goal.of("beside", g) for g in beside.goals]
 
 
 @dataclass(frozen=True)
@@ -131,15 +171,15 @@ def lake_beside_section(beside: Beside | None, backfill: Backfill | None) -> str
         )
     else:
         lake = "; ".join(
-            f"views {fmt(r['views_s'], ' s', 0)} after silver, gold {fmt(r['gold_s'], ' s', 0)}"
-            for r in beside.rounds
+            f"views {fmt(r.views_s, ' s', 0)} after silver, gold {fmt(r.gold_s, ' s', 0)}"
+            for r in beside.lake.rounds
         )
         out += [
             f"The apps at once, each in its default trigger at {fmt(beside.rate, '/s', 0)} "
             f"(Real-Time Mode's checkpoint interval {beside.rtm_interval}), on fresh "
             "checkpoints: with the lake idle, then while the lake engine runs the hourly chain "
             "and every view's refresh and gate in rounds, as the platform's pool runs them "
-            f"({beside.slots} slot(s), niceness {beside.nice}). Latency after the warm-up "
+            f"({beside.lake.slots} slot(s), niceness {beside.lake.nice}). Latency after the warm-up "
             "(`beside.json`):",
             "",
             table(
@@ -147,19 +187,20 @@ def lake_beside_section(beside: Beside | None, backfill: Backfill | None) -> str
                 [
                     [
                         run.label,
-                        name,
+                        key,
                         ms(run.whole["p50"]),
                         ms(run.whole["p99"]),
                         ms(run.whole["max"]),
                         fmt(run.whole["n"], digits=0),
                         load_text(run.load_average),
                     ]
-                    for app, by_key in beside.runs.items()
-                    for name, run in (("idle", by_key["idle"]), ("beside", by_key["beside"]))
+                    for app in beside.apps
+                    for key in RUN_KEYS
+                    for run in (beside.run(app, key),)
                 ]
                 + [
                     [f"**{app}**", "**beside / idle**", "", f"**{fmt(r, '×', 2)}**", "", "", ""]
-                    for app, r in beside.ratios.items()
+                    for app, r in beside.p99_ratio.items()
                 ],
             ),
             "",
@@ -198,9 +239,9 @@ def plot_beside(beside: Beside, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(8, 5.4))
     fractions = [i / (QUANTILES - 1) for i in range(QUANTILES)]
     colours = iter(("tab:blue", "tab:red", "tab:green", "tab:orange", "tab:purple", "tab:brown"))
-    for by_key in beside.runs.values():
-        for key, style in (("idle", ":"), ("beside", "-")):
-            run = by_key[key]
+    for app in beside.apps:
+        for key, style in zip(RUN_KEYS, (":", "-")):
+            run = beside.run(app, key)
             if run.quantiles_ms:
                 ax.plot(
                     run.quantiles_ms[1:-1],
@@ -225,9 +266,9 @@ def loads(beside: Beside | None, backfill: Backfill | None) -> list[Load]:
     out = []
     if beside:
         out += [
-            (f"{app}, lake {key}", by_key[key].load_average)
-            for app, by_key in beside.runs.items()
-            for key in ("idle", "beside")
+            (f"{app}, lake {key}", beside.run(app, key).load_average)
+            for app in beside.apps
+            for key in RUN_KEYS
         ]
     if backfill:
         out.append((f"backfill of {backfill.days} days", backfill.load))

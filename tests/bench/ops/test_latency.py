@@ -38,7 +38,25 @@ def test_latency_stats():
     assert latency_stats([])["n"] == 0
 
 
-def _run(stall_from: float, stall_to: float) -> list[tuple[float, float]]:
+# Two Real-Time Mode batches of a 30 s interval: the first ends at 30.4 s, 7 timers fired in it.
+TWO_BATCHES = [
+    {
+        "batch_id": 4,
+        "started_ms": 0.0,
+        "duration_ms": 30_400,
+        "phases_ms": {"addBatch": 30_300, "latestOffset": 100},
+        "state_operator_metrics": [{"customMetrics": {"numExpiredTimers": 7}}],
+    },
+    {
+        "batch_id": 5,
+        "started_ms": 30_400.0,
+        "duration_ms": 31_000,
+        "phases_ms": {"queryPlanning": 900, "latestOffset": 300, "addBatch": 29_800},
+    },
+]
+
+
+def stalled_outputs(stall_from: float, stall_to: float) -> list[tuple[float, float]]:
     """Outputs (output ms, source ms) of one input per 10 ms from 0 to 60 s, each 20 ms after
     its source, except that nothing is written in [stall_from, stall_to): inputs of that span
     are written at ``stall_to``."""
@@ -52,23 +70,10 @@ def _run(stall_from: float, stall_to: float) -> list[tuple[float, float]]:
 
 
 def test_a_boundary_is_the_gap_in_outputs_around_the_end_of_a_batch():
-    outputs = _run(30_000, 32_000)
-    batches = [
-        {
-            "batch_id": 4,
-            "started_ms": 0.0,
-            "duration_ms": 30_400,
-            "phases_ms": {"addBatch": 30_300, "latestOffset": 100},
-            "state_operator_metrics": [{"customMetrics": {"numExpiredTimers": 7}}],
-        },
-        {
-            "batch_id": 5,
-            "started_ms": 30_400.0,
-            "duration_ms": 31_000,
-            "phases_ms": {"queryPlanning": 900, "latestOffset": 300, "addBatch": 29_800},
-        },
-    ]
-    found = boundaries(batches, outputs, measure_from=10_000, measure_to=60_000, interval_ms=30_000)
+    outputs = stalled_outputs(30_000, 32_000)
+    found = boundaries(
+        TWO_BATCHES, outputs, measure_from=10_000, measure_to=60_000, interval_ms=30_000
+    )
     assert len(found) == 1  # the second batch ends after the measured window
     boundary = found[0]
     assert boundary["batch_id"] == 4 and boundary["timers_fired"] == 7
@@ -88,7 +93,7 @@ def test_a_boundary_is_the_gap_in_outputs_around_the_end_of_a_batch():
 
 
 def test_between_boundaries_leaves_out_sources_in_a_stall_and_the_second_after_it():
-    outputs = _run(30_000, 32_000)
+    outputs = stalled_outputs(30_000, 32_000)
     samples = [(src, out - src) for out, src in outputs]
     spans = [{"held_from_s": 19.98, "stall_end_s": 22.0}]
     kept = between_boundaries(samples, spans, measure_from=10_000)

@@ -11,30 +11,13 @@ from bench.ops.boundaries import between_boundaries, boundaries, interval_ms, ti
 from bench.ops.latency_report import read_ops
 from bench.ops.latency_result import Boundary, Result, Slice
 from bench.report_kit import Node
+from tests.bench.ops.test_latency import TWO_BATCHES, stalled_outputs
 
 
 def realtime_run() -> Result:
     """A Real-Time Mode run as run_scenario builds it: one input per 10 ms for 60 s, each out
     20 ms later, a 2 s stall at a batch's end, and some timer-driven records."""
-    outputs = []
-    for src in range(0, 60_000, 10):
-        out = src + 20
-        outputs.append((float(32_000 if 30_000 <= out < 32_000 else out), float(src)))
-    batches = [
-        {
-            "batch_id": 4,
-            "started_ms": 0.0,
-            "duration_ms": 30_400,
-            "phases_ms": {"addBatch": 30_300, "latestOffset": 100},
-            "state_operator_metrics": [{"customMetrics": {"numExpiredTimers": 7}}],
-        },
-        {
-            "batch_id": 5,
-            "started_ms": 30_400.0,
-            "duration_ms": 31_000,
-            "phases_ms": {"queryPlanning": 900, "latestOffset": 300, "addBatch": 29_800},
-        },
-    ]
+    outputs, batches = stalled_outputs(30_000, 32_000), TWO_BATCHES
     measure_from, measure_to = 10_000.0, 60_000.0
     measured = [(out, src) for out, src in outputs if src >= measure_from]
     samples = [(src, out - src) for out, src in measured]
