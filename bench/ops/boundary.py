@@ -39,6 +39,7 @@ from adlake.config import load_settings
 from adlake.helpformat import HelpFormatter
 from bench import harness
 from bench.harness import cores, say
+from bench.ops.boundary_report import BoundaryMatrix, BoundaryRun, LocalDefault, read_matrix
 from bench.ops.latency import (
     Scenario,
     default_engine,
@@ -47,6 +48,7 @@ from bench.ops.latency import (
     rtm_slots,
     run_scenario,
 )
+from bench.report_kit import Node, StatedGoal
 from spark_apps.common.streaming.triggers import DEFAULT_RTM_INTERVAL
 
 RATE, WARMUP_S, MEASURED_S = 1000.0, 60.0, 120.0
@@ -267,7 +269,7 @@ def _operator_sum(boundary: dict, metric: str) -> float | None:
     return float(sum(found)) if found else None
 
 
-def summarise_run(run: dict, config: Configuration, repeat: int) -> dict:
+def summarise_run(run: dict, config: Configuration, repeat: int) -> BoundaryRun:
     """One run's row of ``boundary.json``: the configuration, the stalls (median, max), the
     whole run's and the between-boundary latencies, each step of the boundary (median over its
     boundaries), the timers fired, throughput, the load average and the 1001 quantiles."""
@@ -278,46 +280,42 @@ def summarise_run(run: dict, config: Configuration, repeat: int) -> dict:
     settings = load_settings().with_overrides(
         topic_partitions=config.topic_partitions, shuffle_partitions=config.shuffle_partitions
     )
-    return {
-        "configuration": config.name,
-        "changes": config.changes,
-        "app": run["app"],
-        "repeat": repeat,
-        "topic_partitions": config.topic_partitions,
-        "shuffle_partitions": config.shuffle_partitions,
-        "checkpoint_checksums": config.checkpoint_checksums,
-        "tasks": rtm_slots(app, settings),
-        "conf": list(config.conf),
-        "app_args": list(config.app_args),
-        "boundaries": len(bounds),
-        "stall_ms": {
-            "median": _median(stalls),
-            "max": max(stalls) if stalls else None,
-        },
-        "peak_ms": {"median": _median([b.get("peak_ms") for b in bounds])},
-        "rtm_interval": config.rtm_interval,
-        "whole": {
+    return BoundaryRun(
+        configuration=config.name,
+        changes=config.changes,
+        app=run["app"],
+        repeat=repeat,
+        topic_partitions=config.topic_partitions,
+        shuffle_partitions=config.shuffle_partitions,
+        checkpoint_checksums=config.checkpoint_checksums,
+        tasks=rtm_slots(app, settings),
+        conf=list(config.conf),
+        app_args=list(config.app_args),
+        boundaries=len(bounds),
+        stall_ms={"median": _median(stalls), "max": max(stalls) if stalls else None},
+        peak_ms={"median": _median([b.get("peak_ms") for b in bounds])},
+        rtm_interval=config.rtm_interval,
+        whole={
             **{k: result["whole"].get(k) for k in ("p50", "p99", "max")},
             # quantile 999 of 1000 (nearest rank)
             "p99.9": (result.get("quantiles_ms") or [None] * 1001)[999],
         },
-        "stalls_ms": stalls,
-        "between_boundaries": {"p99": result["between_boundaries"].get("p99")},
-        # the timer-driven records apart (p50/p99/max/n, bound_ms, within_bound)
-        "timer_driven": result.get("timer_driven") or {},
-        "steps_ms": {
+        stalls_ms=stalls,
+        between_boundaries={"p99": result["between_boundaries"].get("p99")},
+        timer_driven=result.get("timer_driven") or {},
+        steps_ms={
             **{s: _median([(b.get("durations_ms") or {}).get(s) for b in bounds]) for s in STEPS},
             **{k: _median([_operator_sum(b, m) for b in bounds]) for k, m in STATE_STEPS.items()},
         },
-        "timers_fired": _median([b.get("timers_fired") for b in bounds]),
-        "output_rows_per_s": result.get("output_rows_per_s"),
-        "lag_at_end_ms": result.get("lag_at_end_ms"),
-        "load_average": result.get("load_average") or [],
-        "quantiles_ms": result.get("quantiles_ms") or [],
-    }
+        timers_fired=_median([b.get("timers_fired") for b in bounds]),
+        output_rows_per_s=result.get("output_rows_per_s"),
+        lag_at_end_ms=result.get("lag_at_end_ms"),
+        load_average=tuple(result["load_average"]),
+        quantiles_ms=result.get("quantiles_ms") or [],
+    )
 
 
-def goals_of(rows: list[dict]) -> list[dict]:
+def goals_of(rows: list[BoundaryRun]) -> list[StatedGoal]:
     """Each app's p99 goal against its best run (lowest whole-run p99) of two kinds: with the
     app's own rules, where a 3-minute attribution run fires no close (its window is 300 s),
     and, for an app measured so, with the timer-burst rules, where every boundary fires the
@@ -328,61 +326,61 @@ def goals_of(rows: list[dict]) -> list[dict]:
             runs = [
                 r
                 for r in rows
-                if r["app"] == app
-                and bool(r["app_args"]) == burst
-                and r.get("rtm_interval", DEFAULT_RTM_INTERVAL) == DEFAULT_RTM_INTERVAL
-                and r["whole"].get("p99") is not None
+                if r.app == app
+                and bool(r.app_args) == burst
+                and (r.rtm_interval or DEFAULT_RTM_INTERVAL) == DEFAULT_RTM_INTERVAL
+                and r.whole.get("p99") is not None
             ]
             if burst and not runs:
                 continue
-            best = min(runs, key=lambda r: r["whole"]["p99"], default=None)
+            best = min(runs, key=lambda r: r.whole["p99"], default=None)
             goals.append(
-                {
-                    "goal": f"{app} whole-run p99 in Real-Time Mode at {RATE:,.0f} events/s "
+                StatedGoal(
+                    goal=f"{app} whole-run p99 in Real-Time Mode at {RATE:,.0f} events/s "
                     f"({DEFAULT_RTM_INTERVAL} interval), best configuration"
                     + (", timers firing at every boundary" if burst else ""),
-                    "target": f"<= {target:.0f} ms",
-                    "measured": f"{best['whole']['p99']:,.0f} ms ({best['changes']}, "
-                    f"({best['topic_partitions']}, {best['shuffle_partitions']}))"
+                    target=f"<= {target:.0f} ms",
+                    measured=f"{best.whole['p99']:,.0f} ms ({best.changes}, "
+                    f"({best.topic_partitions}, {best.shuffle_partitions}))"
                     if best
                     else "not measured",
-                    "met": best is not None and best["whole"]["p99"] <= target,
-                    "bound": GOAL_BOUND,
-                }
+                    met=best is not None and best.whole["p99"] <= target,
+                    bound=GOAL_BOUND,
+                )
             )
     goals += timer_goals(rows)
     return goals
 
 
-def timer_goals(rows: list[dict]) -> list[dict]:
+def timer_goals(rows: list[BoundaryRun]) -> list[StatedGoal]:
     """Per app with timer-driven records measured: every such record emitted within its bound
     (the window + the lateness + the interval + 1 s after its key's newest input,
     ``bench.ops.latency.timer_bound_ms``), over all the runs that emitted any.
 
-    >>> row = {"app": "attribution", "timer_driven": {"n": 4, "within_bound": 3, "max": 57000.0,
-    ...                                              "bound_ms": 56000.0}}
-    >>> [(g["measured"], g["met"]) for g in timer_goals([row])]
+    >>> from types import SimpleNamespace
+    >>> row = SimpleNamespace(app="attribution", timer_driven={"n": 4, "within_bound": 3,
+    ...                                                       "max": 57000.0, "bound_ms": 56000.0})
+    >>> [(g.measured, g.met) for g in timer_goals([row])]
     [('3 of 4 within (max 57,000 ms)', False)]
     """
     goals = []
-    for app in dict.fromkeys(r["app"] for r in rows if (r.get("timer_driven") or {}).get("n")):
-        timed = [r["timer_driven"] for r in rows if r["app"] == app and r.get("timer_driven")]
+    for app in dict.fromkeys(r.app for r in rows if (r.timer_driven or {}).get("n")):
+        timed = [r.timer_driven for r in rows if r.app == app and r.timer_driven]
         n, within = sum(t["n"] for t in timed), sum(t["within_bound"] for t in timed)
         goals.append(
-            {
-                "goal": f"{app}: timer-driven records (closes, orphans) emitted within window + "
+            StatedGoal(
+                goal=f"{app}: timer-driven records (closes, orphans) emitted within window + "
                 "lateness + interval + 1 s of their key's newest input",
-                "target": "all",
-                "measured": f"{within:,} of {n:,} within (max "
-                f"{max(t['max'] for t in timed):,.0f} ms)",
-                "met": within == n,
-                "bound": "timers fire at the first boundary after they fall due",
-            }
+                target="all",
+                measured=f"{within:,} of {n:,} within (max {max(t['max'] for t in timed):,.0f} ms)",
+                met=within == n,
+                bound="timers fire at the first boundary after they fall due",
+            )
         )
     return goals
 
 
-def summarise(out_dir: Path, keep: dict | None = None) -> dict:
+def summarise(out_dir: Path, keep: BoundaryMatrix | None = None) -> BoundaryMatrix:
     """``boundary.json`` from every run file under ``out_dir/boundary``, in the order of
     :func:`configurations` then the apps' and the repeats'; written and returned. ``keep``: an
     earlier ``boundary.json`` (a committed one, whose run files are not kept) whose runs are
@@ -394,57 +392,57 @@ def summarise(out_dir: Path, keep: dict | None = None) -> dict:
             while (path := run_file(out_dir, config, app, repeat)).is_file():
                 rows.append(summarise_run(json.loads(path.read_text()), config, repeat))
                 repeat += 1
-    rows = merged(rows, keep["runs"] if keep else [])
+    rows = merged(rows, keep.runs if keep else [])
     goals = goals_of(rows)
     defaults = load_settings({"ADLAKE_PROFILE": "local"})
-    summary = {
-        "rate": RATE,
-        "rtm_interval": DEFAULT_RTM_INTERVAL,
-        "warmup_s": WARMUP_S,
-        "duration_s": MEASURED_S,
-        "cores": cores(),
-        "local_default": {
-            "topic_partitions": registry.partitions("page_clicks", defaults),
-            "shuffle_partitions": defaults.shuffle_partitions,
-            "checkpoint_checksums": defaults.checkpoint_checksums,
-        },
-        "command": "python -m bench.ops.boundary --out-dir DIR",
-        "p99_goal_ms": p99_goal_ms(),
-        "goals": goals,
-        "runs": rows,
-        "load_average": [
-            min((r["load_average"][0] for r in rows if r["load_average"]), default=0.0),
-            max((r["load_average"][-1] for r in rows if r["load_average"]), default=0.0),
-        ],
-    }
-    harness.write_json(out_dir / SUMMARY_FILE, summary, indent=1)
+    loads = [r.load_average for r in rows if r.load_average]
+    summary = BoundaryMatrix(
+        rate=RATE,
+        rtm_interval=DEFAULT_RTM_INTERVAL,
+        warmup_s=WARMUP_S,
+        duration_s=MEASURED_S,
+        cores=cores(),
+        local_default=LocalDefault(
+            topic_partitions=registry.partitions("page_clicks", defaults),
+            shuffle_partitions=defaults.shuffle_partitions,
+            checkpoint_checksums=defaults.checkpoint_checksums,
+        ),
+        command="python -m bench.ops.boundary --out-dir DIR",
+        p99_goal_ms=p99_goal_ms(),
+        goals=goals,
+        runs=rows,
+        load_average=(
+            min((start for start, _ in loads), default=0.0),
+            max((end for _, end in loads), default=0.0),
+        ),
+    )
+    harness.write_json(out_dir / SUMMARY_FILE, asdict(summary), indent=1)
     return summary
 
 
-def merged(rows: list[dict], kept: list[dict]) -> list[dict]:
+def merged(rows: list[BoundaryRun], kept: list[BoundaryRun]) -> list[BoundaryRun]:
     """``rows`` and those of ``kept`` that no row of ``rows`` measures again (same configuration,
     app and repeat), in the matrix's order; a kept row of a configuration no longer in the matrix
     goes last.
 
-    >>> row = lambda c, a, n: {"configuration": c, "app": a, "repeat": n}
-    >>> [tuple(r.values()) for r in merged([row("2-2", "click_surge", 1)],
+    >>> from types import SimpleNamespace
+    >>> row = lambda c, a, n: SimpleNamespace(configuration=c, app=a, repeat=n, key=(c, a, n))
+    >>> [r.key for r in merged([row("2-2", "click_surge", 1)],
     ...     [row("2-2", "click_surge", 1), row("4-4", "click_surge", 1), row("gone", "x", 1)])]
     [('4-4', 'click_surge', 1), ('2-2', 'click_surge', 1), ('gone', 'x', 1)]
     """
     matrix = list(by_name().values())
     names = [c.name for c in matrix]
 
-    def key(row: dict) -> tuple:
-        name = row["configuration"]
-        if name not in names:
-            return (len(names), 0, row["repeat"])
-        apps = matrix[names.index(name)].apps
-        app = apps.index(row["app"]) if row["app"] in apps else len(apps)
-        return (names.index(name), app, row["repeat"])
+    def order(row: BoundaryRun) -> tuple:
+        if row.configuration not in names:
+            return (len(names), 0, row.repeat)
+        apps = matrix[names.index(row.configuration)].apps
+        app = apps.index(row.app) if row.app in apps else len(apps)
+        return (names.index(row.configuration), app, row.repeat)
 
-    measured = {(r["configuration"], r["app"], r["repeat"]) for r in rows}
-    again = [r for r in kept if (r["configuration"], r["app"], r["repeat"]) not in measured]
-    return sorted(rows + again, key=key)
+    measured = {r.key for r in rows}
+    return sorted(rows + [r for r in kept if r.key not in measured], key=order)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -518,9 +516,13 @@ def main(argv: list[str] | None = None) -> int:
     for i, (config, app, path) in enumerate(todo, 1):
         say(f"boundary: run {i}/{len(todo)}: {config.name} {app} ({config.changes})")
         measure(config, app, path)
-    keep = json.loads(args.keep.read_text()) if args.keep else None
+    keep = (
+        read_matrix(Node(str(args.keep), "", json.loads(args.keep.read_text())))
+        if args.keep
+        else None
+    )
     summary = summarise(args.out_dir, keep)
-    say(f"boundary: {len(summary['runs'])} runs in {args.out_dir / SUMMARY_FILE}")
+    say(f"boundary: {len(summary.runs)} runs in {args.out_dir / SUMMARY_FILE}")
     return 0
 
 

@@ -7,7 +7,8 @@ earlier (4, 4) default's and the best run."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.harness import save_plot
@@ -18,6 +19,7 @@ from bench.report_kit import (
     Node,
     Plot,
     Section,
+    StatedGoal,
     cdf_axes,
     fmt,
     load_average,
@@ -32,86 +34,160 @@ FILE = "boundary.json"
 NOTE = "attribution-boundary.md"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BoundaryRun:
-    """One run of ``boundary.json``: an app under one configuration (bench.ops.boundary)."""
+    """A row of ``boundary.json``'s ``runs``: one app under one configuration, as
+    ``bench.ops.boundary.summarise_run`` writes it. The fields the report does not show are None
+    in a file that lacks them (the report's summary, a file from before the field)."""
 
     configuration: str
-    changes: str
+    changes: str  # what the report calls the configuration
     app: str
     repeat: int
-    partitions: tuple[int, int]  # topic, shuffle (state store)
+    topic_partitions: int
+    shuffle_partitions: int  # the state store's
+    checkpoint_checksums: bool | None = None
     tasks: int
-    stall_ms: tuple[float | None, float | None]  # median, max
-    whole: dict[str, float]  # p50, p99, max
-    between_p99: float | None
-    steps_ms: dict[str, float]  # median per step (bench.ops.boundary.STEPS, STATE_STEPS)
+    conf: list[str]  # Spark settings of the app's session
+    app_args: list[str]  # the app's own arguments (its rules)
+    boundaries: int | None = None
+    stall_ms: dict[str, float | None]  # median, max
+    peak_ms: dict[str, float | None] | None = None  # median
+    rtm_interval: str | None = None  # None: a row from before the field (the default's)
+    whole: dict[str, float | None]  # p50, p99, max, p99.9
+    stalls_ms: list[float] | None = None
+    between_boundaries: dict[str, float | None]  # p99
+    # the timer-driven records apart (p50/p99/max/n, bound_ms, within_bound); {}: none
+    timer_driven: dict[str, float | None] | None = None
+    # median per step (bench.ops.boundary.STEPS, STATE_STEPS); None: no boundary reported it
+    steps_ms: dict[str, float | None]
     timers_fired: float | None
     output_rows_per_s: float | None
-    load: tuple[float, float]
-    quantiles_ms: list[float]
-    conf: tuple[str, ...] = ()  # Spark settings of the app's session
-    app_args: tuple[str, ...] = ()  # the app's own arguments (its rules)
+    lag_at_end_ms: float | None = None
+    load_average: tuple[float, float]
+    quantiles_ms: list[float]  # QUANTILES, or none
+
+    @property
+    def partitions(self) -> tuple[int, int]:
+        """(topic, shuffle)"""
+        return self.topic_partitions, self.shuffle_partitions
 
     @property
     def plain(self) -> bool:
         """Partitions only: no setting and no rule changed."""
         return not self.conf and not self.app_args
 
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """What a run measures: its configuration, app and repeat."""
+        return self.configuration, self.app, self.repeat
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, kw_only=True)
+class LocalDefault:
+    """The local profile's (topic, shuffle) partitions and checkpoint checksums."""
+
+    topic_partitions: int
+    shuffle_partitions: int
+    checkpoint_checksums: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class BoundaryMatrix:
-    """``boundary.json``: the runs, their rate, interval and times, and the local default."""
+    """``boundary.json``, as ``bench.ops.boundary.summarise`` writes it: the runs, their rate,
+    interval and times, the local default, the goals."""
 
     rate: float
     rtm_interval: str
     warmup_s: float
     duration_s: float
-    default: tuple[int, int]  # the local profile's (topic, shuffle) partitions
-    default_checksums: bool  # and its checkpoint checksums
+    cores: int | None = None
+    local_default: LocalDefault
+    command: str | None = None
+    p99_goal_ms: dict[str, float]  # per app
+    goals: list[StatedGoal]
     runs: list[BoundaryRun]
-    p99_goal_ms: dict[str, float] = field(default_factory=dict)  # per app
+    load_average: tuple[float, float] | None = None  # the runs' lowest start, highest end
+
+    @property
+    def default(self) -> tuple[int, int]:
+        return self.local_default.topic_partitions, self.local_default.shuffle_partitions
+
+
+def figures(node: Node, key: str) -> dict[str, float | None]:
+    """An object of numbers as written, null ones None."""
+    inner = node.get(key)
+    if not isinstance(inner.value, Mapping):
+        raise inner._fail("an object")
+    return {k: inner.num(k, optional=True) for k in inner.value}
+
+
+def texts(node: Node, key: str) -> list[str]:
+    return [n.text_value() for n in node.items(key)]
+
+
+def whole_number(node: Node) -> int:
+    return int(node.num())
+
+
+def read_run(r: Node) -> BoundaryRun:
+    quantiles = r.numbers("quantiles_ms")
+    if quantiles and len(quantiles) != QUANTILES:
+        raise r.get("quantiles_ms")._fail(f"{QUANTILES} numbers or none")
+    return BoundaryRun(
+        configuration=r.text("configuration"),
+        changes=r.text("changes"),
+        app=r.text("app"),
+        repeat=int(r.num("repeat")),
+        topic_partitions=int(r.num("topic_partitions")),
+        shuffle_partitions=int(r.num("shuffle_partitions")),
+        checkpoint_checksums=r.unshown("checkpoint_checksums", Node.flag_value),
+        tasks=int(r.num("tasks")),
+        conf=texts(r, "conf"),
+        app_args=texts(r, "app_args"),
+        boundaries=r.unshown("boundaries", whole_number),
+        stall_ms=figures(r, "stall_ms"),
+        peak_ms=r.unshown("peak_ms", lambda n: {k: n.num(k, optional=True) for k in n.value}),
+        rtm_interval=r.unshown("rtm_interval", Node.text_value),
+        whole=figures(r, "whole"),
+        stalls_ms=r.unshown("stalls_ms", lambda n: [s.num() for s in n.items()]),
+        between_boundaries=figures(r, "between_boundaries"),
+        timer_driven=r.unshown(
+            "timer_driven", lambda n: {k: n.num(k, optional=True) for k in n.value}
+        ),
+        steps_ms=figures(r, "steps_ms"),
+        timers_fired=r.num("timers_fired", optional=True),
+        output_rows_per_s=r.num("output_rows_per_s", optional=True),
+        lag_at_end_ms=r.unshown("lag_at_end_ms", Node.num),
+        load_average=load_average(r),
+        quantiles_ms=quantiles,
+    )
+
+
+def read_matrix(node: Node) -> BoundaryMatrix:
+    default = node.get("local_default")
+    return BoundaryMatrix(
+        rate=node.num("rate"),
+        rtm_interval=node.text("rtm_interval"),
+        warmup_s=node.num("warmup_s"),
+        duration_s=node.num("duration_s"),
+        cores=node.unshown("cores", whole_number),
+        local_default=LocalDefault(
+            topic_partitions=int(default.num("topic_partitions")),
+            shuffle_partitions=int(default.num("shuffle_partitions")),
+            checkpoint_checksums=default.flag("checkpoint_checksums"),
+        ),
+        command=node.unshown("command", Node.text_value),
+        p99_goal_ms=node.mapping("p99_goal_ms"),
+        goals=[StatedGoal.read(g) for g in node.items("goals")],
+        runs=[read_run(r) for r in node.items("runs")],
+        load_average=node.unshown("load_average", lambda n: tuple(x.num() for x in n.items())),
+    )
 
 
 def read_boundary(node: Node) -> tuple[BoundaryMatrix, list[Goal]]:
-    runs = []
-    for r in node.items("runs"):
-        stall = r.get("stall_ms")
-        quantiles = r.numbers("quantiles_ms")
-        if quantiles and len(quantiles) != QUANTILES:
-            raise r.get("quantiles_ms")._fail(f"{QUANTILES} numbers or none")
-        runs.append(
-            BoundaryRun(
-                r.text("configuration"),
-                r.text("changes"),
-                r.text("app"),
-                int(r.num("repeat")),
-                (int(r.num("topic_partitions")), int(r.num("shuffle_partitions"))),
-                int(r.num("tasks")),
-                (stall.num("median", optional=True), stall.num("max", optional=True)),
-                r.mapping("whole"),
-                r.get("between_boundaries").num("p99", optional=True),
-                r.mapping("steps_ms"),
-                r.num("timers_fired", optional=True),
-                r.num("output_rows_per_s", optional=True),
-                load_average(r),
-                quantiles,
-                tuple(n.text_value() for n in r.items("conf")),
-                tuple(n.text_value() for n in r.items("app_args")),
-            )
-        )
-    default = node.get("local_default")
-    boundary = BoundaryMatrix(
-        node.num("rate"),
-        node.text("rtm_interval"),
-        node.num("warmup_s"),
-        node.num("duration_s"),
-        (int(default.num("topic_partitions")), int(default.num("shuffle_partitions"))),
-        default.flag("checkpoint_checksums"),
-        runs,
-        node.mapping("p99_goal_ms"),
-    )
-    return boundary, [Goal.read("boundary", g) for g in node.items("goals")]
+    matrix = read_matrix(node)
+    return matrix, [Goal.of("boundary", g) for g in matrix.goals]
 
 
 def best_runs(boundary: BoundaryMatrix) -> dict[str, BoundaryRun]:
@@ -143,7 +219,7 @@ def boundary_section(b: BoundaryMatrix | None) -> str:
         "commit (of it the changelog file written and synced) and reload, summed over its "
         f"state-store partitions. The local default is ({b.default[0]}, {b.default[1]}) "
         "(topic, shuffle) partitions, checkpoint checksums "
-        + ("on." if b.default_checksums else "off."),
+        + ("on." if b.local_default.checkpoint_checksums else "off."),
         "",
         table(
             [
@@ -167,15 +243,15 @@ def boundary_section(b: BoundaryMatrix | None) -> str:
                     r.changes + (f" (run {r.repeat})" if r.repeat > 1 else ""),
                     f"({r.partitions[0]}, {r.partitions[1]})",
                     str(r.tasks),
-                    f"{ms(r.stall_ms[0])} / {ms(r.stall_ms[1])}",
+                    f"{ms(r.stall_ms.get('median'))} / {ms(r.stall_ms.get('max'))}",
                     " / ".join(ms(r.whole.get(k)) for k in ("p50", "p99", "max")),
-                    ms(r.between_p99),
+                    ms(r.between_boundaries.get("p99")),
                     f"{ms(r.steps_ms.get('state_commit'))} "
                     f"({ms(r.steps_ms.get('changelog_sync'))}) / "
                     f"{ms(r.steps_ms.get('state_load'))}",
                     ms(
                         sum(
-                            r.steps_ms.get(k, 0)
+                            r.steps_ms.get(k) or 0
                             for k in ("commitOffsets", "latestOffset", "walCommit", "queryPlanning")
                         )
                     ),
@@ -183,11 +259,11 @@ def boundary_section(b: BoundaryMatrix | None) -> str:
                     fmt(r.timers_fired, digits=0)
                     + (
                         f" ({ms(r.steps_ms['timer_processing'])})"
-                        if r.timers_fired and "timer_processing" in r.steps_ms
+                        if r.timers_fired and r.steps_ms.get("timer_processing") is not None
                         else ""
                     ),
                     fmt(r.output_rows_per_s, digits=0),
-                    load_text(r.load),
+                    load_text(r.load_average),
                 ]
                 for r in sorted(b.runs, key=lambda r: APPS.index(r.app) if r.app in APPS else 99)
             ],

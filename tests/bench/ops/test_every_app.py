@@ -110,5 +110,5 @@ def test_an_added_apps_goal_and_timer_burst_come_from_its_entry(monkeypatch):
         ((toy.name,), ("--hold-s", "1")),
     ]
     assert boundary.p99_goal_ms() == {"click_surge": 120.0, "attribution": 500.0, toy.name: 80.0}
-    goals = [g for g in boundary.goals_of([]) if g["goal"].startswith(toy.name)]
-    assert [(g["target"], g["measured"]) for g in goals] == [("<= 80 ms", "not measured")]
+    goals = [g for g in boundary.goals_of([]) if g.goal.startswith(toy.name)]
+    assert [(g.target, g.measured) for g in goals] == [("<= 80 ms", "not measured")]

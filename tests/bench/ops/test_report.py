@@ -16,6 +16,7 @@ import pytest
 
 from bench import report as bench_report
 from bench.report import MalformedReport, build, main
+from bench.report_kit import Node
 from tests.conftest import private_settings
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -659,17 +660,17 @@ def test_the_boundary_runs_are_summarised_into_a_table_and_the_best_ones_cdf(tmp
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(run))
     summary = boundary.summarise(tmp_path / "in")
-    assert [(r["configuration"], r["app"], r["repeat"]) for r in summary["runs"]] == [
+    assert [r.key for r in summary.runs] == [
         ("4-4", "click_surge", 1),
         ("2-2", "click_surge", 1),
         ("2-2", "click_surge", 2),
         ("2-2", "attribution", 1),
         ("2-2-window-20", "attribution", 1),
     ]
-    first = summary["runs"][0]
-    assert first["stall_ms"] == {"median": 800, "max": 900}
-    assert first["steps_ms"]["state_commit"] == 650 and first["steps_ms"]["state_load"] == 50
-    assert first["tasks"] == 8  # 4 source partitions + 4 shuffle partitions
+    first = summary.runs[0]
+    assert first.stall_ms == {"median": 800, "max": 900}
+    assert first.steps_ms["state_commit"] == 650 and first.steps_ms["state_load"] == 50
+    assert first.tasks == 8  # 4 source partitions + 4 shuffle partitions
 
     report = build(write(tmp_path / "in", synthetic()), tmp_path / "out").read_text()
     part = section(report, "Real-Time Mode's boundary against its settings")
@@ -691,6 +692,28 @@ def test_the_boundary_runs_are_summarised_into_a_table_and_the_best_ones_cdf(tmp
     (tmp_path / "in" / "boundary.json").unlink()
     report = build(tmp_path / "in", tmp_path / "out").read_text()
     assert "`make bench-boundary` writes `boundary.json`" in report
+
+
+def test_the_boundary_summary_as_written_is_the_value_the_report_reads(tmp_path):
+    """bench.ops.boundary writes a BoundaryMatrix with asdict; the report reads the same value
+    back, and a later summary keeps an earlier one's runs (``--keep``) that it does not measure
+    again, read from that summary's file."""
+    from bench.ops import boundary, boundary_report
+
+    def run_in(out: Path, name: str, app: str, p99: float) -> None:
+        path = boundary.run_file(out, boundary.by_name()[name], app)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(boundary_run(app, [700, 650], [180, 200], p99)))
+
+    run_in(tmp_path / "a", "2-2", "click_surge", 380)
+    run_in(tmp_path / "a", "4-4", "click_surge", 450)
+    earlier = boundary.summarise(tmp_path / "a")
+    written = json.loads((tmp_path / "a" / "boundary.json").read_text())
+    read, goals = boundary_report.read_boundary(Node("boundary.json", "", written))
+    assert read == earlier and goals[0].measured == "380 ms (checksums on, (2, 2))"
+    run_in(tmp_path / "b", "2-2", "click_surge", 300)
+    later = boundary.summarise(tmp_path / "b", keep=read)
+    assert [(r.configuration, r.whole["p99"]) for r in later.runs] == [("4-4", 450), ("2-2", 300)]
 
 
 def test_a_report_built_from_its_own_summaries_is_the_same_report(tmp_path):
