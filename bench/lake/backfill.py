@@ -38,6 +38,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -48,6 +49,15 @@ from adlake.local.kafka import free_port
 from bench import harness
 from bench.harness import cores, load_average, timed
 from bench.lake import scale, synthetic_silver
+from bench.lake.backfill_report import (
+    FILE,
+    Backfill,
+    BackfillTiming,
+    DayRun,
+    Equal,
+    TableCheck,
+)
+from bench.report_kit import StatedGoal
 
 GOAL_MINUTES = 10.0
 GOAL_DAYS, GOAL_ROWS_PER_DAY = 7, 1_000_000
@@ -106,7 +116,7 @@ def backfill_state(db: Path, backfill_id: int) -> dict:
     }
 
 
-def summarize(state: dict) -> dict:
+def summarize(state: dict) -> tuple[list[DayRun], dict[str, float], list[str]]:
     """Each run's seconds and tasks' seconds, the tasks' seconds summed over the runs, and what
     did not succeed.
 
@@ -114,8 +124,8 @@ def summarize(state: dict) -> dict:
     >>> task = lambda a, b: {"state": "success", "start": t(a), "end": t(b)}
     >>> run = {"run_id": "r", "day": "2026-11-20", "state": "success", "start": t(0),
     ...        "end": t(30), "tasks": {"gold_daily": task(1, 21), "bronze": task(0, 1)}}
-    >>> s = summarize({"completed": True, "runs": [run]})
-    >>> s["task_seconds"], s["runs"][0]["seconds"], s["failed"]
+    >>> runs, task_seconds, failed = summarize({"completed": True, "runs": [run]})
+    >>> task_seconds, runs[0].seconds, failed
     ({'bronze': 1.0, 'gold_daily': 20.0}, 30.0, [])
     """
 
@@ -137,14 +147,14 @@ def summarize(state: dict) -> dict:
         if run["state"] != "success":
             failed.append(f"{run['day']}: run {run['state']}")
         runs.append(
-            {
-                "day": run["day"],
-                "state": run["state"],
-                "seconds": seconds(run["start"], run["end"]),
-                "tasks": tasks,
-            }
+            DayRun(
+                day=run["day"],
+                state=run["state"],
+                seconds=seconds(run["start"], run["end"]),
+                tasks=tasks,
+            )
         )
-    return {"runs": runs, "task_seconds": dict(sorted(totals.items())), "failed": failed}
+    return runs, dict(sorted(totals.items())), failed
 
 
 # -- the steps -------------------------------------------------------------------------------
@@ -157,7 +167,9 @@ def backfill_rows(db: Path) -> int:
         ).fetchone()[0]
 
 
-def run_backfill(settings: Settings, first: date, last: date, timeout_s: float, say) -> dict:
+def run_backfill(
+    settings: Settings, first: date, last: date, timeout_s: float, say
+) -> BackfillTiming:
     """Step 3: the runbook's command, then the metadata DB polled until the backfill is
     complete; its figures."""
     started = time.monotonic()
@@ -193,17 +205,20 @@ def run_backfill(settings: Settings, first: date, last: date, timeout_s: float, 
         time.sleep(POLL_S)
     wall_s = time.monotonic() - started
     days = len(state["runs"])
-    return {
-        "backfill_id": backfill_id,
-        "wall_s": round(wall_s, 1),
-        "days": days,
-        "days_per_minute": round(days / (wall_s / 60), 2),
-        "load_average": [load_start, load_average()],
-        **summarize(state),
-    }
+    runs, task_seconds, failed = summarize(state)
+    return BackfillTiming(
+        backfill_id=backfill_id,
+        wall_s=round(wall_s, 1),
+        days=days,
+        days_per_minute=round(days / (wall_s / 60), 2),
+        load_average=(load_start, load_average()),
+        runs=runs,
+        task_seconds=task_seconds,
+        failed=failed,
+    )
 
 
-def compare(spark, settings: Settings, start: datetime, end: datetime, work: Path, say) -> dict:
+def compare(spark, settings: Settings, start: datetime, end: datetime, work: Path, say) -> Equal:
     """Step 4: the backfill's gold against one rebuild of ``[start, end)``, table by table."""
     from spark_apps.lake import gold as gold_job
     from spark_apps.lake.tables import read_table
@@ -220,55 +235,57 @@ def compare(spark, settings: Settings, start: datetime, end: datetime, work: Pat
     for name in GOLD_TABLES:
         backfilled = spark.read.parquet(str(aside / name))
         single = read_table(spark, settings, name).select(*backfilled.columns)
-        tables[name] = {
-            "rows": single.count(),
-            "only_backfill": backfilled.exceptAll(single).count(),
-            "only_single": single.exceptAll(backfilled).count(),
-        }
-    differences = sum(t["only_backfill"] + t["only_single"] for t in tables.values())
+        tables[name] = TableCheck(
+            rows=single.count(),
+            only_backfill=backfilled.exceptAll(single).count(),
+            only_single=single.exceptAll(backfilled).count(),
+        )
+    differences = sum(t.only_backfill + t.only_single for t in tables.values())
     say(f"row for row: {differences} differences ({tables})")
-    return {
-        "tables": tables,
-        "differences": differences,
-        "rebuild_s": {k: round(v, 1) for k, v in seconds.items()},
-        "rebuild_total_s": round(sum(seconds.values()), 1),
-        "rebuild_load_average": [load_start, load_average()],
-    }
+    return Equal(
+        tables=tables,
+        differences=differences,
+        rebuild_s={k: round(v, 1) for k, v in seconds.items()},
+        rebuild_total_s=round(sum(seconds.values()), 1),
+        rebuild_load_average=(load_start, load_average()),
+    )
 
 
-def goals(backfill: dict, rows: dict, equal: dict, args: argparse.Namespace) -> list[dict]:
+def goals(
+    backfill: BackfillTiming, rows: dict[str, int], equal: Equal, args: argparse.Namespace
+) -> list[StatedGoal]:
     at_scale = args.days >= GOAL_DAYS and args.rows_per_day >= GOAL_ROWS_PER_DAY
-    minutes = backfill["wall_s"] / 60
+    minutes = backfill.wall_s / 60
     return [
-        {
-            "goal": f"a backfill of {GOAL_DAYS} days at {GOAL_ROWS_PER_DAY:,} silver rows a day "
+        StatedGoal(
+            goal=f"a backfill of {GOAL_DAYS} days at {GOAL_ROWS_PER_DAY:,} silver rows a day "
             "through the scheduler",
-            "target": f"<= {GOAL_MINUTES:.0f} min",
-            "measured": f"{minutes:.1f} min for {backfill['days']} days of "
-            f"{sum(rows.values()) / args.days:,.0f} rows ({backfill['days_per_minute']} days/min)",
-            "met": at_scale and minutes <= GOAL_MINUTES,
-            "bound": bound(backfill),
-        },
-        {
-            "goal": "the backfill's gold equals one rebuild of the same days, row for row",
-            "target": "0 differences",
-            "measured": f"{equal['differences']} differences",
-            "met": equal["differences"] == 0,
-            "bound": "",
-        },
+            target=f"<= {GOAL_MINUTES:.0f} min",
+            measured=f"{minutes:.1f} min for {backfill.days} days of "
+            f"{sum(rows.values()) / args.days:,.0f} rows ({backfill.days_per_minute} days/min)",
+            met=at_scale and minutes <= GOAL_MINUTES,
+            bound=bound(backfill),
+        ),
+        StatedGoal(
+            goal="the backfill's gold equals one rebuild of the same days, row for row",
+            target="0 differences",
+            measured=f"{equal.differences} differences",
+            met=equal.differences == 0,
+            bound="",
+        ),
     ]
 
 
-def bound(backfill: dict) -> str:
+def bound(backfill: BackfillTiming) -> str:
     """What the backfill's time is made of: its largest task and the tasks' share of the wall."""
-    totals = backfill["task_seconds"]
+    totals = backfill.task_seconds
     if not totals:
         return "no task ran"
     top = max(totals, key=totals.get)
     busy = sum(totals.values())
     return (
         f"`{top}` {totals[top]:.0f} s of {busy:.0f} s in tasks "
-        f"({backfill['wall_s'] - busy:.0f} s of the wall between tasks: scheduling, "
+        f"({backfill.wall_s - busy:.0f} s of the wall between tasks: scheduling, "
         "the sensor's reschedule)"
     )
 
@@ -327,7 +344,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     first = args.last_day - timedelta(days=args.days - 1)
     start = datetime.combine(first, datetime.min.time(), tzinfo=UTC)
     end = datetime.combine(args.last_day, datetime.min.time(), tzinfo=UTC) + timedelta(days=1)
-    report: dict = {"errors": []}
     with harness.private_broker("backfill", base, workdir) as (scratch, work):
         settings = scratch.with_overrides(lake_engine="connect", lake_engine_port=free_port())
         say(f"scratch runtime {work}; {args.days} days {first} to {args.last_day}")
@@ -351,39 +367,37 @@ def main(argv: Sequence[str] | None = None) -> int:
             finally:
                 engine.stop()
             say(
-                f"backfill: {backfill['wall_s']:.0f} s for {backfill['days']} days "
-                f"({backfill['days_per_minute']} days/min); tasks {backfill['task_seconds']}"
+                f"backfill: {backfill.wall_s:.0f} s for {backfill.days} days "
+                f"({backfill.days_per_minute} days/min); tasks {backfill.task_seconds}"
             )
             equal = compare(spark, settings, start, end, work, say)
         finally:
             spark.stop()
             if not args.keep:
                 shutil.rmtree(settings.tables_dir, ignore_errors=True)
-    report.update(
-        {
-            "quick": args.quick,
-            "cores": cores(),
-            "days": args.days,
-            "first_day": first.isoformat(),
-            "last_day": args.last_day.isoformat(),
-            "rows_per_day": args.rows_per_day,
-            "silver_rows": rows,
-            "silver_s": round(silver_s, 1),
-            "backfill": backfill,
-            "equal": equal,
-            "goals": goals(backfill, rows, equal, args),
-            "command": " ".join(["airflow", *platform.backfill_args(first, args.last_day)]),
-            "work_dir": str(work),
-            "seconds": round(time.monotonic() - began, 1),
-        }
+    report = Backfill(
+        errors=list(backfill.failed or []),
+        quick=args.quick,
+        cores=cores(),
+        days=args.days,
+        first_day=first.isoformat(),
+        last_day=args.last_day.isoformat(),
+        rows_per_day=args.rows_per_day,
+        silver_rows=rows,
+        silver_s=round(silver_s, 1),
+        backfill=backfill,
+        equal=equal,
+        goals=goals(backfill, rows, equal, args),
+        command=" ".join(["airflow", *platform.backfill_args(first, args.last_day)]),
+        work_dir=str(work),
+        seconds=round(time.monotonic() - began, 1),
     )
-    report["errors"] += backfill["failed"]
-    out = harness.write_json(out_dir / "backfill.json", report)
-    for g in report["goals"]:
-        say(f"goal {g['goal']}: {g['measured']} ({'met' if g['met'] else 'NOT met'})")
-    print(json.dumps({k: report[k] for k in ("seconds", "goals")}, indent=1))
+    out = harness.write_json(out_dir / FILE, asdict(report))
+    for g in report.goals:
+        say(f"goal {g.goal}: {g.measured} ({'met' if g.met else 'NOT met'})")
+    print(json.dumps({"seconds": report.seconds, "goals": asdict(report)["goals"]}, indent=1))
     say(f"written to {out}")
-    return 1 if report["errors"] or equal["differences"] else 0
+    return 1 if report.errors or equal.differences else 0
 
 
 if __name__ == "__main__":

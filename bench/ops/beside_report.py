@@ -2,7 +2,8 @@
 
 ``beside.json`` (``bench.ops.beside``): the apps' latency with the lake idle and while the lake
 engine runs the hourly chain and the views' refreshes; ``backfill.json``
-(``bench.lake.backfill``): a backfill of days through the real scheduler, against one rebuild.
+(``bench.lake.backfill``, its type in :mod:`bench.lake.backfill_report`): a backfill of days
+through the real scheduler, against one rebuild.
 Both are long (``make bench`` runs them, ``make bench-quick`` does not): when absent, their
 section says how to run them. One section of both, and the plot of the apps' CDFs idle and
 beside."""
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.harness import save_plot
+from bench.lake.backfill_report import FILE as BACKFILL_FILE, Backfill, read_backfill
 from bench.ops.latency_result import Result, read_result
 from bench.report_kit import (
     QUANTILES,
@@ -24,14 +26,13 @@ from bench.report_kit import (
     StatedGoal,
     cdf_axes,
     fmt,
-    load_average,
     load_text,
     ms,
     pyplot,
     table,
 )
 
-BESIDE_FILE, BACKFILL_FILE = "beside.json", "backfill.json"
+BESIDE_FILE = "beside.json"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,39 +131,6 @@ def read_beside(node: Node) -> tuple[Beside, list[Goal]]:
     return beside, [Goal.of("beside", g) for g in beside.goals]
 
 
-@dataclass(frozen=True)
-class Backfill:
-    """``backfill.json``: a backfill of days through the scheduler, against one rebuild."""
-
-    days: int
-    rows_per_day: int
-    command: str
-    wall_s: float
-    days_per_minute: float
-    runs: list[tuple[str, float | None]]  # (day, seconds)
-    task_seconds: dict[str, float]
-    rebuild_s: float
-    differences: int
-    load: tuple[float, float]
-
-
-def read_backfill(node: Node) -> tuple[Backfill, list[Goal]]:
-    run = node.get("backfill")
-    backfill = Backfill(
-        int(node.num("days")),
-        int(node.num("rows_per_day")),
-        node.text("command"),
-        run.num("wall_s"),
-        run.num("days_per_minute"),
-        [(r.text("day"), r.num("seconds", optional=True)) for r in run.items("runs")],
-        run.mapping("task_seconds"),
-        node.get("equal").num("rebuild_total_s"),
-        int(node.get("equal").num("differences")),
-        load_average(run),
-    )
-    return backfill, [Goal.read("backfill", g) for g in node.items("goals")]
-
-
 def lake_beside_section(beside: Beside | None, backfill: Backfill | None) -> str:
     out = ["## The lake beside the apps, and backfills of days", ""]
     if beside is None:
@@ -213,19 +181,20 @@ def lake_beside_section(beside: Beside | None, backfill: Backfill | None) -> str
             f"Backfills of days: no `{BACKFILL_FILE}` here (`make bench-backfill` writes it)."
         )
         return "\n".join(out)
-    tasks = ", ".join(f"`{t}` {fmt(s, ' s', 0)}" for t, s in backfill.task_seconds.items())
+    run = backfill.backfill
+    tasks = ", ".join(f"`{t}` {fmt(s, ' s', 0)}" for t, s in run.task_seconds.items())
     out += [
         f"A backfill of {backfill.days} days of synthetic silver (about "
         f"{fmt(backfill.rows_per_day, digits=0)} rows a day) through the platform's scheduler "
-        f"(`{backfill.command}`, `backfill.json`): **{fmt(backfill.wall_s / 60, ' min')}** "
-        f"({fmt(backfill.days_per_minute, ' days/min', 2)}; load average "
-        f"{load_text(backfill.load)}). One rebuild of every gold table over the same days in a "
-        f"warm session took {fmt(backfill.rebuild_s, ' s', 0)}; the backfill's gold differs "
-        f"from it in {backfill.differences} rows.",
+        f"(`{backfill.command}`, `backfill.json`): **{fmt(run.wall_s / 60, ' min')}** "
+        f"({fmt(run.days_per_minute, ' days/min', 2)}; load average "
+        f"{load_text(run.load_average)}). One rebuild of every gold table over the same days in "
+        f"a warm session took {fmt(backfill.equal.rebuild_total_s, ' s', 0)}; the backfill's "
+        f"gold differs from it in {backfill.equal.differences} rows.",
         "",
         table(
-            ["day", *(d for d, _ in backfill.runs)],
-            [["run", *(fmt(s, " s", 0) for _, s in backfill.runs)]],
+            ["day", *(r.day for r in run.runs)],
+            [["run", *(fmt(r.seconds, " s", 0) for r in run.runs)]],
         ),
         "",
         f"Tasks' time summed over the runs: {tasks}.",
@@ -271,7 +240,7 @@ def loads(beside: Beside | None, backfill: Backfill | None) -> list[Load]:
             for key in RUN_KEYS
         ]
     if backfill:
-        out.append((f"backfill of {backfill.days} days", backfill.load))
+        out.append((f"backfill of {backfill.days} days", backfill.backfill.load_average))
     return out
 
 
