@@ -53,6 +53,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -62,6 +63,14 @@ from adlake.config import Settings, load_settings
 from adlake.helpformat import HelpFormatter
 from bench import harness
 from bench.harness import cores, load_average, timed
+from bench.lake.scale_report import (
+    GoldRun,
+    HourRuns,
+    Position,
+    Scale,
+    ScaleStep,
+    TableRun,
+)
 from bench.lake.synthetic_silver import (
     DEFAULT_FILES_PER_DAY,
     LAST_DAY,
@@ -70,6 +79,7 @@ from bench.lake.synthetic_silver import (
     silver_files,
     write_days,
 )
+from bench.report_kit import StatedGoal
 
 HOUR = timedelta(hours=1)
 
@@ -116,34 +126,36 @@ def in_session(spark, settings: Settings, tables: Sequence[str], start: datetime
     per = {}
     for name in tables:
         rows, seconds = timed(gold_job.rebuild, spark, settings, name, start, end)
-        per[name] = {"seconds": round(seconds, 2), "rows": rows}
-    return {
-        "seconds": round(time.monotonic() - began, 2),
-        "interval": [_iso(start), _iso(end)],
-        "tables": per,
-        "load_average": [load, load_average()],
-    }
+        per[name] = TableRun(seconds=round(seconds, 2), rows=rows)
+    return GoldRun(
+        seconds=round(time.monotonic() - began, 2),
+        interval=[_iso(start), _iso(end)],
+        tables=per,
+        load_average=(load, load_average()),
+    )
 
 
 GOLD_LINE = re.compile(r"^\[gold\] (\S+) .*: (\d+) rows -> .* in ([\d.]+)s$")
 
 
-def parse_gold_log(lines: Sequence[str]) -> dict[str, dict]:
+def parse_gold_log(lines: Sequence[str]) -> dict[str, TableRun]:
     """Each table's seconds and rows from the gold job's progress lines.
 
     >>> parse_gold_log(["[gold] page_traffic [2026-11-20T23:00Z, 2026-11-21T00:00Z): 12 rows "
     ...                 "-> /t/page_traffic in 3.4s", "[spark] noise"])
-    {'page_traffic': {'seconds': 3.4, 'rows': 12}}
+    {'page_traffic': TableRun(seconds=3.4, rows=12)}
     """
     out = {}
     for line in lines:
         match = GOLD_LINE.match(line)
         if match:
-            out[match[1]] = {"seconds": float(match[3]), "rows": int(match[2])}
+            out[match[1]] = TableRun(seconds=float(match[3]), rows=int(match[2]))
     return out
 
 
-def as_process(settings: Settings, tables: Sequence[str], start: datetime, end: datetime) -> dict:
+def as_process(
+    settings: Settings, tables: Sequence[str], start: datetime, end: datetime
+) -> GoldRun:
     """The gold job over ``[start, end)`` as Airflow runs it, a process of its own: its wall time
     (JVM and session start included) and each table's in-process seconds."""
     load = load_average()
@@ -157,17 +169,19 @@ def as_process(settings: Settings, tables: Sequence[str], start: datetime, end: 
         "--tables",
         ",".join(tables),
     )
-    return {
-        "seconds": job["seconds"],
-        "interval": [_iso(start), _iso(end)],
-        "tables": parse_gold_log(job["log"]),
-        "load_average": [load, load_average()],
-    }
+    return GoldRun(
+        seconds=job["seconds"],
+        interval=[_iso(start), _iso(end)],
+        tables=parse_gold_log(job["log"]),
+        load_average=(load, load_average()),
+    )
 
 
-def bench(spark, settings: Settings, args: argparse.Namespace, say: Callable[[str], None]) -> dict:
+def bench(
+    spark, settings: Settings, args: argparse.Namespace, say: Callable[[str], None]
+) -> tuple[list[ScaleStep], Position]:
     """Steps 1 and 2 (see the module's docstring) on ``spark`` against the tables of
-    ``settings``; the report without its run-wide fields."""
+    ``settings``: the history's sizes and the position in the day."""
     day = midnight(args.last_day)
     last_hour = (day + 23 * HOUR, day + 24 * HOUR)
     history = []
@@ -184,21 +198,27 @@ def bench(spark, settings: Settings, args: argparse.Namespace, say: Callable[[st
         )
         if not history and args.warm_up:
             warm_up(spark, settings, args.daily_tables, day, say)
-        step = {"days": size, "rows_written": written, "write_s": round(seconds, 1), **stats}
-        step["hourly"] = in_session(spark, settings, HOURLY_TABLES, *last_hour)
-        say(f"{size} day(s): hourly run {line(step['hourly'])}")
-        step["daily"] = in_session(spark, settings, args.daily_tables, day, day + 24 * HOUR)
-        say(f"{size} day(s): daily run {line(step['daily'])}")
-        step["process"] = None
+        hourly = in_session(spark, settings, HOURLY_TABLES, *last_hour)
+        say(f"{size} day(s): hourly run {line(hourly)}")
+        daily = in_session(spark, settings, args.daily_tables, day, day + 24 * HOUR)
+        say(f"{size} day(s): daily run {line(daily)}")
+        process = None
         if args.process:
-            step["process"] = as_process(settings, HOURLY_TABLES, *last_hour)
-            say(f"{size} day(s): hourly run as a process {line(step['process'])}")
-        history.append(step)
-    return {
-        "history": history,
-        "ratios": ratios(history),
-        "position": position(spark, settings, day, args.repeats, say),
-    }
+            process = as_process(settings, HOURLY_TABLES, *last_hour)
+            say(f"{size} day(s): hourly run as a process {line(process)}")
+        history.append(
+            ScaleStep(
+                days=size,
+                rows_written=written,
+                write_s=round(seconds, 1),
+                files=stats["files"],
+                bytes=stats["bytes"],
+                hourly=hourly,
+                daily=daily,
+                process=process,
+            )
+        )
+    return history, position(spark, settings, day, args.repeats, say)
 
 
 # Warmed up over the day after D, which holds only D's spill and the margin into D: its day
@@ -222,106 +242,104 @@ def warm_up(spark, settings: Settings, daily: Sequence[str], day: datetime, say)
     in_session(spark, settings, next_day, day + 24 * HOUR, day + 48 * HOUR)
 
 
-def line(run: dict) -> str:
+def line(run: GoldRun) -> str:
     """A run in one line: wall time, each table's, the load average.
 
-    >>> line({"seconds": 3.5, "tables": {"a": {"seconds": 2.0, "rows": 1}},
-    ...       "load_average": [1.0, 1.25]})
+    >>> line(GoldRun(seconds=3.5, tables={"a": TableRun(seconds=2.0)}, load_average=(1.0, 1.25)))
     '3.5 s (a 2.0 s), load 1.00 -> 1.25'
     """
-    tables = ", ".join(f"{n} {t['seconds']:.1f} s" for n, t in run["tables"].items())
-    return (
-        f"{run['seconds']:.1f} s ({tables}), load "
-        f"{run['load_average'][0]:.2f} -> {run['load_average'][1]:.2f}"
-    )
+    tables = ", ".join(f"{n} {t.seconds:.1f} s" for n, t in run.tables.items())
+    start, end = run.load_average
+    return f"{run.seconds:.1f} s ({tables}), load {start:.2f} -> {end:.2f}"
 
 
-def ratios(history: Sequence[dict]) -> dict[str, float | None]:
+def ratios(history: Sequence[ScaleStep]) -> dict[str, float | None]:
     """Each run's time with the largest history over the smallest (None for one size, or a run
     not measured).
 
-    >>> ratios([{"hourly": {"seconds": 4.0}, "daily": {"seconds": 20.0}, "process": None},
-    ...         {"hourly": {"seconds": 5.0}, "daily": {"seconds": 21.0}, "process": None}])
+    >>> from types import SimpleNamespace as S
+    >>> ratios([S(hourly=S(seconds=4.0), daily=S(seconds=20.0), process=None),
+    ...         S(hourly=S(seconds=5.0), daily=S(seconds=21.0), process=None)])
     {'hourly': 1.25, 'daily': 1.05, 'process': None}
     """
     out: dict[str, float | None] = {}
     for kind in ("hourly", "daily", "process"):
-        first, last = history[0].get(kind), history[-1].get(kind)
+        first, last = getattr(history[0], kind), getattr(history[-1], kind)
         out[kind] = (
-            round(last["seconds"] / first["seconds"], 2)
-            if len(history) > 1 and first and last and first["seconds"]
+            round(last.seconds / first.seconds, 2)
+            if len(history) > 1 and first and last and first.seconds
             else None
         )
     return out
 
 
-def position(spark, settings: Settings, day: datetime, repeats: int, say) -> dict:
+def position(spark, settings: Settings, day: datetime, repeats: int, say) -> Position:
     """The hourly run over the day's first and last hour, alternated, ``repeats`` times each."""
     hours = {"first": (day, day + HOUR), "last": (day + 23 * HOUR, day + 24 * HOUR)}
-    runs: dict[str, list[dict]] = {key: [] for key in hours}
+    runs: dict[str, list[GoldRun]] = {key: [] for key in hours}
     for r in range(repeats):
         for key, (start, end) in hours.items():
             runs[key].append(in_session(spark, settings, HOURLY_TABLES, start, end))
             say(f"position {r + 1}/{repeats}: {_iso(start)} {line(runs[key][-1])}")
-    out: dict = {}
+    out: dict[str, HourRuns] = {}
     for key, (start, end) in hours.items():
-        seconds = [run["seconds"] for run in runs[key]]
-        median = sorted(runs[key], key=lambda run: run["seconds"])[len(seconds) // 2]
-        out[key] = {
-            "interval": [_iso(start), _iso(end)],
-            "runs_s": seconds,
-            "median_s": round(statistics.median(seconds), 2),
-            "tables": median["tables"],
-            "load_average": [runs[key][0]["load_average"][0], runs[key][-1]["load_average"][1]],
-        }
-    out["ratio"] = round(out["last"]["median_s"] / out["first"]["median_s"], 2)
-    return out
+        seconds = [run.seconds for run in runs[key]]
+        median = sorted(runs[key], key=lambda run: run.seconds)[len(seconds) // 2]
+        out[key] = HourRuns(
+            interval=[_iso(start), _iso(end)],
+            runs_s=seconds,
+            median_s=round(statistics.median(seconds), 2),
+            tables=median.tables,
+            load_average=(runs[key][0].load_average[0], runs[key][-1].load_average[1]),
+        )
+    first, last = out["first"], out["last"]
+    return Position(first=first, last=last, ratio=round(last.median_s / first.median_s, 2))
 
 
-def _largest(run: dict) -> str:
-    name, table = max(run["tables"].items(), key=lambda item: item[1]["seconds"])
-    return f"{name} {table['seconds']:.1f} s of {run['seconds']:.1f} s"
+def _largest(tables: dict[str, TableRun], seconds: float) -> str:
+    name, table = max(tables.items(), key=lambda item: item[1].seconds)
+    return f"{name} {table.seconds:.1f} s of {seconds:.1f} s"
 
 
-def goals(history: Sequence[dict], hours: dict) -> list[dict]:
+def goals(history: Sequence[ScaleStep], hours: Position) -> list[StatedGoal]:
     """The history goal of the hourly and the daily run (with more than one size) and the
     position goal (``hours``: :func:`position`'s result), each with what bounds it."""
     out = []
     first, last = history[0], history[-1]
-    files = f"silver's files {first['files']:,} -> {last['files']:,}"
+    files = f"silver's files {first.files:,} -> {last.files:,}"
     if len(history) > 1:
         for kind, reads in (
             ("hourly", "its hour of silver and the margins its rows need"),
             ("daily", "its day of silver and the margins (the reconciliation's ±1 h)"),
         ):
-            a, b = first[kind]["seconds"], last[kind]["seconds"]
+            small, large = getattr(first, kind), getattr(last, kind)
+            a, b = small.seconds, large.seconds
             measured = f"{b / a:.2f}x ({a:.1f} s -> {b:.1f} s)"
-            if kind == "hourly" and first.get("process") and last.get("process"):
-                pa, pb = first["process"]["seconds"], last["process"]["seconds"]
+            if kind == "hourly" and first.process and last.process:
+                pa, pb = first.process.seconds, last.process.seconds
                 measured += f"; as a process {pb / pa:.2f}x ({pa:.1f} s -> {pb:.1f} s)"
             out.append(
-                {
-                    "goal": f"{kind} run with {last['days']} days of silver vs {first['days']}",
-                    "target": f"<= {GOAL_RATIO}x",
-                    "measured": measured,
-                    "met": b / a <= GOAL_RATIO,
-                    "bound": f"each rebuild reads {reads}; history adds only the files Delta "
-                    f"lists and prunes ({files}); largest table at {last['days']} days: "
-                    f"{_largest(last[kind])}",
-                }
+                StatedGoal(
+                    goal=f"{kind} run with {last.days} days of silver vs {first.days}",
+                    target=f"<= {GOAL_RATIO}x",
+                    measured=measured,
+                    met=b / a <= GOAL_RATIO,
+                    bound=f"each rebuild reads {reads}; history adds only the files Delta "
+                    f"lists and prunes ({files}); largest table at {last.days} days: "
+                    f"{_largest(large.tables, large.seconds)}",
+                )
             )
-    a, b = hours["first"]["median_s"], hours["last"]["median_s"]
+    a, b = hours.first.median_s, hours.last.median_s
     out.append(
-        {
-            "goal": "hourly run of the day's 24th hour vs its 1st",
-            "target": f"<= {GOAL_RATIO}x",
-            "measured": f"{b / a:.2f}x ({b:.1f} s vs {a:.1f} s, medians of "
-            f"{len(hours['first']['runs_s'])})",
-            "met": b / a <= GOAL_RATIO,
-            "bound": "both read one hour of silver plus margins (the 1st reaches back into the "
+        StatedGoal(
+            goal="hourly run of the day's 24th hour vs its 1st",
+            target=f"<= {GOAL_RATIO}x",
+            measured=f"{b / a:.2f}x ({b:.1f} s vs {a:.1f} s, medians of {len(hours.first.runs_s)})",
+            met=b / a <= GOAL_RATIO,
+            bound="both read one hour of silver plus margins (the 1st reaches back into the "
             "day before for the attribution window); largest table in the 24th: "
-            f"{_largest({'seconds': b, 'tables': hours['last']['tables']})}",
-        }
+            f"{_largest(hours.last.tables, b)}",
+        )
     )
     return out
 
@@ -449,43 +467,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark, session_s = timed(get_session, "lake", "scale-benchmark", harness.own_session(settings))
     say(f"session started in {session_s:.1f} s; {plan(args.rows_per_day)} a day")
     try:
-        measured = bench(spark, settings, args, say)
+        history, hours = bench(spark, settings, args, say)
     finally:
         if not args.keep:
             shutil.rmtree(settings.tables_dir, ignore_errors=True)
-    report = {
-        **measured,
-        "goals": goals(measured["history"], measured["position"]),
-        "goal_ratio": GOAL_RATIO,
-        "rows_per_day": args.rows_per_day,
-        "plan": plan(args.rows_per_day),
-        "files_per_day": args.files_per_day,
-        "last_day": args.last_day.isoformat(),
-        "hourly_tables": list(HOURLY_TABLES),
-        "daily_tables": list(args.daily_tables),
-        "seed": args.seed,
-        "quick": args.quick,
-        "work_dir": str(work),
-        "kept": args.keep,
-        "cores": cores(),
-        "master": spark.sparkContext.master,
-        "session_s": round(session_s, 2),
-        "started_at": started_at.isoformat(timespec="seconds"),
-        "seconds": round(time.monotonic() - started, 1),
-        "load_average": [load_start, load_average()],
-    }
+    report = Scale(
+        history=history,
+        ratios=ratios(history),
+        position=hours,
+        goals=goals(history, hours),
+        goal_ratio=GOAL_RATIO,
+        rows_per_day=args.rows_per_day,
+        plan=plan(args.rows_per_day),
+        files_per_day=args.files_per_day,
+        last_day=args.last_day.isoformat(),
+        hourly_tables=list(HOURLY_TABLES),
+        daily_tables=list(args.daily_tables),
+        seed=args.seed,
+        quick=args.quick,
+        work_dir=str(work),
+        kept=args.keep,
+        cores=cores(),
+        master=spark.sparkContext.master,
+        session_s=round(session_s, 2),
+        started_at=started_at.isoformat(timespec="seconds"),
+        seconds=round(time.monotonic() - started, 1),
+        load_average=(load_start, load_average()),
+    )
     out = harness.write_json(
         Path(args.out_dir) / "scale.json"
         if args.out_dir
         else harness.stamped(base.reports_dir, "bench-scale"),
-        report,
+        asdict(report),
     )
-    for g in report["goals"]:
+    for g in report.goals:
         say(
-            f"goal {g['goal']}: {g['measured']} (target {g['target']}): "
-            f"{'met' if g['met'] else 'NOT met'}; {g['bound']}"
+            f"goal {g.goal}: {g.measured} (target {g.target}): "
+            f"{'met' if g.met else 'NOT met'}; {g.bound}"
         )
-    print(json.dumps({k: report[k] for k in ("ratios", "seconds", "load_average")}))
+    print(json.dumps({k: asdict(report)[k] for k in ("ratios", "seconds", "load_average")}))
     say(f"report: {out}; tables {'kept in' if args.keep else 'deleted from'} {work}")
     return 0
 

@@ -17,6 +17,7 @@ from bench.report_kit import (
     Node,
     Plot,
     Section,
+    StatedGoal,
     fmt,
     load_average,
     load_text,
@@ -27,98 +28,192 @@ from bench.report_kit import (
 FILE = "scale.json"
 
 
-@dataclass(frozen=True)
-class GoldRun:
-    """One gold run of ``scale.json``: its wall time, each table's seconds, the load around it."""
+@dataclass(frozen=True, kw_only=True)
+class TableRun:
+    """One table's rebuild in a gold run: its seconds and the rows it wrote."""
 
     seconds: float
-    tables: dict[str, float]
-    load: tuple[float, float]
+    rows: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class GoldRun:
+    """One gold run: its wall time, its interval, each table's, the load around it."""
+
+    seconds: float
+    interval: list[str] | None = None  # [start, end), as the gold job takes them
+    tables: dict[str, TableRun]
+    load_average: tuple[float, float]  # start, end
+
+    def table_seconds(self, name: str) -> float | None:
+        table = self.tables.get(name)
+        return table.seconds if table else None
+
+
+@dataclass(frozen=True, kw_only=True)
 class ScaleStep:
+    """One size of silver's history and gold's runs at it."""
+
     days: int
-    rows: int  # the silver rows written for this size (the days added)
+    rows_written: dict[str, int]  # the rows added for this size, by topic
+    write_s: float | None = None
     files: int  # silver's files, all tables
+    bytes: int | None = None
     hourly: GoldRun
     daily: GoldRun
-    process: GoldRun | None
+    process: GoldRun | None  # the hourly run as a process; None: not measured
+
+    @property
+    def rows(self) -> int:
+        return sum(self.rows_written.values())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class HourRuns:
-    label: str  # the hour's interval
+    """The hourly run over one hour of D, repeated: each run's seconds, the median and its
+    tables, the load from the first run's start to the last run's end."""
+
+    interval: list[str]
     runs_s: list[float]
     median_s: float
-    tables: dict[str, float]
-    load: tuple[float, float]
+    tables: dict[str, TableRun]  # the median run's
+    load_average: tuple[float, float]
+
+    @property
+    def label(self) -> str:
+        return " to ".join(self.interval)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class Position:
+    """The day's first and last hour, alternated."""
+
+    first: HourRuns
+    last: HourRuns
+    ratio: float | None = None  # last / first medians
+
+
+@dataclass(frozen=True, kw_only=True)
 class Scale:
+    """``scale.json``, as ``bench.lake.scale`` writes it. The fields the report does not show
+    are None in a file that lacks them (the report's summary, a test's file)."""
+
+    history: list[ScaleStep]
+    ratios: dict[str, float | None] | None = None  # the largest history's time over the smallest
+    position: Position
+    goals: list[StatedGoal]
+    goal_ratio: float  # a run's goal: at most this many times its smallest history's time
     rows_per_day: int
+    plan: dict[str, int] | None = None  # synthetic_silver.plan
+    files_per_day: int | None = None
     last_day: str
     hourly_tables: list[str]
     daily_tables: list[str]
-    history: list[ScaleStep]
-    first_hour: HourRuns
-    last_hour: HourRuns
-    goal_ratio: float  # a run's goal: at most this many times its smallest history's time
+    seed: int | None = None
+    quick: bool | None = None
+    work_dir: str | None = None
+    kept: bool | None = None
+    cores: int | None = None
+    master: str | None = None
+    session_s: float | None = None
+    started_at: str | None = None
+    seconds: float | None = None
+    load_average: tuple[float, float] | None = None
 
 
-def _table_seconds(node: Node) -> dict[str, float]:
+def _int(node: Node) -> int:
+    return int(node.num())
+
+
+def _counts(node: Node) -> dict[str, int]:
+    if not isinstance(node.value, Mapping):
+        raise node._fail("an object")
+    return {k: _int(node.get(k)) for k in node.value}
+
+
+def _tables(node: Node) -> dict[str, TableRun]:
     tables = node.get("tables")
     if not isinstance(tables.value, Mapping):
         raise tables._fail("an object")
-    return {name: tables.get(name).num("seconds") for name in tables.value}
+    return {
+        name: TableRun(seconds=t.num("seconds"), rows=t.unshown("rows", _int))
+        for name, t in ((name, tables.get(name)) for name in tables.value)
+    }
+
+
+def _interval(node: Node) -> list[str]:
+    return [n.text_value() for n in node.items()]
 
 
 def _gold_run(node: Node) -> GoldRun:
-    return GoldRun(node.num("seconds"), _table_seconds(node), load_average(node))
+    return GoldRun(
+        seconds=node.num("seconds"),
+        interval=node.unshown("interval", _interval),
+        tables=_tables(node),
+        load_average=load_average(node),
+    )
 
 
 def _hour_runs(node: Node) -> HourRuns:
-    interval = [n.value for n in node.items("interval")]
     return HourRuns(
-        " to ".join(str(t) for t in interval),
-        node.numbers("runs_s"),
-        node.num("median_s"),
-        _table_seconds(node),
-        load_average(node),
+        interval=_interval(node.get("interval")),
+        runs_s=node.numbers("runs_s"),
+        median_s=node.num("median_s"),
+        tables=_tables(node),
+        load_average=load_average(node),
+    )
+
+
+def _texts(node: Node) -> list[str]:
+    return [n.text_value() for n in node.items()]
+
+
+def read_step(step: Node) -> ScaleStep:
+    return ScaleStep(
+        days=_int(step.get("days")),
+        rows_written=_counts(step.get("rows_written")),
+        write_s=step.unshown("write_s", Node.num),
+        files=_int(step.get("files")),
+        bytes=step.unshown("bytes", _int),
+        hourly=_gold_run(step.get("hourly")),
+        daily=_gold_run(step.get("daily")),
+        process=_gold_run(step.get("process")) if step.has("process") else None,
     )
 
 
 def read_scale(node: Node) -> tuple[Scale, list[Goal]]:
-    history = []
-    for step in node.items("history"):
-        rows = step.get("rows_written")
-        if not isinstance(rows.value, Mapping):
-            raise rows._fail("an object")
-        history.append(
-            ScaleStep(
-                int(step.num("days")),
-                int(sum(rows.num(topic) for topic in rows.value)),
-                int(step.num("files")),
-                _gold_run(step.get("hourly")),
-                _gold_run(step.get("daily")),
-                _gold_run(step.get("process")) if step.has("process") else None,
-            )
-        )
+    history = [read_step(step) for step in node.items("history")]
     if not history:
         raise MalformedReport(node.file, "history", "expected at least one size")
     position = node.get("position")
     scale = Scale(
-        int(node.num("rows_per_day")),
-        node.text("last_day"),
-        [n.value for n in node.items("hourly_tables")],
-        [n.value for n in node.items("daily_tables")],
-        history,
-        _hour_runs(position.get("first")),
-        _hour_runs(position.get("last")),
-        node.num("goal_ratio"),
+        history=history,
+        ratios=node.unshown("ratios", lambda n: {k: n.num(k, optional=True) for k in n.value}),
+        position=Position(
+            first=_hour_runs(position.get("first")),
+            last=_hour_runs(position.get("last")),
+            ratio=position.unshown("ratio", Node.num),
+        ),
+        goals=[StatedGoal.read(g) for g in node.items("goals")],
+        goal_ratio=node.num("goal_ratio"),
+        rows_per_day=_int(node.get("rows_per_day")),
+        plan=node.unshown("plan", _counts),
+        files_per_day=node.unshown("files_per_day", _int),
+        last_day=node.text("last_day"),
+        hourly_tables=_texts(node.get("hourly_tables")),
+        daily_tables=_texts(node.get("daily_tables")),
+        seed=node.unshown("seed", _int),
+        quick=node.unshown("quick", Node.flag_value),
+        work_dir=node.unshown("work_dir", Node.text_value),
+        kept=node.unshown("kept", Node.flag_value),
+        cores=node.unshown("cores", _int),
+        master=node.unshown("master", Node.text_value),
+        session_s=node.unshown("session_s", Node.num),
+        started_at=node.unshown("started_at", Node.text_value),
+        seconds=node.unshown("seconds", Node.num),
+        load_average=node.unshown("load_average", lambda n: tuple(x.num() for x in n.items())),
     )
-    return scale, [Goal.read("scale", g) for g in node.items("goals")]
+    return scale, [Goal.of("scale", g) for g in scale.goals]
 
 
 def _ratio(last: float | None, first: float | None) -> str:
@@ -152,7 +247,7 @@ def scale_section(scale: Scale | None) -> str:
             fmt(step.hourly.seconds, " s"),
             fmt(step.daily.seconds, " s"),
             fmt(step.process.seconds if step.process else None, " s"),
-            f"{load_text(step.hourly.load)}, {load_text(step.daily.load)}",
+            f"{load_text(step.hourly.load_average)}, {load_text(step.daily.load_average)}",
         ]
         for step in scale.history
     ]
@@ -198,7 +293,7 @@ def scale_section(scale: Scale | None) -> str:
         "",
         table(
             ["days", "run", *(f"`{n}`" for n in names)],
-            [[days, kind, *(fmt(run.tables.get(n)) for n in names)] for days, kind, run in runs],
+            [[days, kind, *(fmt(run.table_seconds(n)) for n in names)] for days, kind, run in runs],
         ),
         "",
         f"**Position in the day** ({fmt(last.days, digits=0)} days of history): the hourly run "
@@ -212,16 +307,16 @@ def scale_section(scale: Scale | None) -> str:
                     hour.label,
                     ", ".join(fmt(r, " s") for r in hour.runs_s),
                     fmt(hour.median_s, " s"),
-                    load_text(hour.load),
+                    load_text(hour.load_average),
                 ]
-                for name, hour in (("1st", scale.first_hour), ("24th", scale.last_hour))
+                for name, hour in (("1st", scale.position.first), ("24th", scale.position.last))
             ]
             + [
                 [
                     "**24th / 1st**",
                     "",
                     "",
-                    f"**{_ratio(scale.last_hour.median_s, scale.first_hour.median_s)}**",
+                    f"**{_ratio(scale.position.last.median_s, scale.position.first.median_s)}**",
                     "",
                 ]
             ],
@@ -296,12 +391,12 @@ def loads(scale: Scale | None) -> list[Load]:
     out = []
     for step in scale.history:
         out += [
-            (f"gold hourly run, {step.days} days of history", step.hourly.load),
-            (f"gold daily run, {step.days} days of history", step.daily.load),
+            (f"gold hourly run, {step.days} days of history", step.hourly.load_average),
+            (f"gold daily run, {step.days} days of history", step.daily.load_average),
         ]
     return out + [
-        ("gold hourly runs, the day's 1st hour", scale.first_hour.load),
-        ("gold hourly runs, the day's 24th hour", scale.last_hour.load),
+        ("gold hourly runs, the day's 1st hour", scale.position.first.load_average),
+        ("gold hourly runs, the day's 24th hour", scale.position.last.load_average),
     ]
 
 

@@ -5,6 +5,7 @@ attribution window, and the report's section of ``scale.json``."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import pytest
 
@@ -38,70 +39,91 @@ def test_every_generated_callback_falls_in_its_impressions_window():
     assert {kind for kind, *_ in synthetic_silver.CALLBACKS} <= set(registry.CALLBACK_EVENT_TYPES)
 
 
-def run(seconds: float, **tables: float) -> dict:
-    return {
-        "seconds": seconds,
-        "interval": ["2026-11-20T23:00Z", "2026-11-21T00:00Z"],
-        "tables": {name: {"seconds": s, "rows": 10} for name, s in tables.items()},
-        "load_average": [1.0, 1.5],
-    }
+def run(seconds: float, **tables: float) -> scale_report.GoldRun:
+    return scale_report.GoldRun(
+        seconds=seconds,
+        interval=["2026-11-20T23:00Z", "2026-11-21T00:00Z"],
+        tables={name: scale_report.TableRun(seconds=s, rows=10) for name, s in tables.items()},
+        load_average=(1.0, 1.5),
+    )
 
 
-def step(days: int, hourly: float, daily: float, process: float | None) -> dict:
-    return {
-        "days": days,
-        "rows_written": {"ad_requests": 100 * days, "page_clicks": 50},
-        "write_s": 1.0,
-        "files": 147 * days,
-        "bytes": 1000,
-        "hourly": run(hourly, campaign_delivery=hourly * 0.6, page_traffic=hourly * 0.4),
-        "daily": run(daily, attribution_reconciliation=daily * 0.8, page_traffic=daily * 0.2),
-        "process": None if process is None else run(process, campaign_delivery=process / 2),
-    }
+def step(days: int, hourly: float, daily: float, process: float | None) -> scale_report.ScaleStep:
+    return scale_report.ScaleStep(
+        days=days,
+        rows_written={"ad_requests": 100 * days, "page_clicks": 50},
+        write_s=1.0,
+        files=147 * days,
+        bytes=1000,
+        hourly=run(hourly, campaign_delivery=hourly * 0.6, page_traffic=hourly * 0.4),
+        daily=run(daily, attribution_reconciliation=daily * 0.8, page_traffic=daily * 0.2),
+        process=None if process is None else run(process, campaign_delivery=process / 2),
+    )
 
 
-def synthetic() -> dict:
+def synthetic() -> scale_report.Scale:
+    """A run as bench.lake.scale fills it."""
     history = [step(1, 8.0, 90.0, 30.0), step(7, 8.4, 95.0, 31.0), step(30, 10.0, 99.0, 33.0)]
-    hour = {
-        "interval": ["2026-11-20T00:00Z", "2026-11-20T01:00Z"],
-        "tables": {"campaign_delivery": {"seconds": 4.0, "rows": 1}},
-        "load_average": [1.0, 2.0],
-    }
-    position = {
-        "first": {**hour, "runs_s": [8.0, 8.2, 7.9], "median_s": 8.0},
-        "last": {**hour, "runs_s": [8.4, 8.8, 8.6], "median_s": 8.6},
-        "ratio": 1.08,
-    }
-    return {
-        "history": history,
-        "ratios": scale.ratios(history),
-        "position": position,
-        "goals": scale.goals(history, position),
-        "goal_ratio": scale.GOAL_RATIO,
-        "rows_per_day": 1_000_000,
-        "last_day": "2026-11-20",
-        "hourly_tables": ["campaign_delivery", "page_traffic"],
-        "daily_tables": ["attribution_reconciliation", "page_traffic"],
-        "load_average": [1.0, 2.0],
-        "cores": 2,
-        "quick": False,
-    }
+
+    def hour(runs_s: list[float], median_s: float) -> scale_report.HourRuns:
+        return scale_report.HourRuns(
+            interval=["2026-11-20T00:00Z", "2026-11-20T01:00Z"],
+            runs_s=runs_s,
+            median_s=median_s,
+            tables={"campaign_delivery": scale_report.TableRun(seconds=4.0, rows=1)},
+            load_average=(1.0, 2.0),
+        )
+
+    position = scale_report.Position(
+        first=hour([8.0, 8.2, 7.9], 8.0), last=hour([8.4, 8.8, 8.6], 8.6), ratio=1.08
+    )
+    return scale_report.Scale(
+        history=history,
+        ratios=scale.ratios(history),
+        position=position,
+        goals=scale.goals(history, position),
+        goal_ratio=scale.GOAL_RATIO,
+        rows_per_day=1_000_000,
+        last_day="2026-11-20",
+        hourly_tables=["campaign_delivery", "page_traffic"],
+        daily_tables=["attribution_reconciliation", "page_traffic"],
+        load_average=(1.0, 2.0),
+        cores=2,
+        quick=False,
+    )
+
+
+def written() -> dict:
+    return json.loads(json.dumps(asdict(synthetic())))
 
 
 def test_the_goals_compare_the_largest_history_and_the_last_hour_with_their_smallest():
     report = synthetic()
-    hourly, daily, position = report["goals"]
+    hourly, daily, position = report.goals
 
-    assert report["ratios"] == {"hourly": 1.25, "daily": 1.1, "process": 1.1}
-    assert not hourly["met"] and daily["met"] and position["met"]
-    assert hourly["measured"] == "1.25x (8.0 s -> 10.0 s); as a process 1.10x (30.0 s -> 33.0 s)"
-    assert "silver's files 147 -> 4,410" in hourly["bound"]
-    assert "attribution_reconciliation 79.2 s of 99.0 s" in daily["bound"]
-    assert position["measured"] == "1.07x (8.6 s vs 8.0 s, medians of 3)"
+    assert report.ratios == {"hourly": 1.25, "daily": 1.1, "process": 1.1}
+    assert not hourly.met and daily.met and position.met
+    assert hourly.measured == "1.25x (8.0 s -> 10.0 s); as a process 1.10x (30.0 s -> 33.0 s)"
+    assert "silver's files 147 -> 4,410" in hourly.bound
+    assert "attribution_reconciliation 79.2 s of 99.0 s" in daily.bound
+    assert position.measured == "1.07x (8.6 s vs 8.0 s, medians of 3)"
+
+
+def test_a_file_as_written_is_the_value_the_report_reads():
+    from bench.report_kit import Node, summary
+
+    trail: set = set()
+    read, goals = scale_report.read_scale(Node("scale.json", "", written(), trail=trail))
+    assert read == synthetic() and [g.benchmark for g in goals] == ["scale"] * 3
+    kept = summary(written(), trail)
+    assert "rows" not in kept["history"][0]["hourly"]["tables"]["page_traffic"]
+    assert "write_s" not in kept["history"][0] and "ratio" not in kept["position"]
+    again, _ = scale_report.read_scale(Node("scale.json", "", kept))
+    assert scale_report.scale_section(again) == scale_report.scale_section(read)
 
 
 def test_the_report_has_a_table_of_history_and_of_position_and_the_goals(tmp_path):
-    (tmp_path / "scale.json").write_text(json.dumps(synthetic()))
+    (tmp_path / "scale.json").write_text(json.dumps(written()))
     inputs = bench_report.read_inputs(tmp_path)
     section = scale_report.scale_section(inputs.results["scale.json"])
 
@@ -120,7 +142,7 @@ def test_the_report_has_a_table_of_history_and_of_position_and_the_goals(tmp_pat
 
 
 def test_a_malformed_scale_json_names_its_field(tmp_path):
-    broken = synthetic()
+    broken = written()
     del broken["position"]["last"]["median_s"]
     (tmp_path / "scale.json").write_text(json.dumps(broken))
 
