@@ -15,6 +15,7 @@ import pytest
 
 from adlake import generator, registry
 from adlake.airflow import factory
+from adlake.generator.traffic import LATE_EXTRA_MS
 from tests.conftest import private_settings
 from tests.dags.conftest import DAGS_DIR, task_env
 
@@ -25,6 +26,7 @@ INPUTS = ("ad_requests", "ad_impressions", "ad_callbacks", "page_clicks")
 GATED = "campaign_delivery"
 GATE = "quality_gold"
 MALFORMED = ("invalid_json", "missing_field", "wrong_type")
+HOUR = dt.timedelta(hours=1)
 
 
 @pytest.fixture(scope="module")
@@ -60,15 +62,28 @@ def platform_env(tmp_path_factory, airflow_db):
             broker.stop()
 
 
+def _hour(t: dt.datetime) -> dt.datetime:
+    return t.replace(minute=0, second=0, microsecond=0)
+
+
+def _time(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def send_hour(report) -> dt.datetime:
+    """The hour the generator started sending in."""
+    return _hour(_time(report["started_at"]))
+
+
 def hours_of(report) -> list[dt.datetime]:
-    """The start of every hour the generated events fall in (usually one)."""
-
-    def hour(text: str) -> dt.datetime:
-        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-        return t.replace(minute=0, second=0, microsecond=0)
-
-    first, last = hour(report["started_at"]), hour(report["finished_at"])
-    return [first + dt.timedelta(hours=i) for i in range(int((last - first).seconds / 3600) + 1)]
+    """The start of every hour the generated events' times fall in (usually one): from the
+    earliest a late event's time can be (the first send less the lateness and the most
+    LATE_EXTRA_MS adds) to the last send. A run started in an hour's first 90 s has late events
+    in the hour before."""
+    late_by = dt.timedelta(seconds=report["lateness_s"], milliseconds=LATE_EXTRA_MS[1])
+    first = _hour(_time(report["started_at"]) - late_by)
+    last = _hour(_time(report["finished_at"]))
+    return [first + dt.timedelta(hours=i) for i in range(int((last - first) / HOUR) + 1)]
 
 
 def test_lake_chain_dag_writes_the_expected_tables_and_queues_the_views(platform_env, spark):
@@ -146,7 +161,7 @@ def test_a_gold_table_failing_its_gate_fails_the_run_and_is_not_published(platfo
     from spark_apps.lake.tables import read_table, table_path
 
     settings, report = platform_env
-    hour = hours_of(report)[0]
+    hour = send_hour(report)
 
     def events() -> int:
         with create_session() as session:

@@ -50,7 +50,8 @@ _CLICK_P = 0.04
 _CONVERSION_P = 0.25  # given a click
 _HOLD_MAX = 50
 _CLICKS, _CHAINS = "<clicks>", "<chains>"  # base sources; the other sources are surge page ids
-_LATE_EXTRA_MS = (1_000, 60_000)
+# How much further back than the lateness a late event's time is set (ms, uniform).
+LATE_EXTRA_MS = (1_000, 60_000)
 
 # Wrong-type values by field type. Only non-string required fields are made wrong: a Spark JSON
 # reader turns any token into a string column silently, and a wrong optional field reads as null,
@@ -381,7 +382,7 @@ class Traffic:
                     self.start_ms
                     + due
                     - round(cfg.lateness_s * 1000)
-                    - lrng.randint(*_LATE_EXTRA_MS)
+                    - lrng.randint(*LATE_EXTRA_MS)
                 )
                 ev.injected += ("late",)
                 self.injected["late"] += 1
