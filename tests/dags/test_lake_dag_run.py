@@ -109,17 +109,18 @@ def test_lake_chain_dag_writes_the_expected_tables_and_queues_the_views(platform
         )
 
     # Bronze holds every record sent; silver + quarantine + duplicates account for each.
+    accounts = {t: silver.accounting(spark, settings, t) for t in INPUTS}
     for topic in INPUTS:
         by_kind = report["anomalies_by_topic"][topic]
         malformed = sum(by_kind[k] for k in MALFORMED)
-        assert silver.accounting(spark, settings, topic) == {
+        assert accounts[topic] == {
             "bronze": report["sent"][topic],
             "quarantine": malformed,
             "duplicates": by_kind["duplicate"],
             "silver": report["sent"][topic] - malformed - by_kind["duplicate"],
         }, topic
     # Gold: every valid impression and click counted once.
-    n_silver = {t: silver.accounting(spark, settings, t)["silver"] for t in INPUTS}
+    n_silver = {t: accounts[t]["silver"] for t in INPUTS}
     delivery = read_table(spark, settings, "campaign_delivery").groupBy().sum("impressions")
     assert delivery.collect()[0][0] == n_silver["ad_impressions"]
     traffic = read_table(spark, settings, "page_traffic").groupBy().sum("clicks")

@@ -10,8 +10,8 @@ Who sees what: an admin, a viewer and a user refused one app's DAG by the deny l
 
 On call, in the browser: click-surge started (running, its last progress fresh), restarted (a new
 pid, running again) and stopped with the page's buttons, each a DAG run the real scheduler
-executes; then a view's DAG triggered from Airflow's trigger form with a changed ``mode``, its run
-followed to success. Screenshots of every step go to the runtime's ``reports/ui/``. Then a
+executes; then (``make test-e2e``) a view's DAG triggered from Airflow's trigger form with a
+changed ``mode``, its run followed to success. Screenshots of every step go to the runtime's ``reports/ui/``. Then a
 backfill of one hour of ``lake_hourly`` created as the docs say (``make airflow ARGS="backfill
 create ..."``) and run by the same scheduler. No scheduled run is made (``USE_JOB_SCHEDULE``
 off): only what a person triggers runs; attribution is not started (a JVM each; the lifecycle
@@ -107,6 +107,10 @@ def test_up_says_where_to_sign_in_and_a_second_up_starts_nothing(running):
     # Shown once, when generated: later starts say where it is kept, not what it is.
     assert password not in second and str(credentials.passwords_path(settings)) in second
     assert platform_pids(settings) == pids
+    # Every DAG unpaused by up (one CLI call for them all).
+    dags = api(settings, "/dags?limit=100")["dags"]
+    assert {d["dag_id"] for d in dags} == factory.expected_dag_ids()
+    assert not [d["dag_id"] for d in dags if d["is_paused"]]
 
 
 def test_plugin_routes_refuse_a_request_without_a_session(running):
@@ -320,6 +324,7 @@ def test_on_call_starts_restarts_and_stops_an_app_from_the_page(running):
     print(f"\nscreenshots: {shots}")
 
 
+@pytest.mark.e2e  # a view's DAG through Airflow: test_lake_dag_run.py, in make test
 def test_a_lake_dag_triggered_from_its_form_with_a_changed_param_succeeds(running, spark):
     """A view's DAG triggered by hand from Airflow's trigger form, its ``mode`` changed from
     ``incremental`` to ``full-refresh``: the run (the refresh's spark-submit, then the view's

@@ -541,10 +541,12 @@ def random_step(spark, path, rng, rows, next_id):
     return next_id
 
 
-# Each step is a refresh, a verify and a comparison (~10 s on 2 cores): 3 × 6 steps.
+# Each step is a refresh, a verify and a comparison (~10 s on 2 cores): 3 × 6 steps. The
+# randomized run is make test-e2e's: the tests above hold each kind of change in make test.
 RANDOM_SEEDS, RANDOM_STEPS = (11,), 6
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("seed", RANDOM_SEEDS)
 def test_random_changes_keep_the_view_equal_to_a_recomputation(spark, lake, seed):
     rng = random.Random(seed)
