@@ -236,8 +236,9 @@ def bronze_read_to_end(offset: dict | None, table_id: str, version: int) -> bool
 
 
 def nothing_new(spark: SparkSession, settings: Settings, topic: str) -> bool:
-    """Whether ``topic``'s silver query would read no bronze row (see :func:`bronze_read_to_end`);
-    asks the bronze table's Delta log for its latest version, no Spark job."""
+    """Whether ``topic``'s silver query would read no bronze row: read to the end
+    (:func:`bronze_read_to_end`), or starting over an empty bronze (:func:`fresh_and_empty`);
+    asks the bronze table's Delta log, no Spark job."""
     from spark_apps.lake.bronze import bronze_table, committed_source_offset
     from spark_apps.lake.delta_log import log_state
 
@@ -245,23 +246,53 @@ def nothing_new(spark: SparkSession, settings: Settings, topic: str) -> bool:
     path = settings.table_path(bronze_table(topic).name)
     if offset is None or not (path / "_delta_log").is_dir():
         return False
+    if offset == {}:
+        return fresh_and_empty(offset, newest_checksum(path))
     state = log_state(path)
     return bronze_read_to_end(offset, state.table_id, state.version)
 
 
-def latest_from_files(table: Path) -> tuple[str, int] | None:
-    """``(table id, latest version)`` of the Delta table at ``table``, read from its log's newest
-    commit and that commit's checksum file (``N.crc``, which Delta writes with each commit and
-    which carries the table's metadata); None without them (then ask Delta)."""
+def newest_checksum(table: Path) -> dict | None:
+    """The checksum file (``N.crc``) of the newest commit of the Delta table at ``table``, with
+    its ``version`` added: Delta writes one with each commit, carrying the table's metadata and
+    its file count. None without them (then ask Delta)."""
     log = table / "_delta_log"
     versions = [int(p.stem) for p in log.glob("*.json") if p.stem.isdigit()] if log.is_dir() else []
     if not versions:
         return None
     try:
         checksum = json.loads((log / f"{max(versions):020d}.crc").read_text())
-        return checksum["metadata"]["id"], max(versions)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError):
         return None
+    return {**checksum, "version": max(versions)} if isinstance(checksum, dict) else None
+
+
+def latest_from_files(table: Path) -> tuple[str, int] | None:
+    """``(table id, latest version)`` of the Delta table at ``table``, from its newest checksum
+    (:func:`newest_checksum`); None without it."""
+    checksum = newest_checksum(table)
+    try:
+        return checksum["metadata"]["id"], checksum["version"]
+    except (KeyError, TypeError):
+        return None
+
+
+def fresh_and_empty(offset: dict | None, checksum: dict | None) -> bool:
+    """True when a silver query that has planned no batch yet (``offset`` ``{}``) would read
+    nothing: such a query starts at the bronze table's latest snapshot, and that version's
+    ``checksum`` counts no file in it. Bronze is only appended to, so the first query once it
+    holds rows reads every one of them: nothing is skipped.
+
+    >>> fresh_and_empty({}, {"numFiles": 0, "version": 0})
+    True
+    >>> fresh_and_empty({}, {"numFiles": 3, "version": 1})
+    False
+    >>> fresh_and_empty(None, {"numFiles": 0, "version": 0})  # planned, not committed
+    False
+    >>> fresh_and_empty({}, None)  # no checksum: ask the query
+    False
+    """
+    return offset == {} and bool(checksum) and checksum.get("numFiles") == 0
 
 
 def nothing_to_do(settings: Settings, topics: list[str]) -> bool:
@@ -278,8 +309,12 @@ def nothing_to_do(settings: Settings, topics: list[str]) -> bool:
     if not all((settings.table_path(t.name) / "_delta_log").is_dir() for t in tables):
         return False
     for topic, checkpoint in zip(topics, checkpoints):
-        latest = latest_from_files(settings.table_path(bronze_table(topic).name))
-        if latest is None or not bronze_read_to_end(committed_source_offset(checkpoint), *latest):
+        offset = committed_source_offset(checkpoint)
+        bronze = settings.table_path(bronze_table(topic).name)
+        if fresh_and_empty(offset, newest_checksum(bronze)):
+            continue
+        latest = latest_from_files(bronze)
+        if latest is None or not bronze_read_to_end(offset, *latest):
             return False
     return True
 
@@ -293,6 +328,10 @@ def _run(
     for topic in topics:
         if nothing_new(spark, settings, topic):
             read[topic] = 0
+            # The tables the query would have created (a first run over an empty bronze).
+            for table in (silver_table(topic), QUARANTINE):
+                if not (settings.table_path(table.name) / "_delta_log").is_dir():
+                    ensure_table(spark, settings, table)
             print(f"[silver] {topic}: nothing new in bronze, no query", flush=True)
             continue
         query = start_refine(spark, settings, topic, max_files)

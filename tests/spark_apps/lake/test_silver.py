@@ -173,3 +173,29 @@ def test_a_replayed_batch_changes_nothing(spark, lake):
         == {"numTargetRowsInserted": "0", "numTargetRowsUpdated": "0", "numTargetFilesRemoved": "0"}
         for m in merge_metrics(spark, lake, before)
     )
+
+
+def test_a_first_run_over_an_empty_bronze_starts_no_query_and_the_next_reads_it_all(
+    spark, lake, capsys
+):
+    """A silver query that has planned no batch starts at bronze's latest snapshot: over an
+    empty bronze the run starts none (and creates silver's tables, as the query would have);
+    the first run once bronze holds rows reads every one of them."""
+    from spark_apps.lake.tables import table_path
+
+    ensure_table(spark, lake, registry.table("bronze_page_clicks"))
+    assert silver.run(spark, lake, ["page_clicks"]) == {"page_clicks": 0}
+    assert "page_clicks: nothing new in bronze, no query" in capsys.readouterr().out
+    assert not lake.checkpoint_path("silver_page_clicks").exists()
+    assert read_table(spark, lake, "silver_page_clicks").count() == 0
+    assert read_table(spark, lake, "quarantine").count() == 0
+
+    (
+        bronze(spark, list(RECORDS))
+        .write.format("delta")
+        .mode("append")
+        .save(table_path(lake, "bronze_page_clicks"))
+    )
+    assert silver.run(spark, lake, ["page_clicks"]) == {"page_clicks": len(RECORDS)}
+    assertDataFrameEqual(read_table(spark, lake, "silver_page_clicks"), expected_silver(spark))
+    assert read_table(spark, lake, "quarantine").count() == 1
