@@ -270,7 +270,17 @@ def newest_checksum(table: Path) -> dict | None:
 def latest_from_files(table: Path) -> tuple[str, int] | None:
     """``(table id, latest version)`` of the Delta table at ``table``, from its newest checksum
     (:func:`newest_checksum`); None without it."""
-    checksum = newest_checksum(table)
+    return id_and_version(newest_checksum(table))
+
+
+def id_and_version(checksum: dict | None) -> tuple[str, int] | None:
+    """``(table id, version)`` of a :func:`newest_checksum`; None when it lacks them.
+
+    >>> id_and_version({"metadata": {"id": "b"}, "version": 3})
+    ('b', 3)
+    >>> id_and_version(None) is None
+    True
+    """
     try:
         return checksum["metadata"]["id"], checksum["version"]
     except (KeyError, TypeError):
@@ -310,10 +320,10 @@ def nothing_to_do(settings: Settings, topics: list[str]) -> bool:
         return False
     for topic, checkpoint in zip(topics, checkpoints):
         offset = committed_source_offset(checkpoint)
-        bronze = settings.table_path(bronze_table(topic).name)
-        if fresh_and_empty(offset, newest_checksum(bronze)):
+        checksum = newest_checksum(settings.table_path(bronze_table(topic).name))
+        if fresh_and_empty(offset, checksum):
             continue
-        latest = latest_from_files(bronze)
+        latest = id_and_version(checksum)
         if latest is None or not bronze_read_to_end(offset, *latest):
             return False
     return True
